@@ -1,0 +1,3 @@
+from forgec.cli import main
+
+raise SystemExit(main())

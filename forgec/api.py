@@ -1,0 +1,160 @@
+"""The library's front door: `check`, `compile_dsl`, `format_dsl`, `lower`.
+
+The CLI is a thin shell over these. Heavy modules (lark for `.forge`, the backend) are imported
+only by the functions that need them, so `forgec check x.talostool` stays fast.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from forgec.ir.diagnostics import Diagnostic, sort_key
+from forgec.ir.marks import Marks
+from forgec.ir.nodes import Manifest
+from forgec.ir.span import SourceMap
+
+DEFAULT_TARGET = "talos"
+
+
+@attrs.frozen
+class Report:
+    path: str | None
+    form: str  # "talostool" | "forge"
+    diagnostics: tuple[Diagnostic, ...]
+    marks: Marks | None
+    manifest: dict[str, Any] | None  # canonical manifest when there is no error
+    ir: Manifest | None = attrs.field(default=None, repr=False, eq=False)
+    facts: Any = attrs.field(default=None, repr=False, eq=False)
+    source_map: SourceMap | None = attrs.field(default=None, repr=False, eq=False)
+    target: str = DEFAULT_TARGET
+
+    @property
+    def ok(self) -> bool:
+        return not any(d.is_error for d in self.diagnostics)
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.is_error]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "ok": self.ok,
+            "diagnostics": [d.to_json() for d in self.diagnostics],
+        }
+
+
+class CheckError(Exception):
+    """Raised by `compile_dsl` and `lower` when the source has errors; carries the report."""
+
+    def __init__(self, report: Report) -> None:
+        self.report = report
+        first = report.errors[0] if report.errors else None
+        summary = f"{first.code}: {first.message}" if first else "check failed"
+        count = len(report.errors)
+        super().__init__(f"{count} error(s); first: {summary}")
+
+
+def is_forge_source(source: str | bytes, path: str | None) -> bool:
+    """By extension when there is a path; else sniff: a manifest starts with `{`."""
+    if path is not None:
+        return Path(path).suffix == ".forge"
+    head = source[:64].lstrip() if isinstance(source, str) else source[:64].lstrip()
+    return not (head.startswith("{") if isinstance(head, str) else head.startswith(b"{"))
+
+
+def load(source: str | bytes, *, path: str | None = None) -> Any:
+    """Read either form into a `Loaded` (JSON value, source map, syntax diagnostics)."""
+    if is_forge_source(source, path):
+        from forgec.frontend.dsl import load_forge
+
+        return load_forge(source, path=path)
+    from forgec.frontend.manifest import load_manifest
+
+    return load_manifest(source, path=path)
+
+
+def check(source: str | bytes, *, path: str | None = None, target: str = DEFAULT_TARGET) -> Report:
+    """Every diagnostic of one source, with the tool's marks when it could be analysed."""
+    from forgec.catalog import get_catalog
+    from forgec.frontend.canonical import canonical_manifest
+    from forgec.passes import run_passes
+    from forgec.passes.context import PassContext
+
+    catalog = get_catalog(target)
+    loaded = load(source, path=path)
+    diagnostics: list[Diagnostic] = list(loaded.diagnostics)
+    ir: Manifest | None = None
+    facts = None
+    marks: Marks | None = None
+    if loaded.value is not None:
+        ctx = PassContext(raw=loaded.value, catalog=catalog)
+        run_passes(ctx)
+        diagnostics.extend(ctx.diagnostics)
+        ir = ctx.manifest_or_none
+        facts = ctx.facts
+        marks = facts.marks
+    located = [_locate(d, loaded.source_map) for d in diagnostics]
+    located.sort(key=sort_key)
+    has_error = any(d.is_error for d in located)
+    manifest = (
+        canonical_manifest(loaded.value)
+        if not has_error and isinstance(loaded.value, dict)
+        else None
+    )
+    return Report(
+        path=path,
+        form=loaded.form,
+        diagnostics=tuple(located),
+        marks=marks,
+        manifest=manifest,
+        ir=ir,
+        facts=facts,
+        source_map=loaded.source_map,
+        target=target,
+    )
+
+
+def check_file(path: str | Path, *, target: str = DEFAULT_TARGET) -> Report:
+    p = Path(path)
+    return check(p.read_bytes(), path=str(p), target=target)
+
+
+def _locate(d: Diagnostic, source_map: SourceMap) -> Diagnostic:
+    if d.span is not None:
+        return d
+    span = source_map.span(d.path, key=d.key)
+    return attrs.evolve(d, span=span) if span is not None else d
+
+
+def compile_dsl(text: str | bytes, *, path: str | None = None) -> dict[str, Any]:
+    """`.forge` text → canonical manifest dict; raises `CheckError` on any error."""
+    report = check(text, path=path or "<forge>.forge", target="talon")
+    if not report.ok or report.manifest is None:
+        raise CheckError(report)
+    return report.manifest
+
+
+def format_dsl(manifest: dict[str, Any]) -> str:
+    """A manifest → canonical `.forge` text (the decompiler)."""
+    from forgec.frontend.dsl_format import format_forge
+
+    return format_forge(manifest)
+
+
+def lower(manifest: dict[str, Any] | str | bytes, *, target: str = DEFAULT_TARGET) -> Any:
+    """Check, then lower to a `forgec.runtime.Program`; raises `CheckError` on any error."""
+    from forgec.backend import lower_report
+
+    if isinstance(manifest, dict):
+        import orjson
+
+        report = check(orjson.dumps(manifest), path=None, target=target)
+    else:
+        report = check(manifest, path=None, target=target)
+    if not report.ok:
+        raise CheckError(report)
+    return lower_report(report)

@@ -1,0 +1,318 @@
+"""The typed IR of a forged tool: what both frontends (JSON manifest, `.forge`) produce.
+
+Frontends build these `@attrs.frozen` nodes; passes read them; the backend lowers them.
+Nothing here knows about JSON parsing or text positions: every node carries the JSON Pointer
+of the manifest object it came from (`pointer`), and a `SourceMap` turns that into a line when
+a diagnostic or a run error needs one.
+
+A manifest with errors still yields an IR, best effort: a field whose value is unusable is
+`None` (already diagnosed by the structure pass), and a node without a usable `id` or `type` is
+left out. Passes therefore tolerate `None` in any optional-typed field.
+
+Values: inside `set.value`, `capability.input`, `llm.input`, `condition.left/right`,
+`foreach.source` and `return.value`, a JSON value may hold expressions. A value subtree with no
+expression in it is one `Literal`; an object or list holding an expression somewhere is an
+`ObjectExpr`/`ListExpr` whose members are values again.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeAlias
+
+import attrs
+
+# A path segment: a NAME (str) or an INDEX (int). The first segment is the ROOT.
+Segment: TypeAlias = str | int
+
+
+@attrs.frozen
+class Literal:
+    value: Any  # plain JSON (dict/list/str/int/float/bool/None), no expression inside
+    pointer: str
+
+
+@attrs.frozen
+class Ref:
+    """``{"$ref": "input.items[0].title"}``: the value at a safe path."""
+
+    text: str
+    segments: tuple[Segment, ...]
+    pointer: str
+
+    @property
+    def root(self) -> str:
+        return str(self.segments[0])
+
+
+@attrs.frozen
+class Template:
+    """``{"$template": "Due in {{input.days}} days"}``: parts are text or a `Ref`."""
+
+    text: str
+    parts: tuple[str | Ref, ...]
+    pointer: str
+
+
+@attrs.frozen
+class CredentialRef:
+    """``{"$credential": "github"}``: resolved by the host at the bridge, never by the flow."""
+
+    id: str
+    pointer: str
+
+
+@attrs.frozen
+class ObjectExpr:
+    fields: tuple[tuple[str, Value], ...]
+    pointer: str
+
+
+@attrs.frozen
+class ListExpr:
+    items: tuple[Value, ...]
+    pointer: str
+
+
+Value: TypeAlias = Literal | Ref | Template | CredentialRef | ObjectExpr | ListExpr
+
+
+@attrs.frozen
+class Retry:
+    attempts: int | None
+    backoff_ms: int | None
+    pointer: str
+
+
+@attrs.frozen
+class ModelRequirements:
+    structured_output: bool | None = None
+    context: int | None = None
+    privacy: str | None = None  # local-only | local-preferred | remote-allowed
+    reasoning_effort: str | None = None  # low | medium | high
+    pointer: str = ""
+
+
+@attrs.frozen
+class SetNode:
+    id: str
+    pointer: str
+    target: str | None
+    value: Value | None
+    next: str | None
+
+
+@attrs.frozen
+class CapabilityNode:
+    id: str
+    pointer: str
+    capability: str | None
+    input: Value | None
+    target: str | None
+    retry: Retry | None
+    compensation: str | None
+    next: str | None
+
+
+@attrs.frozen
+class LlmNode:
+    id: str
+    pointer: str
+    op: str | None  # classify | extract | summarize | generate | rank
+    input: Value | None
+    target: str | None
+    requirements: ModelRequirements | None
+    output_schema: dict[str, Any] | None
+    next: str | None
+
+
+@attrs.frozen
+class Condition:
+    op: str | None  # eq neq truthy exists contains gt gte lt lte
+    left: Value | None
+    right: Value | None
+    pointer: str
+
+
+@attrs.frozen
+class IfNode:
+    id: str
+    pointer: str
+    condition: Condition | None
+    then: str | None
+    else_: str | None
+
+
+@attrs.frozen
+class ForeachNode:
+    id: str
+    pointer: str
+    source: Value | None
+    item_var: str | None
+    index_var: str | None
+    max_items: int | None
+    body: tuple[Node, ...]
+    next: str | None
+
+
+@attrs.frozen
+class ReturnNode:
+    id: str
+    pointer: str
+    value: Value | None
+
+
+@attrs.frozen
+class FailNode:
+    id: str
+    pointer: str
+    code: str | None
+    message: str | None
+
+
+Node: TypeAlias = SetNode | CapabilityNode | LlmNode | IfNode | ForeachNode | ReturnNode | FailNode
+
+NODE_TYPES: dict[str, type] = {
+    "set": SetNode,
+    "capability": CapabilityNode,
+    "llm": LlmNode,
+    "if": IfNode,
+    "foreach": ForeachNode,
+    "return": ReturnNode,
+    "fail": FailNode,
+}
+
+
+def node_type(node: Node) -> str:
+    return _TYPE_NAMES[type(node)]
+
+
+_TYPE_NAMES: dict[type, str] = {cls: name for name, cls in NODE_TYPES.items()}
+
+
+def successors(node: Node) -> tuple[str, ...]:
+    """The ids a node may go to next, in its own scope (``then`` before ``else``)."""
+    if isinstance(node, IfNode):
+        return tuple(t for t in (node.then, node.else_) if t is not None)
+    nxt = getattr(node, "next", None)
+    return (nxt,) if nxt is not None else ()
+
+
+@attrs.frozen
+class Network:
+    mode: str | None  # forbidden | allowlist
+    hosts: tuple[str, ...]
+    pointer: str = "/network"
+
+
+@attrs.frozen
+class CredentialRequirement:
+    id: str | None
+    purpose: str | None
+    hosts: tuple[str, ...]
+    pointer: str
+
+
+@attrs.frozen
+class Flow:
+    entry: str | None
+    max_transitions: int | None
+    nodes: tuple[Node, ...]
+    pointer: str = "/flow"
+
+
+@attrs.frozen
+class StateDecl:
+    fields: dict[str, dict[str, Any]]  # name → JSON Schema subset
+    max_bytes: int | None
+    pointer: str = "/state"
+
+
+@attrs.frozen
+class Trigger:
+    type: str | None
+    cron: str | None
+    pointer: str
+
+
+@attrs.frozen
+class UiValue:
+    label: str | None
+    path: str | None
+    segments: tuple[Segment, ...] | None  # parsed `path`, None when unsafe
+    pointer: str
+
+
+@attrs.frozen
+class Ui:
+    title: str | None
+    values: tuple[UiValue, ...]
+    pointer: str = "/ui"
+
+
+@attrs.frozen
+class Manifest:
+    schema: str | None
+    id: str | None
+    version: int | None
+    title: str | None
+    description: str | None
+    created_at: str | None
+    parent_version: int | None
+    execution: str | None
+    install_scope: str | None
+    network: Network | None
+    credential_requirements: tuple[CredentialRequirement, ...]
+    model_defaults: ModelRequirements | None
+    input_schema: dict[str, Any] | None
+    output_schema: dict[str, Any] | None
+    flow: Flow | None
+    state: StateDecl | None
+    triggers: tuple[Trigger, ...]
+    ui: Ui | None
+
+    @property
+    def name(self) -> str:
+        return f"dynamic:{self.id}"
+
+
+def walk_nodes(nodes: tuple[Node, ...]) -> list[tuple[Node, ForeachNode | None]]:
+    """Every node with the loop that holds it (None at the top level), in manifest order."""
+    out: list[tuple[Node, ForeachNode | None]] = []
+    for node in nodes:
+        out.append((node, None))
+        if isinstance(node, ForeachNode):
+            out.extend((child, node) for child in node.body)
+    return out
+
+
+def walk_values(value: Value | None) -> list[Value]:
+    """Every value in a value tree, pre-order (the value itself first)."""
+    if value is None:
+        return []
+    out: list[Value] = [value]
+    if isinstance(value, ObjectExpr):
+        for _, member in value.fields:
+            out.extend(walk_values(member))
+    elif isinstance(value, ListExpr):
+        for item in value.items:
+            out.extend(walk_values(item))
+    return out
+
+
+def node_values(node: Node) -> list[tuple[str, Value]]:
+    """The value slots of a node as (field name, value), in field order."""
+    slots: list[tuple[str, Value | None]]
+    if isinstance(node, SetNode):
+        slots = [("value", node.value)]
+    elif isinstance(node, (CapabilityNode, LlmNode)):
+        slots = [("input", node.input)]
+    elif isinstance(node, IfNode):
+        cond = node.condition
+        slots = [("left", cond.left), ("right", cond.right)] if cond else []
+    elif isinstance(node, ForeachNode):
+        slots = [("source", node.source)]
+    elif isinstance(node, ReturnNode):
+        slots = [("value", node.value)]
+    else:
+        slots = []
+    return [(name, v) for name, v in slots if v is not None]

@@ -1,0 +1,73 @@
+"""What passes share: the manifest under check, the target catalog, diagnostics and facts.
+
+Passes run in the order of `forgec.passes.PASSES`. Each reads the IR (and the raw JSON where it
+must, e.g. the secret scanner), appends diagnostics through `report`, and records what later
+passes need in `facts`. No pass raises on a bad manifest: the IR is best effort (see
+`forgec.ir.nodes`) and every pass tolerates missing fields.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from forgec.catalog import Catalog
+from forgec.ir.diagnostics import Diagnostic, make
+from forgec.ir.marks import Marks
+from forgec.ir.nodes import ForeachNode, Manifest, Node
+
+
+@attrs.define
+class Facts:
+    """Facts passes derive for later passes, `forgec inspect` and the backend."""
+
+    # id → node, for every node with a usable unique id (first occurrence wins)
+    nodes_by_id: dict[str, Node] = attrs.field(factory=dict)
+    # id → the foreach that holds it (None for top-level nodes)
+    scope_of: dict[str, ForeachNode | None] = attrs.field(factory=dict)
+    # ids reachable from the entry (body nodes: reachable when their loop is, from the body's
+    # first node)
+    reachable: set[str] = attrs.field(factory=set)
+    # the flow graph is well formed (entry present, edges resolve, no cycle): lowering and the
+    # definedness analysis rely on it
+    graph_ok: bool = False
+    # node ids in a topological order of the top-level graph (reachable nodes only)
+    topo_order: list[str] = attrs.field(factory=list)
+    worst_case_transitions: int | None = None
+    # the longest path from the entry, as node ids (what the worst case counts)
+    worst_case_path: list[str] = attrs.field(factory=list)
+    marks: Marks = attrs.field(factory=Marks)
+    extra: dict[str, Any] = attrs.field(factory=dict)
+
+
+@attrs.define
+class PassContext:
+    raw: Any  # the parsed JSON document (for .forge: the compiled manifest)
+    catalog: Catalog
+    # set by the structure pass (the first in the table); best effort on a broken manifest
+    manifest_or_none: Manifest | None = None
+    diagnostics: list[Diagnostic] = attrs.field(factory=list)
+    facts: Facts = attrs.field(factory=Facts)
+
+    def report(
+        self,
+        code: str,
+        pointer: str,
+        message: str,
+        *,
+        hint: str | None = None,
+        notes: tuple[str, ...] | list[str] = (),
+        key: bool = False,
+    ) -> None:
+        self.diagnostics.append(make(code, pointer, message, hint=hint, notes=notes, key=key))
+
+    @property
+    def manifest(self) -> Manifest:
+        if self.manifest_or_none is None:
+            raise RuntimeError("the structure pass has not run")
+        return self.manifest_or_none
+
+    @property
+    def has_errors(self) -> bool:
+        return any(d.is_error for d in self.diagnostics)

@@ -1,0 +1,94 @@
+"""The host protocol: the one choke point between a running tool and the outside world.
+
+Every capability call, model call, credential lookup and state read/write of a run goes through
+a `Host`. The VM never touches a database, a socket or a secret itself; the host checks labels,
+network allowlists and input rules again at this bridge, whatever the compiler said.
+
+Errors: a host raises `HostError` with a `RUN_*` code; `transient=True` marks an error worth
+retrying (a timeout, a busy database), which is the only kind a step's `retry` re-attempts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol, runtime_checkable
+
+import attrs
+
+
+class HostError(Exception):
+    """A capability, model or state operation failed; `code` is a `RUN_*` code."""
+
+    def __init__(self, code: str, message: str, *, transient: bool = False) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.transient = transient
+
+    def __repr__(self) -> str:
+        kind = "transient" if self.transient else "permanent"
+        return f"HostError({self.code}, {self.message!r}, {kind})"
+
+
+@attrs.frozen
+class CallContext:
+    """What the host needs to know about the caller to check a call at the bridge."""
+
+    tool_id: str
+    tool_version: int
+    node_id: str
+    # the manifest's network allowlist; () when the network is forbidden (deny by default)
+    allowed_hosts: tuple[str, ...] = ()
+    # declared credential id → the hosts it may be sent to
+    credential_hosts: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
+    attempt: int = 1  # 1-based, for retries
+
+
+@runtime_checkable
+class Host(Protocol):
+    def call(self, capability: str, input: Any, context: CallContext) -> Any:
+        """Run one capability with its (already evaluated) input; return its JSON result.
+
+        `{"$credential": id}` objects in a `net.http` step's headers arrive unresolved: the
+        host resolves them itself, and only for the credential's own hosts.
+        """
+        ...
+
+    def model(
+        self,
+        op: str,
+        input: Any,
+        requirements: Mapping[str, Any],
+        output_schema: Mapping[str, Any] | None,
+        context: CallContext,
+    ) -> Any:
+        """Answer one `llm` step (`requirements` is the effective model requirements)."""
+        ...
+
+    def has_credential(self, credential_id: str) -> bool:
+        """Whether a credential is available, without revealing it (checked before a run)."""
+        ...
+
+    def load_state(self, tool_id: str) -> dict[str, Any] | None:
+        """The tool's persisted state, or None when it has none yet."""
+        ...
+
+    def save_state(self, tool_id: str, state: dict[str, Any]) -> None:
+        """Persist the state atomically (called only after a successful run)."""
+        ...
+
+    def compensate(
+        self,
+        capability: str,
+        step_capability: str,
+        step_input: Any,
+        step_result: Any,
+        context: CallContext,
+    ) -> Any:
+        """Undo one completed step by calling its compensation `capability`.
+
+        The host, which knows what its capabilities did, derives the undo input from the
+        step's input and result (e.g. `tasks.create` → `tasks.setStatus` to `cancelled`,
+        `notes.update` → `notes.update` back to `previous`). Raises `HostError` on failure.
+        """
+        ...
