@@ -1,0 +1,81 @@
+"""The `forgec` command line: parses arguments, calls the library, prints. Nothing else.
+
+Each subcommand lives in `forgec.commands.<module>` with a `register(subparsers)` function that
+adds its parser and sets `handler`. Command modules import only argparse at module level and
+the library inside their handlers, so `forgec --help` stays fast (no lark, no host).
+
+Exit status (SPEC §10): 0 no errors, 1 the input has errors or the run failed, 2 bad usage or an
+unreadable file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
+
+COMMAND_MODULES = (
+    "check",
+    "inspect",
+    "explain",
+    "schema",
+    "compile",
+    "fmt",
+    "graph",
+    "lower",
+    "run",
+    "tools",
+    "mcp",
+)
+
+
+class UsageError(Exception):
+    """Bad usage or an unreadable file: printed as one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from forgec import __version__
+
+    parser = _Parser(
+        prog="forgec",
+        description="Check, compile, lower and run forged tools (.talostool and .forge).",
+    )
+    parser.add_argument("--version", action="version", version=f"forgec {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(f"forgec.commands.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"forgec.commands.{name}":
+                raise
+            continue  # a command not built yet in this checkout
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        return int(handler(args))
+    except UsageError as exc:
+        print(f"forgec: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:
+        return EXIT_OK
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,1 @@
+"""Subcommands of `forgec`; see `forgec.cli` for the contract every module follows."""
