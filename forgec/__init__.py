@@ -24,4 +24,13 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'forgec' has no attribute {name!r}")
 
 
-__all__ = sorted(_API | {"__version__"})
+__all__ = [
+    "CheckError",
+    "Report",
+    "__version__",
+    "check",
+    "check_file",
+    "compile_dsl",
+    "format_dsl",
+    "lower",
+]

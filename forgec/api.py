@@ -62,8 +62,9 @@ def is_forge_source(source: str | bytes, path: str | None) -> bool:
     """By extension when there is a path; else sniff: a manifest starts with `{`."""
     if path is not None:
         return Path(path).suffix == ".forge"
-    head = source[:64].lstrip() if isinstance(source, str) else source[:64].lstrip()
-    return not (head.startswith("{") if isinstance(head, str) else head.startswith(b"{"))
+    if isinstance(source, str):
+        return not source[:64].lstrip().startswith("{")
+    return not source[:64].lstrip().startswith(b"{")
 
 
 def load(source: str | bytes, *, path: str | None = None) -> Any:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from forgec.catalog.base import Catalog, CapabilitySpec, InputProblem, StepMarks
+from forgec.catalog.base import CapabilitySpec, Catalog, InputProblem, StepMarks
 
 TARGETS = ("talos", "talon")
 
@@ -19,4 +19,4 @@ def get_catalog(target: str) -> Catalog:
     raise ValueError(f"unknown target {target!r} (expected one of: {', '.join(TARGETS)})")
 
 
-__all__ = ["TARGETS", "Catalog", "CapabilitySpec", "InputProblem", "StepMarks", "get_catalog"]
+__all__ = ["TARGETS", "CapabilitySpec", "Catalog", "InputProblem", "StepMarks", "get_catalog"]

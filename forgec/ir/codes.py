@@ -25,188 +25,381 @@ class CodeDoc:
 E, W = Severity.ERROR, Severity.WARNING
 
 _ENTRIES: list[tuple[str, Severity, str, str]] = [
-    ("FORGE_RETRY_BOUNDS", E, "Retry attempts are not between 1 and 3.",
-     "Checks `retry.attempts` on a capability step: an integer from 1 to 3. A retry multiplies "
-     "the effects a step may have on the outside world, so the bound is small and fixed. "
-     "Example: `\"retry\": {\"attempts\": 5, \"backoffMs\": 100}` is refused; use 1–3."),
-    ("FORGE_RETRY_BACKOFF", E, "The wait between attempts is not between 0 and 5000 ms.",
-     "Checks `retry.backoffMs`: an integer from 0 to 5000. A run must finish in bounded time, "
-     "and three attempts with at most five seconds between them keep it so. Example: "
-     "`\"backoffMs\": 60000` is refused."),
-    ("FORGE_CAPABILITY_UNKNOWN", E, "A step names a capability the target does not have.",
-     "Checks that every capability step (and nothing else) names a capability of the chosen "
-     "target's catalog (`--target talos|talon`). Unknown names are usually typos or MCP-style "
-     "names; the hint suggests the closest known name. Example: `\"capability\": "
-     "\"memory_access\"` on talon → did you mean `memory.access`?"),
-    ("FORGE_NETWORK_NOT_DECLARED", E, "A network step's host is not in the allowlist.",
-     "Under `network.mode: allowlist`, a step that needs the network (`net.http`) with a "
-     "literal URL must name a host listed in `network.hosts` exactly (no subdomain matching). "
-     "Applies to every step, reachable or not, so a later edit cannot wake an undeclared "
-     "request. Example: URL `https://api.example.org/x` with hosts `[\"example.org\"]`."),
-    ("FORGE_INVALID_COMPENSATION", E, "A step that cannot be undone claims a compensation.",
-     "Only the capabilities with an undo pair (tasks.create, tasks.setStatus, notes.update, "
-     "schedule.manage, memory.access) may name a `compensation`. Claiming one elsewhere would "
-     "promise a rollback that cannot happen. Example: `notes.create` with `\"compensation\": "
-     "\"notes.update\"`."),
-    ("FORGE_COMPENSATION_UNKNOWN", E, "The compensation names an unknown capability.",
-     "A step's `compensation` must be a capability of the target's catalog. Example: "
-     "`\"compensation\": \"tasks.delete\"` (there is no such capability)."),
-    ("FORGE_COMPENSATION_MISMATCH", E, "The compensation does not undo the step's capability.",
-     "A compensation must be the capability that undoes the step: `tasks.create` ⟲ "
-     "`tasks.setStatus`, `tasks.setStatus` ⟲ `tasks.setStatus`, `notes.update` ⟲ "
-     "`notes.update`, `schedule.manage` ⟲ `schedule.manage`, `memory.access` ⟲ "
-     "`memory.access`. Example: `tasks.create` with `\"compensation\": \"notes.update\"`."),
-    ("FORGE_LLM_STRUCTURED_OUTPUT_MISSING_SCHEMA", E,
-     "A model step asks for structured output without an output schema.",
-     "An `llm` step whose effective `structuredOutput` (its `requirements`, else "
-     "`modelDefaults`) is true must give an `outputSchema`; otherwise nothing constrains what "
-     "the model returns. Example: `modelDefaults.structuredOutput: true` and an `llm` step "
-     "without `outputSchema`."),
-    ("FORGE_TRANSITION_BOUNDS", E, "flow.maxTransitions is out of range.",
-     "`flow.maxTransitions` must be an integer from 1 to 256: every run is bounded. Example: "
-     "`\"maxTransitions\": 1000`."),
-    ("FORGE_NODE_BOUNDS", E, "The flow has no nodes, or more than 64.",
-     "A flow has 1 to 64 nodes, loop body nodes included, so a reviewer can read it whole. "
-     "Example: `\"nodes\": []`."),
-    ("FORGE_NODE_ID", E, "A node has an invalid id.",
-     "A node id matches `^[A-Za-z][A-Za-z0-9_-]{0,63}$`; ids appear in edges, diagnostics and "
-     "run errors, so they must be plain. Example: `\"id\": \"1st step\"`."),
-    ("FORGE_NODE_DUPLICATE", E, "Two nodes share an id.",
-     "Node ids are unique across the whole flow, loop bodies included (one namespace), or an "
-     "edge would be ambiguous. Example: two nodes with `\"id\": \"save\"`."),
-    ("FORGE_FOREACH_BOUNDS", E, "A loop's bound on items is out of range.",
-     "`foreach.maxItems` must be an integer from 1 to 100. The bound is checked before the "
-     "first iteration at run time, never by silently dropping items. Example: "
-     "`\"maxItems\": 500`."),
-    ("FORGE_INLINE_BOUNDS", E, "A loop's body has no steps or more than 16.",
-     "A `foreach` body holds 1 to 16 nodes. Example: `\"body\": []`."),
-    ("FORGE_ENTRY_MISSING", E, "The entry node does not exist.",
-     "`flow.entry` must name a top-level node. Example: `\"entry\": \"start\"` with no node "
-     "`start`."),
-    ("FORGE_EDGE_MISSING", E, "A node leads to a node that does not exist.",
-     "Every `next`, `then` and `else` names a node in the same scope: top-level nodes lead to "
-     "top-level nodes, body nodes to nodes of the same body. Example: `\"next\": \"sve\"` "
-     "(the hint suggests `save`)."),
-    ("FORGE_CYCLE", E, "The flow loops back on itself.",
-     "Flows are acyclic; repetition is a bounded `foreach`. Any cycle, reachable or not, at "
-     "the top level or in a body, is refused, and the message prints the whole path, e.g. "
-     "`a -> b -> a`."),
-    ("FORGE_UNREACHABLE_NODE", W, "A node cannot be reached from the entry.",
-     "A warning: a node no path from the entry (or from its body's first node) reaches. The "
-     "tool still installs; unreachable steps do not count towards marks. Example: a node "
-     "nothing points to."),
-    ("FORGE_MANIFEST_STRUCTURE", E, "A field is missing, unknown, or of the wrong type.",
-     "The manifest must be UTF-8 JSON (no byte order mark, nesting at most 64 levels) with no "
-     "duplicate keys, and follow `talos.local-tool.v1` exactly: required fields present, no "
-     "unknown fields, the right JSON types (`true` is not a number, `1.0` not an integer), "
-     "constants and enums as listed, schemas in the supported subset. Example: `\"titel\": "
-     "\"x\"` → unknown field `titel`."),
-    ("FORGE_MANIFEST_TOO_LARGE", E, "The manifest is larger than 64 KiB.",
-     "A manifest is at most 65,536 bytes (for `.forge`, of the compiled manifest's compact "
-     "JSON). Nothing else is parsed when it is larger."),
-    ("FORGE_ID", E, "The id is not a 3–64 character lowercase slug.",
-     "`id` matches `^[a-z0-9._-]{3,64}$`; the tool is named `dynamic:<id>`. Example: "
-     "`\"id\": \"My Tool\"`."),
-    ("FORGE_VERSION", E, "The version is not a positive integer.",
-     "`version` is an integer from 1 to 2^31−1; `parentVersion` is null or an integer ≥ 1 "
-     "below `version`. Example: `\"version\": 0`, `\"version\": true`, `\"version\": 1.0`."),
-    ("FORGE_TITLE", E, "The title is empty or longer than 120 characters.",
-     "`title` holds 1–120 Unicode code points; it is shown on the consent card."),
-    ("FORGE_DESCRIPTION", E, "The description is empty or longer than 1000 characters.",
-     "`description` holds 1–1000 code points; the model reads it to decide when to call the "
-     "tool."),
-    ("FORGE_NETWORK_CONTRADICTION", E, "The network is forbidden, yet hosts are listed.",
-     "`{\"mode\": \"forbidden\"}` takes no host. A non-empty `hosts` beside it says two "
-     "things at once. Example: `{\"mode\": \"forbidden\", \"hosts\": [\"example.org\"]}`."),
-    ("FORGE_DOMAIN_INVALID", E, "A listed host is not an exact DNS name.",
-     "Hosts in `network.hosts` and credential `hosts` are exact lowercase DNS names of at least "
-     "two labels: no wildcard, IP literal, port, scheme, trailing dot or non-punycode "
-     "characters. Example: `\"*.example.org\"`, `\"10.0.0.1\"`, `\"example.org:443\"`."),
-    ("FORGE_CREDENTIAL_ID", E, "A credential has an invalid id.",
-     "A credential id follows the tool id rule `^[a-z0-9._-]{3,64}$`. Example: "
-     "`\"id\": \"API KEY\"`."),
-    ("FORGE_CREDENTIAL_SCOPE", E, "A credential may reach a host the network list does not allow.",
-     "Every host of a credential must be in the network allowlist, so a key can only travel to "
-     "a host the tool may reach. Example: credential hosts `[\"api.example.org\"]` with "
-     "network forbidden."),
-    ("FORGE_SECRET_FOUND", E, "The manifest contains what looks like a secret.",
-     "Keys, tokens, private keys, passwords in URLs and JWTs belong in the credential store, "
-     "never in the file: a manifest is shared, reviewed and often written by a model. The "
-     "message names the kind of secret and where it is, without echoing it. Placeholders "
-     "(`<your-key>`, `${API_KEY}`), UUIDs and named hashes are not flagged."),
-    ("FORGE_OUTBOUND_FORBIDDEN", E, "A reachable step needs the network, and it is forbidden.",
-     "With `network.mode: forbidden`, no reachable step may need the network. Example: a "
-     "`net.http` step in a tool whose network is forbidden."),
-    ("FORGE_REF_UNSAFE", E, "A reference to a value is not a safe path.",
-     "`$ref` paths, `{{...}}` template placeholders and `ui` paths follow `ROOT(.NAME|[INDEX])*` "
-     "with plain names, never `__proto__`, `prototype` or `constructor`; `$credential` may "
-     "only stand in a `net.http` step's headers. Example: `{\"$ref\": \"input.__proto__\"}`."),
-    ("FORGE_TARGET_UNSAFE", E, "A step writes to a variable name that is not allowed.",
-     "A target is a plain name that is not reserved (`input`, `state`, `output`, `result`, "
-     "`error`, `env`, `secrets`, `credentials`, `self`, `this`, `prototype`, `constructor`), "
-     "or `state.FIELD` for a declared state field. Example: `\"target\": \"input\"`."),
-    ("FORGE_VAR_UNSAFE", E, "A loop variable has a name that is not allowed.",
-     "`itemVar` and `indexVar` are plain, non-reserved names and differ from each other. "
-     "Example: `\"itemVar\": \"state\"`."),
-    ("FORGEC_REF_UNDEFINED", E, "A reference reads a variable no path has written.",
-     "Definite assignment over the reachable flow: a `$ref` or template root that is not "
-     "`input`, a declared `state` field or a loop variable in scope must be written on every "
-     "path before it is read. Here no path writes it. Example: `{\"$ref\": \"total\"}` before "
-     "any step targets `total`."),
-    ("FORGEC_REF_MAYBE_UNDEFINED", W, "A reference reads a variable only some paths write.",
-     "A warning: some path reaches the read without writing the variable (one branch of an "
-     "`if`, or only inside a loop body whose list may be empty). At run time the read fails "
-     "with `RUN_REF_MISSING` on such a path."),
-    ("FORGEC_TRANSITIONS_MAY_EXCEED", W, "The worst-case run takes more transitions than allowed.",
-     "A warning: the longest possible run (each node counts one, loop bodies once per item up "
-     "to `maxItems`) exceeds `maxTransitions`; such a run stops with `RUN_TRANSITION_LIMIT`."),
-    ("FORGEC_CREDENTIAL_UNDECLARED", E, "A `$credential` names no declared credential.",
-     "`{\"$credential\": \"ID\"}` must name an entry of `credentialRequirements`, so the "
-     "consent card lists every key the tool uses. Example: `\"Authorization\": "
-     "{\"$credential\": \"github\"}` with no `github` credential declared."),
-    ("FORGEC_CAPABILITY_INPUT", E, "A literal capability input is wrong for the capability.",
-     "Every literal field of a step's input is checked against the capability: unknown "
-     "fields, types, ranges, enums, lengths, required fields, cron expressions, SQL (a single "
-     "plain SELECT on allowed tables), URL schemes, mutually exclusive fields and the input "
-     "size limit. Expression fields are checked at run time. Example: `tasks.create` with "
-     "`{\"titel\": \"x\"}`."),
+    (
+        "FORGE_RETRY_BOUNDS",
+        E,
+        "Retry attempts are not between 1 and 3.",
+        "Checks `retry.attempts` on a capability step: an integer from 1 to 3. A retry multiplies "
+        "the effects a step may have on the outside world, so the bound is small and fixed. "
+        'Example: `"retry": {"attempts": 5, "backoffMs": 100}` is refused; use 1–3.',
+    ),
+    (
+        "FORGE_RETRY_BACKOFF",
+        E,
+        "The wait between attempts is not between 0 and 5000 ms.",
+        "Checks `retry.backoffMs`: an integer from 0 to 5000. A run must finish in bounded time, "
+        "and three attempts with at most five seconds between them keep it so. Example: "
+        '`"backoffMs": 60000` is refused.',
+    ),
+    (
+        "FORGE_CAPABILITY_UNKNOWN",
+        E,
+        "A step names a capability the target does not have.",
+        "Checks that every capability step (and nothing else) names a capability of the chosen "
+        "target's catalog (`--target talos|talon`). Unknown names are usually typos or MCP-style "
+        'names; the hint suggests the closest known name. Example: `"capability": '
+        '"memory_access"` on talon → did you mean `memory.access`?',
+    ),
+    (
+        "FORGE_NETWORK_NOT_DECLARED",
+        E,
+        "A network step's host is not in the allowlist.",
+        "Under `network.mode: allowlist`, a step that needs the network (`net.http`) with a "
+        "literal URL must name a host listed in `network.hosts` exactly (no subdomain matching). "
+        "Applies to every step, reachable or not, so a later edit cannot wake an undeclared "
+        'request. Example: URL `https://api.example.org/x` with hosts `["example.org"]`.',
+    ),
+    (
+        "FORGE_INVALID_COMPENSATION",
+        E,
+        "A step that cannot be undone claims a compensation.",
+        "Only the capabilities with an undo pair (tasks.create, tasks.setStatus, notes.update, "
+        "schedule.manage, memory.access) may name a `compensation`. Claiming one elsewhere would "
+        'promise a rollback that cannot happen. Example: `notes.create` with `"compensation": '
+        '"notes.update"`.',
+    ),
+    (
+        "FORGE_COMPENSATION_UNKNOWN",
+        E,
+        "The compensation names an unknown capability.",
+        "A step's `compensation` must be a capability of the target's catalog. Example: "
+        '`"compensation": "tasks.delete"` (there is no such capability).',
+    ),
+    (
+        "FORGE_COMPENSATION_MISMATCH",
+        E,
+        "The compensation does not undo the step's capability.",
+        "A compensation must be the capability that undoes the step: `tasks.create` ⟲ "
+        "`tasks.setStatus`, `tasks.setStatus` ⟲ `tasks.setStatus`, `notes.update` ⟲ "
+        "`notes.update`, `schedule.manage` ⟲ `schedule.manage`, `memory.access` ⟲ "
+        '`memory.access`. Example: `tasks.create` with `"compensation": "notes.update"`.',
+    ),
+    (
+        "FORGE_LLM_STRUCTURED_OUTPUT_MISSING_SCHEMA",
+        E,
+        "A model step asks for structured output without an output schema.",
+        "An `llm` step whose effective `structuredOutput` (its `requirements`, else "
+        "`modelDefaults`) is true must give an `outputSchema`; otherwise nothing constrains what "
+        "the model returns. Example: `modelDefaults.structuredOutput: true` and an `llm` step "
+        "without `outputSchema`.",
+    ),
+    (
+        "FORGE_TRANSITION_BOUNDS",
+        E,
+        "flow.maxTransitions is out of range.",
+        "`flow.maxTransitions` must be an integer from 1 to 256: every run is bounded. Example: "
+        '`"maxTransitions": 1000`.',
+    ),
+    (
+        "FORGE_NODE_BOUNDS",
+        E,
+        "The flow has no nodes, or more than 64.",
+        "A flow has 1 to 64 nodes, loop body nodes included, so a reviewer can read it whole. "
+        'Example: `"nodes": []`.',
+    ),
+    (
+        "FORGE_NODE_ID",
+        E,
+        "A node has an invalid id.",
+        "A node id matches `^[A-Za-z][A-Za-z0-9_-]{0,63}$`; ids appear in edges, diagnostics and "
+        'run errors, so they must be plain. Example: `"id": "1st step"`.',
+    ),
+    (
+        "FORGE_NODE_DUPLICATE",
+        E,
+        "Two nodes share an id.",
+        "Node ids are unique across the whole flow, loop bodies included (one namespace), or an "
+        'edge would be ambiguous. Example: two nodes with `"id": "save"`.',
+    ),
+    (
+        "FORGE_FOREACH_BOUNDS",
+        E,
+        "A loop's bound on items is out of range.",
+        "`foreach.maxItems` must be an integer from 1 to 100. The bound is checked before the "
+        "first iteration at run time, never by silently dropping items. Example: "
+        '`"maxItems": 500`.',
+    ),
+    (
+        "FORGE_INLINE_BOUNDS",
+        E,
+        "A loop's body has no steps or more than 16.",
+        'A `foreach` body holds 1 to 16 nodes. Example: `"body": []`.',
+    ),
+    (
+        "FORGE_ENTRY_MISSING",
+        E,
+        "The entry node does not exist.",
+        '`flow.entry` must name a top-level node. Example: `"entry": "start"` with no node '
+        "`start`.",
+    ),
+    (
+        "FORGE_EDGE_MISSING",
+        E,
+        "A node leads to a node that does not exist.",
+        "Every `next`, `then` and `else` names a node in the same scope: top-level nodes lead to "
+        'top-level nodes, body nodes to nodes of the same body. Example: `"next": "sve"` '
+        "(the hint suggests `save`).",
+    ),
+    (
+        "FORGE_CYCLE",
+        E,
+        "The flow loops back on itself.",
+        "Flows are acyclic; repetition is a bounded `foreach`. Any cycle, reachable or not, at "
+        "the top level or in a body, is refused, and the message prints the whole path, e.g. "
+        "`a -> b -> a`.",
+    ),
+    (
+        "FORGE_UNREACHABLE_NODE",
+        W,
+        "A node cannot be reached from the entry.",
+        "A warning: a node no path from the entry (or from its body's first node) reaches. The "
+        "tool still installs; unreachable steps do not count towards marks. Example: a node "
+        "nothing points to.",
+    ),
+    (
+        "FORGE_MANIFEST_STRUCTURE",
+        E,
+        "A field is missing, unknown, or of the wrong type.",
+        "The manifest must be UTF-8 JSON (no byte order mark, nesting at most 64 levels) with no "
+        "duplicate keys, and follow `talos.local-tool.v1` exactly: required fields present, no "
+        "unknown fields, the right JSON types (`true` is not a number, `1.0` not an integer), "
+        'constants and enums as listed, schemas in the supported subset. Example: `"titel": '
+        '"x"` → unknown field `titel`.',
+    ),
+    (
+        "FORGE_MANIFEST_TOO_LARGE",
+        E,
+        "The manifest is larger than 64 KiB.",
+        "A manifest is at most 65,536 bytes (for `.forge`, of the compiled manifest's compact "
+        "JSON). Nothing else is parsed when it is larger.",
+    ),
+    (
+        "FORGE_ID",
+        E,
+        "The id is not a 3–64 character lowercase slug.",
+        "`id` matches `^[a-z0-9._-]{3,64}$`; the tool is named `dynamic:<id>`. Example: "
+        '`"id": "My Tool"`.',
+    ),
+    (
+        "FORGE_VERSION",
+        E,
+        "The version is not a positive integer.",
+        "`version` is an integer from 1 to 2^31−1; `parentVersion` is null or an integer ≥ 1 "
+        'below `version`. Example: `"version": 0`, `"version": true`, `"version": 1.0`.',
+    ),
+    (
+        "FORGE_TITLE",
+        E,
+        "The title is empty or longer than 120 characters.",
+        "`title` holds 1–120 Unicode code points; it is shown on the consent card.",
+    ),
+    (
+        "FORGE_DESCRIPTION",
+        E,
+        "The description is empty or longer than 1000 characters.",
+        "`description` holds 1–1000 code points; the model reads it to decide when to call the "
+        "tool.",
+    ),
+    (
+        "FORGE_NETWORK_CONTRADICTION",
+        E,
+        "The network is forbidden, yet hosts are listed.",
+        '`{"mode": "forbidden"}` takes no host. A non-empty `hosts` beside it says two '
+        'things at once. Example: `{"mode": "forbidden", "hosts": ["example.org"]}`.',
+    ),
+    (
+        "FORGE_DOMAIN_INVALID",
+        E,
+        "A listed host is not an exact DNS name.",
+        "Hosts in `network.hosts` and credential `hosts` are exact lowercase DNS names of at least "
+        "two labels: no wildcard, IP literal, port, scheme, trailing dot or non-punycode "
+        'characters. Example: `"*.example.org"`, `"10.0.0.1"`, `"example.org:443"`.',
+    ),
+    (
+        "FORGE_CREDENTIAL_ID",
+        E,
+        "A credential has an invalid id.",
+        "A credential id follows the tool id rule `^[a-z0-9._-]{3,64}$`. Example: "
+        '`"id": "API KEY"`.',
+    ),
+    (
+        "FORGE_CREDENTIAL_SCOPE",
+        E,
+        "A credential may reach a host the network list does not allow.",
+        "Every host of a credential must be in the network allowlist, so a key can only travel to "
+        'a host the tool may reach. Example: credential hosts `["api.example.org"]` with '
+        "network forbidden.",
+    ),
+    (
+        "FORGE_SECRET_FOUND",
+        E,
+        "The manifest contains what looks like a secret.",
+        "Keys, tokens, private keys, passwords in URLs and JWTs belong in the credential store, "
+        "never in the file: a manifest is shared, reviewed and often written by a model. The "
+        "message names the kind of secret and where it is, without echoing it. Placeholders "
+        "(`<your-key>`, `${API_KEY}`), UUIDs and named hashes are not flagged.",
+    ),
+    (
+        "FORGE_OUTBOUND_FORBIDDEN",
+        E,
+        "A reachable step needs the network, and it is forbidden.",
+        "With `network.mode: forbidden`, no reachable step may need the network. Example: a "
+        "`net.http` step in a tool whose network is forbidden.",
+    ),
+    (
+        "FORGE_REF_UNSAFE",
+        E,
+        "A reference to a value is not a safe path.",
+        "`$ref` paths, `{{...}}` template placeholders and `ui` paths follow `ROOT(.NAME|[INDEX])*` "
+        "with plain names, never `__proto__`, `prototype` or `constructor`; `$credential` may "
+        'only stand in a `net.http` step\'s headers. Example: `{"$ref": "input.__proto__"}`.',
+    ),
+    (
+        "FORGE_TARGET_UNSAFE",
+        E,
+        "A step writes to a variable name that is not allowed.",
+        "A target is a plain name that is not reserved (`input`, `state`, `output`, `result`, "
+        "`error`, `env`, `secrets`, `credentials`, `self`, `this`, `prototype`, `constructor`), "
+        'or `state.FIELD` for a declared state field. Example: `"target": "input"`.',
+    ),
+    (
+        "FORGE_VAR_UNSAFE",
+        E,
+        "A loop variable has a name that is not allowed.",
+        "`itemVar` and `indexVar` are plain, non-reserved names and differ from each other. "
+        'Example: `"itemVar": "state"`.',
+    ),
+    (
+        "FORGEC_REF_UNDEFINED",
+        E,
+        "A reference reads a variable no path has written.",
+        "Definite assignment over the reachable flow: a `$ref` or template root that is not "
+        "`input`, a declared `state` field or a loop variable in scope must be written on every "
+        'path before it is read. Here no path writes it. Example: `{"$ref": "total"}` before '
+        "any step targets `total`.",
+    ),
+    (
+        "FORGEC_REF_MAYBE_UNDEFINED",
+        W,
+        "A reference reads a variable only some paths write.",
+        "A warning: some path reaches the read without writing the variable (one branch of an "
+        "`if`, or only inside a loop body whose list may be empty). At run time the read fails "
+        "with `RUN_REF_MISSING` on such a path.",
+    ),
+    (
+        "FORGEC_TRANSITIONS_MAY_EXCEED",
+        W,
+        "The worst-case run takes more transitions than allowed.",
+        "A warning: the longest possible run (each node counts one, loop bodies once per item up "
+        "to `maxItems`) exceeds `maxTransitions`; such a run stops with `RUN_TRANSITION_LIMIT`.",
+    ),
+    (
+        "FORGEC_CREDENTIAL_UNDECLARED",
+        E,
+        "A `$credential` names no declared credential.",
+        '`{"$credential": "ID"}` must name an entry of `credentialRequirements`, so the '
+        'consent card lists every key the tool uses. Example: `"Authorization": '
+        '{"$credential": "github"}` with no `github` credential declared.',
+    ),
+    (
+        "FORGEC_CAPABILITY_INPUT",
+        E,
+        "A literal capability input is wrong for the capability.",
+        "Every literal field of a step's input is checked against the capability: unknown "
+        "fields, types, ranges, enums, lengths, required fields, cron expressions, SQL (a single "
+        "plain SELECT on allowed tables), URL schemes, mutually exclusive fields and the input "
+        "size limit. Expression fields are checked at run time. Example: `tasks.create` with "
+        '`{"titel": "x"}`.',
+    ),
 ]
 
 _RUN: list[tuple[str, str, str]] = [
-    ("RUN_INPUT_INVALID", "The input does not match the tool's inputSchema.",
-     "The run's input is validated against `inputSchema` before anything runs."),
-    ("RUN_INPUT_TOO_LARGE", "The input is larger than 64 KiB.",
-     "The input, as compact UTF-8 JSON, is at most 65,536 bytes."),
-    ("RUN_CONSENT_DENIED", "Consent was not given.",
-     "A run asks its consent callback first; R4 tools ask every time. On the command line "
-     "pass `--yes` when no terminal can ask."),
-    ("RUN_CREDENTIAL_MISSING", "A declared credential is not available.",
-     "Every credential the tool declares is checked present before the first step."),
-    ("RUN_TRANSITION_LIMIT", "The run took more transitions than allowed.",
-     "Every node entered is one transition; the cap is `min(maxTransitions, 256)`."),
-    ("RUN_LOOP_BOUND", "A loop's list has more items than its maxItems.",
-     "Checked before the first iteration: no item is silently dropped."),
-    ("RUN_TYPE", "A value has the wrong type for its use.",
-     "For example `gt` on a number and a string, or a `foreach` source that is not a list."),
-    ("RUN_REF_MISSING", "A reference names a path that does not exist.",
-     "A `$ref` or template placeholder read a missing variable, key or index."),
-    ("RUN_CAPABILITY_FAILED", "A capability call failed.",
-     "The host refused the input or the call failed (after any retries)."),
+    (
+        "RUN_INPUT_INVALID",
+        "The input does not match the tool's inputSchema.",
+        "The run's input is validated against `inputSchema` before anything runs.",
+    ),
+    (
+        "RUN_INPUT_TOO_LARGE",
+        "The input is larger than 64 KiB.",
+        "The input, as compact UTF-8 JSON, is at most 65,536 bytes.",
+    ),
+    (
+        "RUN_CONSENT_DENIED",
+        "Consent was not given.",
+        "A run asks its consent callback first; R4 tools ask every time. On the command line "
+        "pass `--yes` when no terminal can ask.",
+    ),
+    (
+        "RUN_CREDENTIAL_MISSING",
+        "A declared credential is not available.",
+        "Every credential the tool declares is checked present before the first step.",
+    ),
+    (
+        "RUN_TRANSITION_LIMIT",
+        "The run took more transitions than allowed.",
+        "Every node entered is one transition; the cap is `min(maxTransitions, 256)`.",
+    ),
+    (
+        "RUN_LOOP_BOUND",
+        "A loop's list has more items than its maxItems.",
+        "Checked before the first iteration: no item is silently dropped.",
+    ),
+    (
+        "RUN_TYPE",
+        "A value has the wrong type for its use.",
+        "For example `gt` on a number and a string, or a `foreach` source that is not a list.",
+    ),
+    (
+        "RUN_REF_MISSING",
+        "A reference names a path that does not exist.",
+        "A `$ref` or template placeholder read a missing variable, key or index.",
+    ),
+    (
+        "RUN_CAPABILITY_FAILED",
+        "A capability call failed.",
+        "The host refused the input or the call failed (after any retries).",
+    ),
     ("RUN_RESULT_TOO_LARGE", "A capability result is larger than 256 KiB.", ""),
-    ("RUN_LABEL_DENIED", "The persona's labels do not grant this capability.",
-     "Checked at the host bridge on every call, even when the listing was bypassed."),
-    ("RUN_NETWORK_DENIED", "A request's host is not allowed.",
-     "The first request and every redirect must go to a host on the manifest's allowlist "
-     "(and the host's own, when it has one)."),
-    ("RUN_PRIVACY", "No model satisfies the step's privacy requirement.",
-     "`local-only` steps never reach a remote model."),
-    ("RUN_MODEL_FAILED", "The model step failed.",
-     "No provider is configured, the provider failed, or the answer did not match the "
-     "step's output schema."),
+    (
+        "RUN_LABEL_DENIED",
+        "The persona's labels do not grant this capability.",
+        "Checked at the host bridge on every call, even when the listing was bypassed.",
+    ),
+    (
+        "RUN_NETWORK_DENIED",
+        "A request's host is not allowed.",
+        "The first request and every redirect must go to a host on the manifest's allowlist "
+        "(and the host's own, when it has one).",
+    ),
+    (
+        "RUN_PRIVACY",
+        "No model satisfies the step's privacy requirement.",
+        "`local-only` steps never reach a remote model.",
+    ),
+    (
+        "RUN_MODEL_FAILED",
+        "The model step failed.",
+        "No provider is configured, the provider failed, or the answer did not match the "
+        "step's output schema.",
+    ),
     ("RUN_OUTPUT_INVALID", "The output does not match the tool's outputSchema.", ""),
     ("RUN_OUTPUT_TOO_LARGE", "The output is larger than 256 KiB.", ""),
-    ("RUN_STATE_TOO_LARGE", "The new state is larger than state.maxBytes.",
-     "State is written only on success, atomically; an oversized state fails the run."),
+    (
+        "RUN_STATE_TOO_LARGE",
+        "The new state is larger than state.maxBytes.",
+        "State is written only on success, atomically; an oversized state fails the run.",
+    ),
 ]
 
 REGISTRY: dict[str, CodeDoc] = {

@@ -7,14 +7,14 @@ Rendering (text with caret, JSON, SARIF) lives in `forgec.render`, apart from th
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 import attrs
 
 from forgec.ir.span import Span
 
 
-class Severity(str, Enum):
+class Severity(StrEnum):
     ERROR = "error"
     WARNING = "warning"
 

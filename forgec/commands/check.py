@@ -1,0 +1,63 @@
+"""`forgec check PATH... [--target] [--format text|json|sarif]`: every diagnostic of every file."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from forgec.commands.common import add_format, add_target
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = subparsers.add_parser(
+        "check",
+        help="check tools and list every problem",
+        description="Check .talostool manifests and .forge files; list every problem.",
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH", help="files to check (- for stdin)")
+    add_target(p)
+    add_format(p, "text", "json", "sarif")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from forgec.api import check
+    from forgec.cli import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, UsageError
+    from forgec.commands.common import read_source
+
+    reports = []
+    unreadable = False
+    for path in args.paths:
+        try:
+            data = read_source(path)
+        except UsageError as exc:
+            print(f"forgec: error: {exc}", file=sys.stderr)
+            unreadable = True
+            continue
+        reports.append(check(data, path=None if path == "-" else path, target=args.target))
+
+    if args.format == "json":
+        import orjson
+
+        doc = {"files": [r.to_json() for r in reports]}
+        sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
+    elif args.format == "sarif":
+        import orjson
+
+        from forgec.render.sarif import to_sarif
+
+        sys.stdout.write(
+            orjson.dumps(to_sarif(reports), option=orjson.OPT_INDENT_2).decode() + "\n"
+        )
+    else:
+        from forgec.render.text import render_report, summary_line, use_color
+
+        color = use_color(sys.stdout)
+        for report in reports:
+            if report.diagnostics:
+                sys.stdout.write(render_report(report, color=color) + "\n\n")
+        print(summary_line(list(reports)), file=sys.stderr)
+
+    if unreadable:
+        return EXIT_USAGE
+    return EXIT_ERRORS if any(not r.ok for r in reports) else EXIT_OK

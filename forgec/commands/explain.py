@@ -1,0 +1,35 @@
+"""`forgec explain CODE`: what a diagnostic or run code checks, why, and an example."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = subparsers.add_parser("explain", help="explain a diagnostic or run-time code")
+    p.add_argument("code", nargs="?", help="e.g. FORGE_CYCLE; omit to list every code")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import difflib
+    import textwrap
+
+    from forgec.cli import EXIT_OK, UsageError
+    from forgec.ir.codes import REGISTRY
+
+    if args.code is None:
+        for code, doc in REGISTRY.items():
+            print(f"{code:<44} {doc.severity.value:<8} {doc.summary}")
+        return EXIT_OK
+    code = args.code.strip().upper()
+    doc = REGISTRY.get(code)
+    if doc is None:
+        close = difflib.get_close_matches(code, list(REGISTRY), n=1)
+        hint = f"; did you mean {close[0]}?" if close else "; `forgec explain` lists every code"
+        raise UsageError(f"unknown code {args.code!r}{hint}")
+    kind = "run-time error" if doc.kind == "run" else doc.severity.value
+    print(f"{doc.code} ({kind})")
+    print(f"{doc.summary}\n")
+    print(textwrap.fill(doc.doc, width=88))
+    return EXIT_OK

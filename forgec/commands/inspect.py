@@ -1,0 +1,130 @@
+"""`forgec inspect PATH [--format text|json]`: marks, worst case, graph facts, consent card."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from forgec.commands.common import add_format, add_target
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = subparsers.add_parser(
+        "inspect",
+        help="show a tool's marks, worst case and consent card",
+        description="Show what a tool may do: marks, worst-case transitions, graph facts and "
+        "the consent card a person would see.",
+    )
+    p.add_argument("path", metavar="PATH")
+    add_target(p)
+    add_format(p, "text", "json")
+    p.set_defaults(handler=run)
+
+
+def inspect_json(report: Any) -> dict[str, Any]:
+    from forgec.ir.nodes import ForeachNode, node_type, walk_nodes
+    from forgec.render.consent import consent_card_json
+
+    facts = report.facts
+    ir = report.ir
+    nodes: list[dict[str, Any]] = []
+    if ir is not None and ir.flow is not None:
+        for node, loop in walk_nodes(ir.flow.nodes):
+            entry: dict[str, Any] = {
+                "id": node.id,
+                "type": node_type(node),
+                "reachable": node.id in facts.reachable,
+                "loop": loop.id if loop is not None else None,
+            }
+            if isinstance(node, ForeachNode):
+                entry["maxItems"] = node.max_items
+            capability = getattr(node, "capability", None)
+            if capability is not None:
+                entry["capability"] = capability
+            nodes.append(entry)
+    max_transitions = ir.flow.max_transitions if ir is not None and ir.flow is not None else None
+    out: dict[str, Any] = {
+        "path": report.path,
+        "ok": report.ok,
+        "target": report.target,
+        "marks": report.marks.to_json() if report.marks else None,
+        "transitions": {
+            "worstCase": facts.worst_case_transitions if facts else None,
+            "limit": max_transitions,
+            "worstCasePath": list(facts.worst_case_path) if facts else [],
+        },
+        "graph": {
+            "entry": ir.flow.entry if ir is not None and ir.flow is not None else None,
+            "nodes": nodes,
+            "acyclic": bool(facts.graph_ok) if facts else False,
+            "order": list(facts.topo_order) if facts else [],
+        },
+        "consent": (
+            consent_card_json(report.manifest, report.marks)
+            if report.manifest is not None and report.marks is not None
+            else None
+        ),
+        "diagnostics": [d.to_json() for d in report.diagnostics],
+    }
+    return out
+
+
+def inspect_text(report: Any) -> str:
+    from forgec.render.consent import render_consent_card
+
+    data = inspect_json(report)
+    marks = data["marks"] or {}
+    lines: list[str] = []
+    if report.manifest is not None and report.marks is not None:
+        lines += [render_consent_card(report.manifest, report.marks), ""]
+    lines.append("Marks")
+    lines.append(f"  powers       {', '.join(marks.get('powers', [])) or '-'}")
+    lines.append(f"  risk         {marks.get('risk', '-')}")
+    lines.append(f"  always asks  {'yes' if marks.get('alwaysAsks') else 'no'}")
+    lines.append(f"  labels       {', '.join(marks.get('labels', [])) or '-'}")
+    lines.append(f"  network      {', '.join(marks.get('network', [])) or '-'}")
+    lines.append(f"  credentials  {', '.join(marks.get('credentials', [])) or '-'}")
+    model = marks.get("model")
+    if model:
+        lines.append(
+            f"  model        {model.get('privacy') or 'any'}, effort "
+            f"{model.get('reasoningEffort') or 'default'}, {model.get('steps')} step(s)"
+        )
+    t = data["transitions"]
+    lines.append("")
+    lines.append("Transitions")
+    lines.append(f"  worst case   {t['worstCase']} of {t['limit']} allowed")
+    if t["worstCasePath"]:
+        lines.append(f"  longest path {' -> '.join(t['worstCasePath'])}")
+    g = data["graph"]
+    lines.append("")
+    lines.append(f"Graph (entry {g['entry']}, {'acyclic' if g['acyclic'] else 'not well formed'})")
+    for n in g["nodes"]:
+        indent = "    " if n["loop"] else "  "
+        flag = "" if n["reachable"] else "  (unreachable)"
+        extra = f" {n['capability']}" if "capability" in n else ""
+        lines.append(f"{indent}{n['id']:<24} {n['type']}{extra}{flag}")
+    errors = [d for d in report.diagnostics if d.is_error]
+    if errors:
+        lines.append("")
+        lines.append(f"{len(errors)} error(s): run `forgec check {report.path}` for details")
+    return "\n".join(lines) + "\n"
+
+
+def run(args: argparse.Namespace) -> int:
+    from forgec.api import check
+    from forgec.cli import EXIT_ERRORS, EXIT_OK
+    from forgec.commands.common import read_source
+
+    data = read_source(args.path)
+    report = check(data, path=None if args.path == "-" else args.path, target=args.target)
+    if args.format == "json":
+        import orjson
+
+        sys.stdout.write(
+            orjson.dumps(inspect_json(report), option=orjson.OPT_INDENT_2).decode() + "\n"
+        )
+    else:
+        sys.stdout.write(inspect_text(report))
+    return EXIT_OK if report.ok else EXIT_ERRORS

@@ -1,0 +1,1 @@
+"""Renderers: diagnostics as text/JSON/SARIF, consent cards, flow pictures."""

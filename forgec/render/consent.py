@@ -1,0 +1,78 @@
+"""The consent card: what a person reads before a tool may run.
+
+It is built from the manifest and its marks only, so the CLI (`inspect`, `tools show`), the
+store (consent on enable/upgrade) and the MCP server all show a person the same thing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from forgec.ir.marks import Marks
+
+RISK_WORDS = {
+    "R0": "no effects",
+    "R1": "reads your data",
+    "R2": "changes your data",
+    "R3": "changes durable data or acts for you",
+    "R4": "reaches outside this device or delegates work",
+}
+
+
+def consent_card_json(manifest: dict[str, Any], marks: Marks) -> dict[str, Any]:
+    creds = manifest.get("credentialRequirements") or []
+    return {
+        "name": f"dynamic:{manifest.get('id')}",
+        "title": manifest.get("title"),
+        "description": manifest.get("description"),
+        "version": manifest.get("version"),
+        "risk": marks.risk,
+        "riskMeaning": RISK_WORDS.get(marks.risk, ""),
+        "alwaysAsks": marks.always_asks,
+        "powers": list(marks.powers),
+        "capabilities": list(marks.capabilities),
+        "network": list(marks.network),
+        "labels": list(marks.labels),
+        "credentials": [
+            {"id": c.get("id"), "purpose": c.get("purpose"), "hosts": c.get("hosts", [])}
+            for c in creds
+            if isinstance(c, dict)
+        ],
+        "model": marks.model.to_json() if marks.model else None,
+        "undoable": marks.compensated,
+    }
+
+
+def render_consent_card(manifest: dict[str, Any], marks: Marks) -> str:
+    card = consent_card_json(manifest, marks)
+    rows: list[tuple[str, str]] = [
+        ("Tool", f"{card['name']} v{card['version']}"),
+        ("Risk", f"{card['risk']} — {card['riskMeaning']}"),
+        ("Can", ", ".join(card["powers"]) or "nothing beyond computing a result"),
+        ("Calls", ", ".join(card["capabilities"]) or "no capability"),
+        ("Reaches", ", ".join(card["network"]) or "no network"),
+    ]
+    if card["labels"]:
+        rows.append(("Labels", ", ".join(card["labels"])))
+    for cred in card["credentials"]:
+        hosts = ", ".join(cred["hosts"]) or "no host"
+        rows.append(("Uses key", f"{cred['id']} ({cred['purpose']}) → {hosts}"))
+    if card["model"]:
+        model = card["model"]
+        privacy = model.get("privacy") or "any model"
+        effort = model.get("reasoningEffort") or "default effort"
+        rows.append(("Model", f"{model['steps']} step(s), {privacy}, {effort}"))
+    if not card["undoable"]:
+        rows.append(("Undo", "some changes cannot be undone if a run fails"))
+    rows.append(
+        (
+            "Consent",
+            "asked before every run" if card["alwaysAsks"] else "asked once for this version",
+        )
+    )
+    width = max(len(label) for label, _ in rows)
+    title = str(card["title"])
+    lines = [f"┌─ {title}", f"│  {card['description']}", "│"]
+    lines += [f"│  {label.ljust(width)}  {value}" for label, value in rows]
+    lines.append("└─")
+    return "\n".join(lines)

@@ -1,0 +1,136 @@
+"""Diagnostics as a good compiler prints them.
+
+    examples/x.talostool:12:15: error[FORGE_EDGE_MISSING]: node `a` leads to `sve`, ...
+       |
+    12 |       "next": "sve"
+       |               ^^^^^
+       = at: /flow/nodes/0/next
+       = hint: did you mean `save`?
+
+Colour only on a terminal and never when NO_COLOR is set. Tabs in the source line are expanded
+so the caret lines up.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable
+from typing import TextIO
+
+from forgec.ir.diagnostics import Diagnostic, Severity
+
+_COLORS = {"error": "\x1b[1;31m", "warning": "\x1b[1;33m", "bold": "\x1b[1m", "blue": "\x1b[1;34m"}
+_RESET = "\x1b[0m"
+
+
+def use_color(stream: TextIO) -> bool:
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    return bool(getattr(stream, "isatty", lambda: False)())
+
+
+def _paint(text: str, style: str, color: bool) -> str:
+    return f"{_COLORS[style]}{text}{_RESET}" if color else text
+
+
+def render_diagnostic(
+    d: Diagnostic, *, path: str | None, source: str | None, color: bool = False
+) -> str:
+    where = path or "<input>"
+    if d.span is not None:
+        where = f"{where}:{d.span.line}:{d.span.column}"
+    sev = d.severity.value
+    head = (
+        f"{_paint(where, 'bold', color)}: "
+        f"{_paint(f'{sev}[{d.code}]', sev, color)}: {_paint(d.message, 'bold', color)}"
+    )
+    lines = [head]
+    gutter_width = len(str(d.span.line)) if d.span else 1
+    bar = _paint(" " * gutter_width + " |", "blue", color)
+    snippet = _snippet(d, source)
+    if snippet is not None:
+        src_line, caret_start, caret_len = snippet
+        assert d.span is not None
+        lines.append(bar)
+        lines.append(_paint(f"{d.span.line} |", "blue", color) + " " + src_line)
+        carets = " " * caret_start + "^" * caret_len
+        lines.append(bar + " " + _paint(carets, sev, color))
+    prefix = _paint(" " * gutter_width + " =", "blue", color)
+    if d.path:
+        lines.append(f"{prefix} at: {d.path}")
+    if d.hint:
+        lines.append(f"{prefix} hint: {d.hint}")
+    lines.extend(f"{prefix} note: {note}" for note in d.notes)
+    return "\n".join(lines)
+
+
+def _snippet(d: Diagnostic, source: str | None) -> tuple[str, int, int] | None:
+    """The source line (tabs expanded), where the caret starts and how long it is."""
+    if d.span is None or source is None:
+        return None
+    all_lines = source.splitlines()
+    if not 1 <= d.span.line <= len(all_lines):
+        return None
+    raw = all_lines[d.span.line - 1]
+    start = max(d.span.column - 1, 0)
+    if d.span.end_line == d.span.line:
+        end = max(d.span.end_column - 1, start + 1)
+    else:
+        end = len(raw)  # a multi-line construct: underline to the end of its first line
+    # expand tabs before measuring so the caret lines up with what the terminal shows
+    visible_start = len(raw[:start].expandtabs())
+    visible_end = len(raw[:end].expandtabs())
+    line = raw.expandtabs()
+    if len(line) > 200:  # minified JSON: show a window around the caret
+        left = max(visible_start - 60, 0)
+        line = (
+            ("…" if left else "")
+            + line[left : left + 160]
+            + ("…" if left + 160 < len(line) else "")
+        )
+        shift = left - (1 if left else 0)
+        visible_start -= shift
+        visible_end -= shift
+    length = max(min(visible_end, len(line)) - visible_start, 1)
+    return line, visible_start, length
+
+
+def render_report(report: object, *, color: bool = False) -> str:
+    """Every diagnostic of one `forgec.api.Report`, then a one-line summary."""
+    diagnostics: Iterable[Diagnostic] = report.diagnostics  # type: ignore[attr-defined]
+    path: str | None = report.path  # type: ignore[attr-defined]
+    source_map = report.source_map  # type: ignore[attr-defined]
+    source = source_map.text if source_map is not None else None
+    blocks = [render_diagnostic(d, path=path, source=source, color=color) for d in diagnostics]
+    return "\n\n".join(blocks)
+
+
+def summary_line(reports: list[object]) -> str:
+    errors = sum(
+        1
+        for r in reports
+        for d in r.diagnostics  # type: ignore[attr-defined]
+        if d.severity is Severity.ERROR
+    )
+    warnings = sum(
+        1
+        for r in reports
+        for d in r.diagnostics  # type: ignore[attr-defined]
+        if d.severity is Severity.WARNING
+    )
+    files = len(reports)
+    noun = "file" if files == 1 else "files"
+    if not errors and not warnings:
+        return f"{files} {noun} checked: no problems"
+    parts = []
+    if errors:
+        parts.append(f"{errors} error{'s' if errors != 1 else ''}")
+    if warnings:
+        parts.append(f"{warnings} warning{'s' if warnings != 1 else ''}")
+    return f"{files} {noun} checked: {', '.join(parts)}"
+
+
+def render_diagnostics(report: object, *, stream: TextIO | None = None) -> str:
+    """Convenience for other commands (compile, fmt): the report's diagnostics as text."""
+    return render_report(report, color=use_color(stream or sys.stderr))
