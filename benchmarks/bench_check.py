@@ -1,0 +1,193 @@
+"""How fast is `forgec.check` against what a user could reach for instead?
+
+Prints medians and ratios for a 64-node manifest close to the 64 KiB limit:
+  - orjson.loads of the same bytes (the floor: parsing alone)
+  - forgec.check (load with duplicate-key detection + every pass + marks)
+  - fastjsonschema validating against `forgec schema` (compiled once; structure only)
+  - jsonschema validating against `forgec schema` (validator built once)
+and the cold wall time of `forgec check small.talostool` and `forgec --help` in a new process.
+
+Targets (issue 2): check ≤ 10× orjson.loads, faster than fastjsonschema, cold check < 120 ms.
+Run by hand: `python benchmarks/bench_check.py`. Not a CI gate.
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import forgec  # noqa: E402
+from forgec.frontend.schema import manifest_json_schema  # noqa: E402
+
+
+def big_manifest(target_bytes: int = 64_000) -> bytes:
+    """64 nodes: a chain of capability, set, if and llm steps with realistic text."""
+    nodes: list[dict[str, Any]] = []
+    for i in range(63):
+        nxt = f"n{i + 1}" if i < 62 else "done"
+        kind = i % 4
+        if kind == 0:
+            nodes.append(
+                {
+                    "id": f"n{i}",
+                    "type": "capability",
+                    "capability": "tasks.create",
+                    "input": {
+                        "title": {"$template": f"Follow up {i} on {{{{input.topic}}}}"},
+                        "notes": "Created by the weekly planning tool. " * 3,
+                    },
+                    "target": f"t{i}",
+                    "retry": {"attempts": 2, "backoffMs": 250},
+                    "compensation": "tasks.setStatus",
+                    "next": nxt,
+                }
+            )
+        elif kind == 1:
+            nodes.append(
+                {
+                    "id": f"n{i}",
+                    "type": "set",
+                    "target": f"v{i}",
+                    "value": {"task": {"$ref": f"t{i - 1}.id"}, "label": f"step {i}"},
+                    "next": nxt,
+                }
+            )
+        elif kind == 2:
+            nodes.append(
+                {
+                    "id": f"n{i}",
+                    "type": "if",
+                    "condition": {"op": "gt", "left": {"$ref": "input.days"}, "right": i},
+                    "then": nxt,
+                    "else": nxt,
+                }
+            )
+        else:
+            nodes.append(
+                {
+                    "id": f"n{i}",
+                    "type": "llm",
+                    "op": "summarize",
+                    "input": {"text": {"$ref": f"v{i - 2}.label"}},
+                    "target": f"s{i}",
+                    "next": nxt,
+                }
+            )
+    nodes.append({"id": "done", "type": "return", "value": {"ok": True}})
+    manifest: dict[str, Any] = {
+        "schema": "talos.local-tool.v1",
+        "id": "bench.big",
+        "version": 1,
+        "title": "Benchmark tool",
+        "description": "",
+        "createdAt": "2026-11-01T00:00:00Z",
+        "parentVersion": None,
+        "execution": "declarative-flow",
+        "installScope": "device",
+        "network": {"mode": "forbidden"},
+        "credentialRequirements": [],
+        "inputSchema": {
+            "type": "object",
+            "properties": {"topic": {"type": "string"}, "days": {"type": "integer"}},
+            "required": ["topic", "days"],
+        },
+        "flow": {"entry": "n0", "maxTransitions": 256, "nodes": nodes},
+    }
+    data = orjson.dumps(manifest, option=orjson.OPT_INDENT_2)
+    filler = max(0, min(1000, target_bytes - len(data)))
+    manifest["description"] = ("Plans the week. " * 70)[:filler] or "Plans the week."
+    data = orjson.dumps(manifest, option=orjson.OPT_INDENT_2)
+    return data
+
+
+def median_seconds(fn: Callable[[], object], *, repeat: int = 200) -> float:
+    for _ in range(5):
+        fn()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def cold(args: list[str], *, repeat: int = 15) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "forgec", *args], capture_output=True, check=False)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main() -> None:
+    data = big_manifest()
+    report = forgec.check(data)
+    print(f"manifest: {len(data)} bytes, 64 nodes, ok={report.ok}")
+    for d in report.diagnostics[:5]:
+        print(f"  {d.code} {d.path} {d.message}")
+
+    t_orjson = median_seconds(lambda: orjson.loads(data))
+    t_check = median_seconds(lambda: forgec.check(data))
+
+    import fastjsonschema
+    import jsonschema
+
+    schema = manifest_json_schema()
+    fast_validate = fastjsonschema.compile(schema)
+    doc = orjson.loads(data)
+    t_fast = median_seconds(lambda: fast_validate(orjson.loads(data)))
+    validator = jsonschema.Draft7Validator(schema)
+    t_js = median_seconds(lambda: validator.validate(orjson.loads(data)), repeat=30)
+    assert doc
+
+    print(f"orjson.loads          {t_orjson * 1e6:9.1f} µs   1.00×")
+    print(
+        f"forgec.check          {t_check * 1e6:9.1f} µs  {t_check / t_orjson:5.2f}× orjson "
+        "(target ≤ 10×)"
+    )
+    print(
+        f"fastjsonschema        {t_fast * 1e6:9.1f} µs  {t_fast / t_orjson:5.2f}× orjson; "
+        f"check/fastjsonschema = {t_check / t_fast:.2f} (target < 1)"
+    )
+    print(
+        f"jsonschema            {t_js * 1e6:9.1f} µs  {t_js / t_orjson:5.2f}× orjson; "
+        f"check/jsonschema = {t_check / t_js:.2f}"
+    )
+
+    with tempfile.TemporaryDirectory() as tmp:
+        small = Path(tmp) / "small.talostool"
+        small.write_bytes((ROOT / "tests/corpus/FORGE_ID.boundary.talostool").read_bytes())
+        t_cold = cold(["check", str(small)])
+        t_help = cold(["--help"])
+        t_python = statistics.median(
+            [
+                (
+                    lambda s: (
+                        subprocess.run([sys.executable, "-c", "pass"], check=False),
+                        time.perf_counter() - s,
+                    )[1]
+                )(time.perf_counter())
+                for _ in range(15)
+            ]
+        )
+    print(
+        f"cold `forgec check small.talostool` {t_cold * 1e3:6.1f} ms (target < 120 ms; "
+        f"bare python start-up {t_python * 1e3:.1f} ms)"
+    )
+    print(f"cold `forgec --help`               {t_help * 1e3:6.1f} ms")
+
+
+if __name__ == "__main__":
+    main()

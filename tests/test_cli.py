@@ -1,0 +1,133 @@
+"""The command line as a user meets it: exit codes, formats, and a fast, lazy start-up."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from forgec.cli import main
+
+CORPUS = Path(__file__).parent / "corpus"
+CLEAN = CORPUS / "FORGE_ID.boundary.talostool"
+BROKEN = CORPUS / "many-errors.talostool"
+
+
+def test_check_clean_file_exits_zero(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", str(CLEAN)]) == 0
+    assert "no problems" in capsys.readouterr().err
+
+
+def test_check_errors_exit_one_and_show_line_and_caret(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", str(BROKEN)]) == 1
+    out = capsys.readouterr().out
+    assert f"{BROKEN}:3:" in out  # the id line
+    assert "error[FORGE_ID]" in out
+    assert "^" in out
+
+
+def test_warnings_only_exit_zero() -> None:
+    assert main(["check", str(CORPUS / "FORGE_UNREACHABLE_NODE.trigger.talostool")]) == 0
+
+
+def test_missing_file_exits_two(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", "does/not/exist.talostool"]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+def test_bad_usage_exits_two() -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["check", "--format", "xml", str(CLEAN)])
+    assert exc.value.code == 2
+
+
+def test_json_format_lists_every_file(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", "--format", "json", str(CLEAN), str(BROKEN)]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert [f["ok"] for f in doc["files"]] == [True, False]
+    codes = {d["code"] for d in doc["files"][1]["diagnostics"]}
+    assert {"FORGE_ID", "FORGE_VERSION", "FORGE_CYCLE"} <= codes
+    first = doc["files"][1]["diagnostics"][0]
+    assert set(first) == {"code", "severity", "message", "path", "span", "hint", "notes"}
+
+
+def test_sarif_format(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", "--format", "sarif", str(BROKEN)]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["version"] == "2.1.0"
+    run = doc["runs"][0]
+    assert run["tool"]["driver"]["name"] == "forgec"
+    assert any(r["ruleId"] == "FORGE_CYCLE" for r in run["results"])
+    region = run["results"][0]["locations"][0]["physicalLocation"]["region"]
+    assert region["startLine"] >= 1
+
+
+def test_talon_capability_needs_talon_target(capsys: pytest.CaptureFixture[str]) -> None:
+    path = str(CORPUS / "FORGE_NETWORK_NOT_DECLARED.boundary.talon.talostool")
+    assert main(["check", path]) == 1
+    assert "FORGE_CAPABILITY_UNKNOWN" in capsys.readouterr().out
+    assert main(["check", "--target", "talon", path]) == 0
+
+
+def test_explain_prints_the_doc(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", "forge_cycle"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("FORGE_CYCLE (error)")
+    assert "a -> b -> a" in out
+
+
+def test_explain_unknown_code_suggests(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", "FORGE_CYCL"]) == 2
+    assert "did you mean FORGE_CYCLE" in capsys.readouterr().err
+
+
+def test_inspect_json_shows_marks_and_worst_case(capsys: pytest.CaptureFixture[str]) -> None:
+    path = str(CORPUS / "FORGEC_TRANSITIONS_MAY_EXCEED.boundary.talostool")
+    assert main(["inspect", "--format", "json", path]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["transitions"] == {
+        "worstCase": 3,
+        "limit": 3,
+        "worstCasePath": ["a", "b", "done"],
+    }
+    assert doc["marks"]["risk"] == "R0"
+    assert doc["consent"]["name"] == "dynamic:demo.tool"
+
+
+def test_inspect_text_shows_consent_card(capsys: pytest.CaptureFixture[str]) -> None:
+    path = str(CORPUS / "FORGE_COMPENSATION_MISMATCH.boundary.talostool")
+    assert main(["inspect", path]) == 0
+    out = capsys.readouterr().out
+    assert "┌─ Demo tool" in out
+    assert "R2" in out
+    assert "Write" in out
+
+
+def _modules_after(args: list[str]) -> set[str]:
+    code = (
+        "import sys, runpy\n"
+        f"sys.argv = ['forgec', *{args!r}]\n"
+        "try:\n"
+        "    runpy.run_module('forgec', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('\\n'.join(sorted(sys.modules)), file=sys.stderr)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    return set(proc.stderr.split())
+
+
+HEAVY = ("lark", "forgec.host", "httpx", "sqlglot", "mcp", "rich", "jsonschema", "croniter")
+
+
+@pytest.mark.parametrize("args", [["--help"], ["check", str(CLEAN)]])
+def test_startup_stays_lazy(args: list[str]) -> None:
+    loaded = _modules_after(args)
+    assert "forgec.cli" in loaded
+    heavy = sorted(m for m in loaded if m.split(".")[0] in HEAVY or m.startswith("forgec.host"))
+    assert heavy == []
