@@ -27,8 +27,9 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import forgec  # noqa: E402
 from forgec.frontend.schema import manifest_json_schema  # noqa: E402
+
+import forgec  # noqa: E402
 
 
 def big_manifest(target_bytes: int = 64_000) -> bytes:
