@@ -1,0 +1,150 @@
+"""The store's SQLite file: opening it safely, its schema, and its version.
+
+A store is one SQLite database (stdlib `sqlite3`) in WAL mode, so a reader (the MCP server)
+never blocks a writer (the CLI) and a crash mid-write leaves the last committed state. Every
+operation runs in one `BEGIN IMMEDIATE` transaction (see `forgec.store.core`).
+
+The file announces itself in the `meta` table: `format = forgec.store` and `schema = 1`. An
+empty file becomes a new store; a SQLite file without that row is someone else's database and
+is refused, as is a file that is not SQLite at all, and a schema newer than this forgec knows.
+
+Tables:
+- `tools(id, current_version, enabled, created_at, updated_at)`: one row per tool id.
+- `versions(tool_id, version, parent_version, target, manifest, program, marks, hash,
+  forgec_version, installed_at)`: every installed version, never deleted.
+- `consents(tool_id, version, kind, carried_from, marks, granted_at)`: the consent a person gave
+  (`granted`) or that an upgrade kept because nothing grew (`carried`); never for an R4 tool.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+FORMAT = "forgec.store"
+SCHEMA_VERSION = 1
+
+DDL = """
+CREATE TABLE meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE tools (
+    id TEXT PRIMARY KEY,
+    current_version INTEGER NOT NULL,
+    enabled INTEGER NOT NULL DEFAULT 0 CHECK (enabled IN (0, 1)),
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE TABLE versions (
+    tool_id TEXT NOT NULL,
+    version INTEGER NOT NULL CHECK (version >= 1),
+    parent_version INTEGER,
+    target TEXT NOT NULL,
+    manifest TEXT NOT NULL,
+    program TEXT NOT NULL,
+    marks TEXT NOT NULL,
+    hash TEXT NOT NULL,
+    forgec_version TEXT NOT NULL,
+    installed_at TEXT NOT NULL,
+    PRIMARY KEY (tool_id, version)
+);
+CREATE TABLE consents (
+    tool_id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ('granted', 'carried')),
+    carried_from INTEGER,
+    marks TEXT NOT NULL,
+    granted_at TEXT NOT NULL,
+    PRIMARY KEY (tool_id, version),
+    FOREIGN KEY (tool_id, version) REFERENCES versions (tool_id, version)
+);
+"""
+
+
+class StoreError(Exception):
+    """A store operation was refused or failed; the message is meant for a person."""
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """Open (creating when new) the store at PATH; refuse anything that is not a forgec store."""
+    if path.exists() and path.is_dir():
+        raise StoreError(f"{path}: is a directory, not a tool store")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot create its folder: {exc.strerror or exc}") from None
+    try:
+        # autocommit mode: transactions are begun and ended explicitly (BEGIN IMMEDIATE)
+        conn = sqlite3.connect(path, isolation_level=None, timeout=10.0)
+    except sqlite3.Error as exc:
+        raise StoreError(f"{path}: cannot open the tool store: {exc}") from None
+    try:
+        _prepare(conn, path)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _prepare(conn: sqlite3.Connection, path: Path) -> None:
+    try:
+        conn.execute("PRAGMA busy_timeout = 10000")
+        tables = {
+            row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        }
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(
+            f"{path}: not a forgec tool store (the file is not a SQLite database: {exc})"
+        ) from None
+    if not tables:
+        _create(conn, path)
+        return
+    if "meta" not in tables:
+        raise StoreError(f"{path}: not a forgec tool store (a SQLite database of something else)")
+    try:
+        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{path}: the tool store is damaged: {exc}") from None
+    if meta.get("format") != FORMAT:
+        raise StoreError(f"{path}: not a forgec tool store (a SQLite database of something else)")
+    try:
+        schema = int(meta.get("schema", ""))
+    except ValueError:
+        raise StoreError(f"{path}: the tool store is damaged (bad schema version)") from None
+    if schema > SCHEMA_VERSION:
+        raise StoreError(
+            f"{path}: the tool store has schema version {schema}, newer than this forgec "
+            f"understands ({SCHEMA_VERSION}); upgrade forgec"
+        )
+    if schema < 1 or not {"tools", "versions", "consents"} <= tables:
+        raise StoreError(f"{path}: the tool store is damaged (tables are missing)")
+    try:
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{path}: cannot use the tool store: {exc}") from None
+
+
+def _create(conn: sqlite3.Connection, path: Path) -> None:
+    try:
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("BEGIN IMMEDIATE")
+        # another process may have created it between our look and our lock
+        exists = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
+        ).fetchone()
+        if not exists:
+            for statement in DDL.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            conn.executemany(
+                "INSERT INTO meta (key, value) VALUES (?, ?)",
+                [("format", FORMAT), ("schema", str(SCHEMA_VERSION))],
+            )
+        conn.execute("COMMIT")
+    except sqlite3.Error as exc:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise StoreError(f"{path}: cannot create the tool store: {exc}") from None
