@@ -1,0 +1,252 @@
+"""The strict `.talostool` loader: bytes in, a JSON value and load diagnostics out.
+
+Order of checks (SPEC §2, §12): size first (over 65,536 bytes → `FORGE_MANIFEST_TOO_LARGE`
+alone, nothing parsed), then a UTF-8 byte order mark, then orjson parses (it also validates
+UTF-8 and refuses NaN/Infinity). Any failure is `FORGE_MANIFEST_STRUCTURE` with the line and
+column of the problem.
+
+Two properties orjson does not check are verified without a Python walk of the tree:
+
+* **Duplicate keys.** Every structural `:` of the text belongs to exactly one object member;
+  every other `:` is inside a string. Re-serialising the parsed value with orjson writes one
+  `:` per member it kept plus the colons of the strings it kept. So, unless the text spells a
+  colon as an escape (`\\u003a`), the two counts are equal exactly when no member was dropped,
+  i.e. when no key repeats. When they differ, or an escaped colon makes the count unreliable,
+  the slow path tokenizes the text (`forgec.frontend.jsonpos`) and names every duplicate.
+* **Depth.** The same re-serialisation, indented by two spaces, puts each member of a
+  level-k container at indent 2k. A level-65 container is therefore either a member of a
+  level-64 container (a line indented 128 spaces starting a container) or has members of its
+  own (a line indented 130); a substring search finds either. orjson refuses to serialise
+  beyond 255 levels, which is deep enough to fail as well.
+
+Positions are computed lazily: the returned `TextSourceMap` tokenizes only when a diagnostic
+asks for a span.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import orjson
+
+from forgec.frontend.jsonpos import PositionIndex, TextSourceMap, line_col
+from forgec.frontend.loaded import Loaded
+from forgec.ir.diagnostics import Diagnostic, make
+from forgec.ir.span import Span
+
+MAX_MANIFEST_BYTES = 65_536
+MAX_DEPTH = 64
+
+STRUCTURE = "FORGE_MANIFEST_STRUCTURE"
+TOO_LARGE = "FORGE_MANIFEST_TOO_LARGE"
+
+_BOM = b"\xef\xbb\xbf"
+_DEEP_MEMBER = b"\n" + b" " * (2 * MAX_DEPTH + 2)
+_DEEP_LINE = b"\n" + b" " * (2 * MAX_DEPTH)
+# A line at indent 128 that opens a container: an array item, or an object member's value.
+_DEEP_CONTAINER = re.compile(
+    rb"\n {%d}(?:[\[{]|\"[^\"\\]*(?:\\.[^\"\\]*)*\": [\[{])" % (2 * MAX_DEPTH), re.DOTALL
+)
+
+
+def load_manifest(data: bytes | str, *, path: str | None = None) -> Loaded:
+    """Read one `.talostool` document; never raises on any input."""
+    if isinstance(data, str):
+        try:
+            raw = data.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            # A Python str holding a lone surrogate: not something a UTF-8 file can contain.
+            span = _span_at(data, exc.start, path)
+            diag = make(
+                STRUCTURE,
+                "",
+                f"the manifest is not valid UTF-8 text: character {exc.start + 1} "
+                f"(line {span.line}, column {span.column}) is a lone surrogate",
+                span=span,
+            )
+            return Loaded(None, TextSourceMap(data, path), [diag], "talostool")
+    else:
+        raw = bytes(data)
+    size = len(raw)
+    if size > MAX_MANIFEST_BYTES:
+        diag = make(
+            TOO_LARGE,
+            "",
+            f"the manifest is {size:,} bytes; the limit is {MAX_MANIFEST_BYTES:,} bytes (64 KiB)",
+            hint="split the tool, or move long texts out of the manifest",
+        )
+        return Loaded(None, _NoText(path), [diag], "talostool")
+    source_map = TextSourceMap(data, path)
+    if raw.startswith(_BOM):
+        diag = make(
+            STRUCTURE,
+            "",
+            "the manifest starts with a UTF-8 byte order mark (BOM); save it as UTF-8 without BOM",
+            span=Span(path, 1, 1, 1, 2),
+        )
+        return Loaded(None, source_map, [diag], "talostool")
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        return Loaded(None, source_map, [_decode_error(raw, exc, path)], "talostool")
+    problems = _structural_problems(raw, value, source_map)
+    if problems is None:
+        return Loaded(value, source_map, [], "talostool")
+    too_deep, duplicates = problems
+    if too_deep:
+        return Loaded(None, source_map, too_deep, "talostool")
+    return Loaded(value, source_map, duplicates, "talostool")
+
+
+def _structural_problems(
+    raw: bytes, value: Any, source_map: TextSourceMap
+) -> tuple[list[Diagnostic], list[Diagnostic]] | None:
+    """None on the fast path (no duplicate, not too deep); else (depth, duplicate) diagnostics."""
+    if not isinstance(value, (dict, list)):
+        return None
+    try:
+        out = orjson.dumps(value, option=orjson.OPT_INDENT_2)
+    except orjson.JSONEncodeError:
+        out = None  # deeper than orjson's own limit (255 levels)
+    deep = out is None or (
+        _DEEP_LINE in out and (_DEEP_MEMBER in out or _DEEP_CONTAINER.search(out) is not None)
+    )
+    suspicious = deep or out is None or out.count(b":") != raw.count(b":")
+    if not suspicious and b"\\" in raw:
+        # Escaped colons would upset the count: fall back to the exact scan.
+        suspicious = b"\\u003a" in raw or b"\\u003A" in raw
+    if not suspicious:
+        return None
+    index = source_map.index()
+    return _depth_diagnostics(index, source_map, deep), _duplicate_diagnostics(index, source_map)
+
+
+def _depth_diagnostics(
+    index: PositionIndex, source_map: TextSourceMap, deep: bool
+) -> list[Diagnostic]:
+    if index.too_deep is None:
+        if not deep:
+            return []
+        # The scan stopped early on text orjson accepted (should not happen): still refuse.
+        return [make(STRUCTURE, "", f"the manifest nests deeper than {MAX_DEPTH} levels")]
+    pointer, start = index.too_deep
+    shown = pointer if len(pointer) <= 80 else pointer[:77] + "..."
+    return [
+        make(
+            STRUCTURE,
+            pointer,
+            f"the manifest nests deeper than {MAX_DEPTH} levels (at `{shown}`); "
+            "the top-level object counts as level 1",
+            span=source_map.span_of(start, start + 1),
+        )
+    ]
+
+
+def _duplicate_diagnostics(index: PositionIndex, source_map: TextSourceMap) -> list[Diagnostic]:
+    out = []
+    for pointer, start, end in index.duplicates:
+        key = pointer.rsplit("/", 1)[-1].replace("~1", "/").replace("~0", "~")
+        where = pointer.rsplit("/", 1)[0] or "the top-level object"
+        out.append(
+            make(
+                STRUCTURE,
+                pointer,
+                f"duplicate key `{key}` in {where if where.startswith('the') else f'`{where}`'}: "
+                "each key may appear once (JSON readers disagree on which copy wins)",
+                hint="remove or rename one of the copies",
+                key=True,
+                span=source_map.span_of(start, end),
+            )
+        )
+    return out
+
+
+def _decode_error(raw: bytes, exc: orjson.JSONDecodeError, path: str | None) -> Diagnostic:
+    """Explain why orjson refused the bytes: encoding first, then JSON syntax."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as uerr:
+        good = raw[: uerr.start].decode("utf-8", "replace")
+        line, col = line_col(good, len(good))
+        return make(
+            STRUCTURE,
+            "",
+            f"the manifest is not valid UTF-8: byte {uerr.start + 1} (line {line}, "
+            f"column {col}) is 0x{raw[uerr.start]:02x}",
+            hint="save the file as UTF-8",
+            span=Span(path, line, col, line, col + 1),
+        )
+    pos = min(max(int(getattr(exc, "pos", 0) or 0), 0), len(text))
+    reason, pos = _explain_syntax(text, pos, str(getattr(exc, "msg", "") or exc))
+    line, col = line_col(text, pos)
+    return make(
+        STRUCTURE,
+        "",
+        f"the manifest is not valid JSON: {reason} at line {line}, column {col}",
+        span=Span(path, line, col, line, col + 1),
+    )
+
+
+def _explain_syntax(text: str, pos: int, msg: str) -> tuple[str, int]:
+    """A plain-words reason for a syntax error and the offset to show it at."""
+    comma = _TRAILING_COMMA.search(text, max(0, pos - 2000), pos + 1)
+    if comma is not None:
+        return "a trailing comma is not allowed", comma.start()
+    return _syntax_reason(text, pos, msg), pos
+
+
+def _syntax_reason(text: str, pos: int, msg: str) -> str:
+    rest = text[pos : pos + 12]
+    stripped = text.strip()
+    if not stripped:
+        return "the document is empty"
+    for word in ("NaN", "Infinity", "-Infinity"):
+        if rest.startswith(word):
+            return f"`{word}` is not a JSON number"
+    if "infinity" in msg:
+        return "a number is too large to represent"
+    if rest.startswith(("//", "/*")):
+        return "comments are not allowed in JSON"
+    if rest.startswith("'"):
+        return "strings use double quotes in JSON"
+    if "surrogate" in msg:
+        return "a `\\u` escape is a lone surrogate"
+    if "after document" in msg:
+        return "unexpected text after the end of the document"
+    if "end of data" in msg:
+        return "the document ends too early (unclosed string, object or array?)"
+    if "control character" in msg:
+        return "a string contains a raw control character (write it as an escape)"
+    shown = rest[:1]
+    if shown and shown.isprintable():
+        return f"unexpected character `{shown}`"
+    return msg or "invalid syntax"
+
+
+_TRAILING_COMMA = re.compile(r",[ \t\r\n]*[}\]]")
+
+
+def _span_at(text: str, offset: int, path: str | None) -> Span:
+    line, col = line_col(text, offset)
+    return Span(path, line, col, line, col + 1)
+
+
+class _NoText:
+    """Source map of an oversized file: it is not read, so nothing has a position."""
+
+    def __init__(self, file: str | None) -> None:
+        self._file = file
+
+    @property
+    def file(self) -> str | None:
+        return self._file
+
+    @property
+    def text(self) -> str | None:
+        return None
+
+    def span(self, pointer: str, *, key: bool = False) -> Span | None:
+        if pointer == "":
+            return Span(self._file, 1, 1, 1, 1)
+        return None
