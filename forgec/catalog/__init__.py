@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from forgec.catalog.base import CapabilitySpec, Catalog, InputProblem, StepMarks
+from forgec.catalog.base import (
+    CapabilitySpec,
+    Catalog,
+    InputProblem,
+    StepMarks,
+    suggest,
+    unknown_capability_hint,
+)
 
 TARGETS = ("talos", "talon")
 
@@ -19,4 +26,13 @@ def get_catalog(target: str) -> Catalog:
     raise ValueError(f"unknown target {target!r} (expected one of: {', '.join(TARGETS)})")
 
 
-__all__ = ["TARGETS", "CapabilitySpec", "Catalog", "InputProblem", "StepMarks", "get_catalog"]
+__all__ = [
+    "TARGETS",
+    "CapabilitySpec",
+    "Catalog",
+    "InputProblem",
+    "StepMarks",
+    "get_catalog",
+    "suggest",
+    "unknown_capability_hint",
+]

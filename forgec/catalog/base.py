@@ -4,10 +4,14 @@ A target (`talos`, `talon`) is a `Catalog`: a mapping from the internal dotted n
 The spec gives the marks (power, risk, label; possibly depending on the literal `action` /
 `operation` of the input), the input size limit, the undo pair, and a static input check used by
 the compiler on literal fields and by the host again on every call at run time.
+
+`suggest` turns an unknown capability name into the likely one (MCP names such as
+`memory_access` map to their dotted internal names; otherwise the closest name by `difflib`).
 """
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -52,6 +56,15 @@ class CapabilitySpec:
     mcp_name: str | None = None  # Talon host tools: the MCP name (memory_access)
     input_schema: Mapping[str, Any] = attrs.field(factory=dict)  # JSON Schema of the input
     result_schema: Mapping[str, Any] = attrs.field(factory=dict)  # JSON Schema of the result
+    # Whole-input check at the bridge (every value real data, size included); when None the
+    # static checker is used with nothing computed.
+    runtime_check: Callable[[Any], list[InputProblem]] | None = None
+
+    def check_runtime_input(self, input: Any) -> list[InputProblem]:
+        """Every problem with a run-time input (already evaluated), as the host checks it."""
+        if self.runtime_check is not None:
+            return self.runtime_check(input)
+        return self.check_input(input, frozenset())
 
 
 @attrs.frozen
@@ -64,3 +77,62 @@ class Catalog:
 
     def __contains__(self, name: object) -> bool:
         return name in self.capabilities
+
+    def by_mcp_name(self, mcp_name: str) -> CapabilitySpec | None:
+        """The Talon host tool exposed under an MCP name (`memory_access`), if any."""
+        for spec in self.capabilities.values():
+            if spec.mcp_name == mcp_name:
+                return spec
+        return None
+
+
+def _squash(name: str) -> str:
+    """A name with case and separators removed: `Tasks_Set-Status` ~ `tasks.setStatus`."""
+    return "".join(ch for ch in name.lower() if ch.isalnum())
+
+
+def _same_name(catalog: Catalog, name: str) -> str | None:
+    """The catalog's name for `name` written as an MCP name or with other case/separators."""
+    spec = catalog.by_mcp_name(name)
+    if spec is not None:
+        return spec.name
+    squashed = _squash(name)
+    if not squashed:
+        return None
+    for known, known_spec in catalog.capabilities.items():
+        if squashed in (_squash(known), _squash(known_spec.mcp_name or "")):
+            return known
+    return None
+
+
+def suggest(catalog: Catalog, name: str) -> str | None:
+    """The capability a person probably meant by an unknown `name`, or None.
+
+    Order: an MCP name of the catalog (`background_agent` → `subagent.background`); the same
+    name up to case and separators (`tasks_create`, `Tasks.SetStatus`); the closest by difflib.
+    """
+    if not isinstance(name, str) or not name or name in catalog.capabilities:
+        return None
+    same = _same_name(catalog, name)
+    if same is not None:
+        return same
+    close = difflib.get_close_matches(name[:200], sorted(catalog.capabilities), n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def unknown_capability_hint(catalog: Catalog, name: str) -> str | None:
+    """The hint for FORGE_CAPABILITY_UNKNOWN: the likely name here, or the target that has it."""
+    if not isinstance(name, str) or not name:
+        return None
+    same = _same_name(catalog, name)
+    if same is not None:
+        return f"did you mean `{same}`?"
+    from forgec.catalog import TARGETS, get_catalog
+
+    for target in TARGETS:
+        if target != catalog.name:
+            found = _same_name(get_catalog(target), name)
+            if found is not None:
+                return f"`{found}` is a capability of the `{target}` target (`--target {target}`)"
+    guess = suggest(catalog, name)
+    return f"did you mean `{guess}`?" if guess is not None else None

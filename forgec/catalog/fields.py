@@ -1,0 +1,415 @@
+"""Declarative field specs for capability inputs: one description gives a checker and a schema.
+
+A capability's input is a JSON object. `Shape` lists its fields (`Field`, built with the small
+constructors below), which are required (always, or when a selector such as `action` has a given
+literal value) and which exclude each other, plus the input's size limit. From that one
+description come both `Shape.check` (the static/run-time checker of `CapabilitySpec`) and
+`Shape.schema()` (the JSON Schema the MCP server and the docs show), so the two cannot drift.
+
+Checking modes. At compile time the checker sees only the literal fields of the input; fields
+that are expressions are named in `computed` (present, value unknown): they count as present
+for required-ness and exclusivity, their values are checked at run time. A nested object whose
+only key is `$ref`, `$template` or `$credential` is an expression too and is skipped statically.
+At run time (`runtime=True`) every value is real data and is checked, except the unresolved
+`{"$credential": id}` header values the host resolves itself at the bridge.
+
+Never raises: any JSON value (and most non-JSON Python values) yields a list of problems.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+
+from forgec.catalog.base import InputProblem
+
+EXPRESSION_KEYS = frozenset({"$ref", "$template", "$credential"})
+
+# An extra validator for a value already of the right JSON type: returns messages (empty: ok).
+Validator = Callable[[Any], list[str]]
+
+_JSON_TYPE_NAMES = {
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "a boolean",
+    "array": "a list",
+    "object": "an object",
+}
+
+
+def is_expression(value: Any) -> bool:
+    """Whether a value is an expression object (`{"$ref": ..}` and the like)."""
+    return isinstance(value, Mapping) and len(value) == 1 and next(iter(value)) in EXPRESSION_KEYS
+
+
+def json_type_name(value: Any) -> str:
+    """How a person calls the JSON type of a value, for messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    if isinstance(value, Mapping):
+        return "an object"
+    return type(value).__name__
+
+
+def compact_json_size(value: Any) -> int:
+    """Bytes of the value as compact UTF-8 JSON (non-ASCII kept, as SPEC §5 counts limits)."""
+    try:
+        import orjson
+
+        return len(orjson.dumps(value))
+    except (TypeError, ValueError):
+        pass
+    # orjson refuses integers beyond 64 bits and lone surrogates; the stdlib writes both.
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(value)
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return _is_int(value)
+
+
+def _type_ok(kind: str, value: Any) -> bool:
+    if kind == "any":
+        return True
+    if kind == "string":
+        return isinstance(value, str)
+    if kind == "integer":
+        return _is_int(value)
+    if kind == "number":
+        return _is_number(value)
+    if kind == "boolean":
+        return isinstance(value, bool)
+    if kind == "array":
+        return isinstance(value, (list, tuple))
+    if kind == "object":
+        return isinstance(value, Mapping)
+    return False
+
+
+def _fmt_num(n: float | int) -> str:
+    return str(int(n)) if float(n).is_integer() else str(n)
+
+
+@attrs.frozen
+class Field:
+    """One input field: its JSON type and the constraints on its value."""
+
+    kind: str  # string | integer | number | boolean | array | object | any
+    description: str = ""
+    min_length: int | None = None  # strings: code points
+    max_length: int | None = None
+    enum: tuple[str, ...] | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+    items: Field | None = None  # arrays: each item
+    values: Field | None = None  # objects used as maps: each value (None: anything)
+    nullable: bool = False
+    validate: Validator | None = None
+    credential_values: bool = False  # map values may be `{"$credential": id}` (net.http headers)
+    schema_extra: Mapping[str, Any] = attrs.field(factory=dict)
+
+    def problems(
+        self, value: Any, path: tuple[str | int, ...], runtime: bool
+    ) -> list[InputProblem]:
+        if not runtime and is_expression(value):
+            return []  # computed: checked at run time
+        where = _where(path)
+        if value is None and self.nullable:
+            return []
+        if not _type_ok(self.kind, value):
+            expected = _JSON_TYPE_NAMES.get(self.kind, self.kind)
+            if self.kind == "number" and isinstance(value, float):
+                return [InputProblem(path, f"{where} must be a finite number")]
+            return [InputProblem(path, f"{where} must be {expected}, not {json_type_name(value)}")]
+        out: list[InputProblem] = []
+        if self.kind == "string":
+            out.extend(self._string_problems(value, path, where))
+        elif self.kind in ("integer", "number"):
+            out.extend(self._number_problems(value, path, where))
+        elif self.kind == "array" and self.items is not None:
+            for index, item in enumerate(value):
+                out.extend(self.items.problems(item, (*path, index), runtime))
+        elif self.kind == "object" and self.values is not None:
+            for key, item in value.items():
+                if self.credential_values and _is_credential(item):
+                    continue
+                out.extend(self.values.problems(item, (*path, str(key)), runtime))
+        if not out and self.validate is not None:
+            out.extend(InputProblem(path, f"{where}: {m}") for m in self.validate(value))
+        return out
+
+    def _string_problems(
+        self, value: str, path: tuple[str | int, ...], where: str
+    ) -> list[InputProblem]:
+        if self.enum is not None and value not in self.enum:
+            options = ", ".join(f"`{v}`" for v in self.enum)
+            close = [v for v in self.enum if v.lower() == value.lower()]
+            close = close or difflib.get_close_matches(value, self.enum, n=1)
+            hint = f" (did you mean `{close[0]}`?)" if close else ""
+            shown = value if len(value) <= 40 else value[:40] + "…"
+            return [InputProblem(path, f"{where} is `{shown}`, expected one of {options}{hint}")]
+        n = len(value)
+        if self.min_length is not None and n < self.min_length:
+            if self.min_length == 1:
+                return [InputProblem(path, f"{where} must not be empty")]
+            return [InputProblem(path, f"{where} must be at least {self.min_length} characters")]
+        if self.max_length is not None and n > self.max_length:
+            return [
+                InputProblem(
+                    path, f"{where} is {n} characters long, at most {self.max_length} allowed"
+                )
+            ]
+        return []
+
+    def _number_problems(
+        self, value: float | int, path: tuple[str | int, ...], where: str
+    ) -> list[InputProblem]:
+        low, high = self.minimum, self.maximum
+        if (low is not None and value < low) or (high is not None and value > high):
+            if low is not None and high is not None:
+                bounds = f"from {_fmt_num(low)} to {_fmt_num(high)}"
+            elif low is not None:
+                bounds = f"at least {_fmt_num(low)}"
+            else:
+                bounds = f"at most {_fmt_num(high)}"  # type: ignore[arg-type]
+            return [InputProblem(path, f"{where} is {_fmt_num(value)}, must be {bounds}")]
+        return []
+
+    def schema(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.kind != "any":
+            out["type"] = [self.kind, "null"] if self.nullable else self.kind
+        if self.description:
+            out["description"] = self.description
+        if self.enum is not None:
+            out["enum"] = list(self.enum)
+        if self.min_length is not None:
+            out["minLength"] = self.min_length
+        if self.max_length is not None:
+            out["maxLength"] = self.max_length
+        if self.minimum is not None:
+            out["minimum"] = self.minimum
+        if self.maximum is not None:
+            out["maximum"] = self.maximum
+        if self.items is not None:
+            out["items"] = self.items.schema()
+        if self.kind == "object" and self.values is not None:
+            value_schema = self.values.schema()
+            if self.credential_values:
+                value_schema = {"anyOf": [value_schema, CREDENTIAL_SCHEMA]}
+            out["additionalProperties"] = value_schema
+        out.update(self.schema_extra)
+        return out
+
+
+CREDENTIAL_SCHEMA: Mapping[str, Any] = {
+    "type": "object",
+    "description": "a declared credential, resolved by the host at the bridge",
+    "properties": {"$credential": {"type": "string"}},
+    "required": ["$credential"],
+    "additionalProperties": False,
+}
+
+
+def _is_credential(value: Any) -> bool:
+    return (
+        isinstance(value, Mapping) and len(value) == 1 and isinstance(value.get("$credential"), str)
+    )
+
+
+def _where(path: tuple[str | int, ...]) -> str:
+    if not path:
+        return "the input"
+    text = str(path[0])
+    for seg in path[1:]:
+        text += f"[{seg}]" if isinstance(seg, int) else f".{seg}"
+    return f"`{text}`"
+
+
+# Constructors: the catalogs read as tables of these.
+
+
+def string(
+    description: str = "",
+    *,
+    min_length: int | None = None,
+    max_length: int | None = None,
+    validate: Validator | None = None,
+    nullable: bool = False,
+    **schema_extra: Any,
+) -> Field:
+    return Field(
+        "string",
+        description,
+        min_length=min_length,
+        max_length=max_length,
+        validate=validate,
+        nullable=nullable,
+        schema_extra=schema_extra,
+    )
+
+
+def enum(description: str, *values: str) -> Field:
+    return Field("string", description, enum=values)
+
+
+def integer(
+    description: str = "", *, minimum: int | None = None, maximum: int | None = None
+) -> Field:
+    return Field("integer", description, minimum=minimum, maximum=maximum)
+
+
+def number(
+    description: str = "", *, minimum: float | None = None, maximum: float | None = None
+) -> Field:
+    return Field("number", description, minimum=minimum, maximum=maximum)
+
+
+def boolean(description: str = "") -> Field:
+    return Field("boolean", description)
+
+
+def array(description: str, items: Field) -> Field:
+    return Field("array", description, items=items)
+
+
+def string_map(description: str, values: Field, *, credential_values: bool = False) -> Field:
+    return Field("object", description, values=values, credential_values=credential_values)
+
+
+def obj(description: str = "") -> Field:
+    """Any JSON object (passed through, e.g. a sub-agent's input)."""
+    return Field("object", description)
+
+
+def any_value(description: str = "") -> Field:
+    return Field("any", description)
+
+
+@attrs.frozen
+class RequiredWhen:
+    """`field` is required when `selector` is literally one of `values` (`cronExpr` on create)."""
+
+    selector: str
+    values: tuple[str, ...]
+    field: str
+
+
+@attrs.frozen
+class Shape:
+    """A capability input: its fields, required-ness rules and size limit."""
+
+    fields: Mapping[str, Field]
+    limit: int  # bytes of compact UTF-8 JSON
+    required: tuple[str, ...] = ()
+    required_when: tuple[RequiredWhen, ...] = ()
+    exclusive: tuple[tuple[str, str], ...] = ()
+
+    def check(
+        self, literal: Any, computed: frozenset[str] = frozenset(), *, runtime: bool = False
+    ) -> list[InputProblem]:
+        if not isinstance(literal, Mapping):
+            return [InputProblem((), f"the input must be an object, not {json_type_name(literal)}")]
+        if not isinstance(computed, (set, frozenset)):
+            computed = frozenset()
+        out: list[InputProblem] = []
+        present: set[str] = set()
+        for key in [*literal.keys(), *sorted(k for k in computed if k not in literal)]:
+            name = key if isinstance(key, str) else str(key)
+            present.add(name)
+            if name not in self.fields:
+                out.append(InputProblem((name,), self._unknown_message(name)))
+        for key, value in literal.items():
+            spec = self.fields.get(key) if isinstance(key, str) else None
+            if spec is not None:
+                out.extend(spec.problems(value, (key,), runtime))
+        for name in self.required:
+            if name not in present:
+                out.append(InputProblem((name,), f"missing required field `{name}`"))
+        for rule in self.required_when:
+            selected = literal.get(rule.selector)
+            if isinstance(selected, str) and selected in rule.values and rule.field not in present:
+                out.append(
+                    InputProblem(
+                        (rule.field,),
+                        f"missing field `{rule.field}`, required when "
+                        f"`{rule.selector}` is `{selected}`",
+                    )
+                )
+        for first, second in self.exclusive:
+            if first in present and second in present:
+                out.append(
+                    InputProblem(
+                        (second,),
+                        f"`{first}` and `{second}` are mutually exclusive: give one of them",
+                    )
+                )
+        if not computed:
+            size = compact_json_size(literal)
+            if size > self.limit:
+                out.append(
+                    InputProblem(
+                        (),
+                        f"the input is {size} bytes as compact JSON, over this capability's "
+                        f"limit of {self.limit} bytes",
+                    )
+                )
+        return out
+
+    def _unknown_message(self, name: str) -> str:
+        known = sorted(self.fields)
+        if not known:
+            return f"unknown field `{name}`: this capability takes no input fields"
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+        hint = f" (did you mean `{close[0]}`?)" if close else ""
+        return f"unknown field `{name}`{hint}; known fields: {', '.join(known)}"
+
+    def schema(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "type": "object",
+            "properties": {name: spec.schema() for name, spec in self.fields.items()},
+            "additionalProperties": False,
+        }
+        if self.required:
+            out["required"] = list(self.required)
+        conditions: list[dict[str, Any]] = []
+        for rule in self.required_when:
+            conditions.append(
+                {
+                    "if": {
+                        "properties": {rule.selector: {"enum": list(rule.values)}},
+                        "required": [rule.selector],
+                    },
+                    "then": {"required": [rule.field]},
+                }
+            )
+        for first, second in self.exclusive:
+            conditions.append({"not": {"required": [first, second]}})
+        if conditions:
+            out["allOf"] = conditions
+        return out

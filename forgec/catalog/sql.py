@@ -1,0 +1,240 @@
+"""`db.query` SQL: one plain SELECT over the allowed tables, nothing else.
+
+Used by the compiler on a literal `sql` and by the host again on every call.
+
+Algorithm (`check_select`), all on `sqlglot`'s SQLite dialect, imported lazily:
+1. Tokenize. Comments are not tokens, so `-- ;` or `/* ; DELETE */` hide nothing; at most one
+   `;` may appear and only as the last token (one trailing `;` is allowed, stacked statements
+   are not, nor an empty statement `;;`).
+2. Parse. The one statement must be a `SELECT` (not a set operation, `VALUES`, `PRAGMA`,
+   `ATTACH`, DML, DDL or any command sqlglot cannot parse).
+3. Walk the whole tree and refuse: CTEs (`WITH`), set operations anywhere, any nested `SELECT`
+   or parenthesised query (subqueries in FROM, WHERE, the select list, `EXISTS`, `IN (...)`),
+   SQLite's `IN table` form, FROM/JOIN items that are not a plain table name (table-valued
+   functions such as `json_each` or `pragma_table_info`, `VALUES`, `LATERAL`), tables outside
+   `ALLOWED_TABLES` (quoted or not, any case; a schema qualifier other than `main`), and calls
+   of functions sqlglot does not know unless they are in `ALLOWED_FUNCTIONS` (so
+   `load_extension`, `readfile`, `fts3_tokenizer`, `zeroblob` and friends are refused).
+
+Defense in depth at run time: the host opens the database read-only and may install
+`sqlite_authorizer()` on the connection, which lets SQLite itself — the parser that counts —
+deny anything but reading the allowed tables and calling allowed functions.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+ALLOWED_TABLES = frozenset({"memory_items", "schedules", "messages", "threads"})
+
+# Functions that sqlglot parses as `Anonymous` (it has no class for them) and that are safe to
+# call: SQLite's core scalar, date, math, JSON, aggregate and window functions and FTS5's ranking
+# helpers. Anything else unknown is refused.
+ALLOWED_FUNCTIONS = frozenset(
+    {
+        "abs", "avg", "ceil", "ceiling", "char", "coalesce", "concat", "concat_ws", "count",
+        "cume_dist", "date", "datetime", "dense_rank", "first_value", "floor", "format", "glob",
+        "group_concat", "hex", "ifnull", "iif", "instr", "julianday", "lag", "last_value",
+        "lead", "length", "like", "likelihood", "likely", "lower", "ltrim", "max", "min",
+        "nth_value", "ntile", "nullif", "octet_length", "percent_rank", "printf", "quote",
+        "random", "rank", "replace", "round", "row_number", "rtrim", "sign", "soundex",
+        "string_agg", "strftime", "substr", "substring", "sum", "time", "timediff", "total",
+        "trim", "typeof", "unhex", "unicode", "unixepoch", "unlikely", "upper",
+        "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cos", "cosh", "degrees",
+        "exp", "ln", "log", "log10", "log2", "mod", "pi", "pow", "power", "radians", "sin",
+        "sinh", "sqrt", "tan", "tanh", "trunc",
+        "json", "json_array", "json_array_length", "json_extract", "json_group_array",
+        "json_group_object", "json_object", "json_patch", "json_quote", "json_remove",
+        "json_replace", "json_set", "json_insert", "json_type", "json_valid", "json_pretty",
+        "bm25", "highlight", "snippet",
+    }
+)  # fmt: skip
+
+_LOG = logging.getLogger("sqlglot")
+
+
+def _parse(sql: str) -> tuple[Any, list[str]]:
+    """The one statement's tree, or None with the problems."""
+    import sqlglot
+    from sqlglot import exp
+    from sqlglot.errors import SqlglotError
+    from sqlglot.tokens import TokenType
+
+    dialect = sqlglot.Dialect.get_or_raise("sqlite")
+    try:
+        tokens = dialect.tokenize(sql)
+    except SqlglotError as error:
+        return None, [f"not valid SQL ({_first_line(error)})"]
+    except Exception as error:  # the tokenizer must never become a traceback
+        return None, [f"not valid SQL ({type(error).__name__})"]
+    if not tokens:
+        return None, ["the SQL is empty (only comments or whitespace)"]
+    semicolons = [i for i, t in enumerate(tokens) if t.token_type == TokenType.SEMICOLON]
+    if len(semicolons) > 1 or (semicolons and semicolons[0] != len(tokens) - 1):
+        return None, ["only one statement is allowed (a single trailing `;` at most)"]
+    level = _LOG.level
+    _LOG.setLevel(logging.CRITICAL)  # sqlglot warns on syntax it only half understands
+    try:
+        statements = dialect.parse(sql)
+    except SqlglotError as error:
+        return None, [f"not valid SQL ({_first_line(error)})"]
+    except Exception as error:
+        return None, [f"not valid SQL ({type(error).__name__})"]
+    finally:
+        _LOG.setLevel(level)
+    found = [s for s in statements if s is not None and not isinstance(s, exp.Semicolon)]
+    if len(found) != 1:
+        return None, ["exactly one SELECT statement is expected"]
+    return found[0], []
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip().splitlines()
+    return text[0][:160] if text else type(error).__name__
+
+
+def check_select(sql: str) -> list[str]:
+    """Problems with `sql` as a `db.query` statement (empty when it is an allowed SELECT)."""
+    if not isinstance(sql, str):
+        return ["the SQL must be a string"]
+    if not sql.strip():
+        return ["the SQL is empty"]
+    if "\x00" in sql:
+        return ["the SQL contains a NUL character"]
+    tree, problems = _parse(sql)
+    if tree is None:
+        return problems
+    from sqlglot import exp
+
+    if not isinstance(tree, exp.Select):
+        return [_not_select(tree)]
+    out: list[str] = []
+    for node in tree.walk():
+        message = _refusal(node, tree)
+        if message and message not in out:
+            out.append(message)
+    return out
+
+
+def _not_select(tree: Any) -> str:
+    from sqlglot import exp
+
+    if isinstance(tree, (exp.Union, exp.Except, exp.Intersect)):
+        return "UNION, EXCEPT and INTERSECT are not allowed: one plain SELECT only"
+    if isinstance(tree, exp.Command):
+        keyword = str(tree.this).upper() if tree.this else "this statement"
+        return f"only SELECT is allowed, not {keyword}"
+    return f"only SELECT is allowed, not {tree.key.upper()}"
+
+
+def _refusal(node: Any, root: Any) -> str | None:
+    from sqlglot import exp
+
+    if isinstance(node, (exp.With, exp.CTE)):
+        return "common table expressions (WITH) are not allowed"
+    if isinstance(node, (exp.Union, exp.Except, exp.Intersect)):
+        return "UNION, EXCEPT and INTERSECT are not allowed: one plain SELECT only"
+    if (isinstance(node, exp.Select) and node is not root) or isinstance(
+        node, (exp.Subquery, exp.Lateral)
+    ):
+        return "subqueries are not allowed"
+    if isinstance(node, exp.In) and node.args.get("field") is not None:
+        return "`IN table` is not allowed: list the values"
+    if isinstance(node, (exp.Command, exp.Values, exp.Into)):
+        return f"{node.key.upper()} is not allowed inside a SELECT"
+    if isinstance(node, (exp.From, exp.Join)):
+        item = node.this
+        if not isinstance(item, (exp.Table, exp.Subquery)) or not isinstance(
+            item.this, exp.Identifier
+        ):
+            if isinstance(item, exp.Table) and isinstance(item.this, exp.Func):
+                name = _func_name(item.this)
+                return f"table-valued function `{name}` is not allowed: read the allowed tables"
+            if not isinstance(item, exp.Subquery):
+                return "only the allowed tables may be read"
+        return None
+    if isinstance(node, exp.Table):
+        if node.arg_key == "indexed":
+            return None  # `INDEXED BY name` names an index, not a table
+        return _table_refusal(node)
+    if isinstance(node, exp.Anonymous):
+        if node.arg_key == "this" and isinstance(node.parent, exp.Table):
+            return None  # a table-valued function, reported at its FROM/JOIN
+        name = _func_name(node)
+        if name.lower() not in ALLOWED_FUNCTIONS:
+            return f"function `{name}` is not allowed"
+    return None
+
+
+def _func_name(node: Any) -> str:
+    from sqlglot import exp
+
+    if isinstance(node, exp.Anonymous):
+        return str(node.name)
+    return str(node.sql_name()).lower()
+
+
+def _table_refusal(node: Any) -> str | None:
+    from sqlglot import exp
+
+    if isinstance(node.this, exp.Func):
+        return None  # a table-valued function, reported at its FROM/JOIN
+    if not isinstance(node.this, exp.Identifier):
+        return "only the allowed tables may be read"
+    name = str(node.name).lower()
+    catalog, db = node.args.get("catalog"), node.args.get("db")
+    if catalog is not None or (db is not None and str(db.name).lower() != "main"):
+        return f"table `{node.sql(dialect='sqlite')}` is not allowed: no schema other than main"
+    if name not in ALLOWED_TABLES:
+        allowed = ", ".join(sorted(ALLOWED_TABLES))
+        return f"table `{node.name}` is not allowed (allowed: {allowed})"
+    return None
+
+
+def referenced_tables(sql: str) -> set[str]:
+    """The tables a statement reads (lower-cased); empty when it does not parse."""
+    if not isinstance(sql, str) or not sql.strip():
+        return set()
+    tree, _ = _parse(sql)
+    if tree is None:
+        return set()
+    from sqlglot import exp
+
+    return {
+        str(t.name).lower()
+        for t in tree.find_all(exp.Table)
+        if t.arg_key != "indexed" and isinstance(t.this, exp.Identifier)
+    }
+
+
+def sqlite_authorizer(
+    tables: frozenset[str] = ALLOWED_TABLES,
+    functions: frozenset[str] = ALLOWED_FUNCTIONS,
+) -> Callable[[int, str | None, str | None, str | None, str | None], int]:
+    """An `sqlite3.Connection.set_authorizer` callback allowing only reads of `tables`.
+
+    SQLite asks it while preparing each statement; anything but SELECT, reading a column of an
+    allowed table in `main`, and calling an allowed function is denied — whatever the text
+    checker let through, SQLite's own parser has the last word.
+    """
+    import sqlite3
+
+    allowed_tables = frozenset(t.lower() for t in tables)
+    allowed_functions = frozenset(f.lower() for f in functions)
+
+    def authorize(
+        action: int, arg1: str | None, arg2: str | None, db: str | None, _trigger: str | None
+    ) -> int:
+        if action == sqlite3.SQLITE_SELECT:
+            return sqlite3.SQLITE_OK
+        if action == sqlite3.SQLITE_READ:
+            ok = (arg1 or "").lower() in allowed_tables and (db or "main") == "main"
+            return sqlite3.SQLITE_OK if ok else sqlite3.SQLITE_DENY
+        if action == sqlite3.SQLITE_FUNCTION:
+            ok = (arg2 or "").lower() in allowed_functions
+            return sqlite3.SQLITE_OK if ok else sqlite3.SQLITE_DENY
+        return sqlite3.SQLITE_DENY
+
+    return authorize
