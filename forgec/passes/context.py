@@ -19,6 +19,22 @@ from forgec.ir.nodes import ForeachNode, Manifest, Node
 
 
 @attrs.define
+class LoopFacts:
+    """What `forgec inspect` and the backend want to know about one `foreach`."""
+
+    id: str
+    pointer: str
+    reachable: bool
+    body: list[str]  # body node ids in manifest order
+    item_var: str | None
+    index_var: str | None
+    max_items: int | None
+    # SPEC §12's longest path through the body (None when cyclic or unknown) and its ids
+    body_longest: int | None = None
+    body_longest_path: list[str] = attrs.field(factory=list)
+
+
+@attrs.define
 class Facts:
     """Facts passes derive for later passes, `forgec inspect` and the backend."""
 
@@ -38,6 +54,21 @@ class Facts:
     # the longest path from the entry, as node ids (what the worst case counts)
     worst_case_path: list[str] = attrs.field(factory=list)
     marks: Marks = attrs.field(factory=Marks)
+    # the entry resolves, so `reachable` means something; when False, passes that must deny by
+    # default (the network pass) treat every node as possibly reachable
+    reachability_known: bool = False
+    # pointers of the reachable nodes (ids may repeat in a broken flow; pointers never do)
+    reachable_pointers: set[str] = attrs.field(factory=set)
+    # every cycle found, as node ids in edge order (the first id is not repeated at the end)
+    cycles: list[list[str]] = attrs.field(factory=list)
+    # every scope's reachable part has a topological order (`topo_order`, `body_order`)
+    ordered: bool = False
+    # loop id → its reachable body node ids in a topological order
+    body_order: dict[str, list[str]] = attrs.field(factory=dict)
+    # loop id → facts about that loop
+    loops: dict[str, LoopFacts] = attrs.field(factory=dict)
+    # variable → ids of the reachable nodes that write it (a `state.X` target writes `state.X`)
+    writers: dict[str, list[str]] = attrs.field(factory=dict)
     extra: dict[str, Any] = attrs.field(factory=dict)
 
 

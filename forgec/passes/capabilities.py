@@ -1,0 +1,186 @@
+"""Capability steps: known names, literal inputs, and compensation pairs (SPEC §5, §12).
+
+Every capability step is checked, reachable or not (a later edit may make it reachable):
+
+- The name must be in the target's catalog, else `FORGE_CAPABILITY_UNKNOWN` with the catalog's
+  hint (`forgec.catalog.base.unknown_capability_hint`): the dotted name of an MCP name
+  (`memory_access` → `memory.access`), the other target when only that one has it, or the
+  closest name. An unknown step gets no input check (one cause, one code).
+- The input goes to the spec's `check_input` as SPEC §12 asks: for an object input, the members
+  that are literals with their values, the members that are expressions by name only (present,
+  checked at run time). Each problem is `FORGEC_CAPABILITY_INPUT` at the pointer of the field it
+  concerns. The size limit is the spec's to check and it checks it only when nothing is computed,
+  that is when the whole input is literal. An input that is a `$ref` is checked at run time; a
+  template or a list can never be an object and is reported here.
+- Compensation: a step whose capability has no undo may not name one
+  (`FORGE_INVALID_COMPENSATION`, alone, whatever the name); otherwise the name must be in the
+  target's catalog (`FORGE_COMPENSATION_UNKNOWN`) and be the capability's undo
+  (`FORGE_COMPENSATION_MISMATCH`). A step with an unknown capability only gets the "unknown
+  name" check of its compensation: whether it matches cannot be known.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from forgec.catalog import CapabilitySpec, Catalog, get_catalog
+from forgec.catalog.base import unknown_capability_hint
+from forgec.ir.nodes import (
+    CapabilityNode,
+    ForeachNode,
+    ListExpr,
+    Literal,
+    Node,
+    ObjectExpr,
+    Template,
+    Value,
+)
+from forgec.ir.pointer import join
+from forgec.passes.context import PassContext
+from forgec.passes.graph import closest
+
+
+def capability_nodes(nodes: tuple[Node, ...]) -> Iterator[CapabilityNode]:
+    """Every capability step, loop bodies included, in manifest order."""
+    for node in nodes:
+        if isinstance(node, CapabilityNode):
+            yield node
+        elif isinstance(node, ForeachNode):
+            yield from capability_nodes(node.body)
+
+
+def input_parts(value: Value | None) -> tuple[Any, frozenset[str]] | None:
+    """What `check_input` sees of an input: (literal part, names of computed fields).
+
+    None when nothing is known statically (the input is one `$ref`, or absent).
+    """
+    if isinstance(value, Literal):
+        return value.value, frozenset()
+    if isinstance(value, ObjectExpr):
+        literal = {k: m.value for k, m in value.fields if isinstance(m, Literal)}
+        computed = frozenset(k for k, m in value.fields if not isinstance(m, Literal))
+        return literal, computed
+    return None
+
+
+def literal_fields(value: Value | None) -> Mapping[str, Any]:
+    """The literal fields of an object input (what a marks resolver decides on)."""
+    parts = input_parts(value)
+    if parts is None or not isinstance(parts[0], Mapping):
+        return {}
+    return parts[0]
+
+
+def check_capabilities(ctx: PassContext) -> None:
+    flow = ctx.manifest.flow
+    if flow is None:
+        return
+    for node in capability_nodes(flow.nodes):
+        name = node.capability
+        if name is None:
+            continue  # missing or ill-typed: the structure pass said so
+        spec = ctx.catalog.get(name)
+        if spec is None:
+            _unknown(ctx, node, name)
+            if node.compensation is not None and node.compensation not in ctx.catalog:
+                _compensation_unknown(ctx, node, node.compensation, None)
+            continue
+        _check_input(ctx, node, spec)
+        _check_compensation(ctx, node, spec)
+
+
+def _other_catalog(catalog: Catalog) -> Catalog | None:
+    other = "talon" if catalog.name == "talos" else "talos"
+    try:
+        return get_catalog(other)
+    except (ValueError, ImportError):
+        return None
+
+
+def _unknown(ctx: PassContext, node: CapabilityNode, name: str) -> None:
+    ctx.report(
+        "FORGE_CAPABILITY_UNKNOWN",
+        join(node.pointer, "capability"),
+        f"`{name}` is not a capability of target `{ctx.catalog.name}`",
+        hint=unknown_capability_hint(ctx.catalog, name)
+        or f"known capabilities: {', '.join(sorted(ctx.catalog.capabilities))}",
+    )
+
+
+def _check_input(ctx: PassContext, node: CapabilityNode, spec: CapabilitySpec) -> None:
+    value = node.input
+    base = join(node.pointer, "input")
+    if isinstance(value, (Template, ListExpr)):
+        kind = "a template (a string)" if isinstance(value, Template) else "a list"
+        ctx.report(
+            "FORGEC_CAPABILITY_INPUT",
+            base,
+            f"`{spec.name}` input: the input must be an object, not {kind}",
+        )
+        return
+    parts = input_parts(value)
+    if parts is None:
+        return  # a `$ref` (checked at run time) or a misplaced credential (FORGE_REF_UNSAFE)
+    literal, computed = parts
+    try:
+        problems = spec.check_input(literal, computed)
+    except Exception as error:  # a checker bug must not hide the other diagnostics
+        problems = []
+        ctx.report(
+            "FORGEC_CAPABILITY_INPUT",
+            base,
+            f"`{spec.name}` input could not be checked ({type(error).__name__}: {error})",
+        )
+    for problem in problems:
+        ctx.report(
+            "FORGEC_CAPABILITY_INPUT",
+            join(base, *problem.path),
+            f"`{spec.name}` input: {problem.message}",
+            key=problem.message.startswith("unknown field"),
+        )
+
+
+def _check_compensation(ctx: PassContext, node: CapabilityNode, spec: CapabilitySpec) -> None:
+    comp = node.compensation
+    if comp is None:
+        return
+    pointer = join(node.pointer, "compensation")
+    if spec.undo is None:
+        ctx.report(
+            "FORGE_INVALID_COMPENSATION",
+            pointer,
+            f"`{spec.name}` cannot be undone, so it cannot declare a compensation (`{comp}`)",
+            hint="remove `compensation`; only tasks.create, tasks.setStatus, notes.update, "
+            "schedule.manage and memory.access have an undo",
+        )
+        return
+    if comp not in ctx.catalog:
+        _compensation_unknown(ctx, node, comp, spec)
+        return
+    if comp != spec.undo:
+        ctx.report(
+            "FORGE_COMPENSATION_MISMATCH",
+            pointer,
+            f"`{comp}` does not undo `{spec.name}`; its undo is `{spec.undo}`",
+            hint=f'use "compensation": "{spec.undo}"',
+        )
+
+
+def _compensation_unknown(
+    ctx: PassContext, node: CapabilityNode, comp: str, spec: CapabilitySpec | None
+) -> None:
+    other = _other_catalog(ctx.catalog)
+    if other is not None and comp in other:
+        message = (
+            f"compensation `{comp}` is not a capability of target `{ctx.catalog.name}` "
+            f"(only of `{other.name}`)"
+        )
+    else:
+        message = f"compensation `{comp}` is not a capability of target `{ctx.catalog.name}`"
+    if spec is not None and spec.undo is not None:
+        hint: str | None = f"`{spec.name}` is undone by `{spec.undo}`"
+    else:
+        found = closest(comp, sorted(ctx.catalog.capabilities))
+        hint = f"did you mean `{found}`?" if found is not None else None
+    ctx.report("FORGE_COMPENSATION_UNKNOWN", join(node.pointer, "compensation"), message, hint=hint)

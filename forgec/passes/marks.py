@@ -1,0 +1,133 @@
+"""Marks: what the tool may do, from its reachable steps (SPEC §6), into `ctx.facts.marks`.
+
+Only reachable steps count: a step no run can take grants nothing (it is warned about as
+`FORGE_UNREACHABLE_NODE`). For each reachable capability step of the target's catalog, the
+spec's marks resolver gets the step's literal input fields and returns power, risk and Talon
+label; where the deciding field (`action`, `operation`, `channelId`) is not literal, it returns
+the worst case. Then:
+
+- `powers`: the sorted set of those powers. Model steps add no power: what they need is in
+  `model` (privacy, effort), and a model step by itself touches nothing outside the run.
+- `risk`: the highest (R0 with no capability step); `alwaysAsks` when it is R4.
+- `labels`: the sorted Talon labels (TALOS capabilities need none).
+- `network`: every host of the allowlist as soon as one reachable step needs the network, none
+  otherwise. It is not narrowed to the hosts of literal URLs: a request may be redirected to
+  any allowlisted host (redirects are followed only within the allowlist), so each listed host
+  is one the tool may reach. Deny by default: `forbidden` (or a broken `network`) gives none.
+- `credentials`: the declared credential ids that reachable steps use.
+- `model`: the strictest privacy of the reachable model steps (local-only > local-preferred >
+  remote-allowed; each step's own requirement, else `modelDefaults`), the highest reasoning
+  effort, whether any asks for structured output, and how many there are; None with no model
+  step. A step that states no privacy adds no requirement (None when none does).
+- `capabilities`: the sorted reachable capability names.
+- `compensated`: every reachable step whose power is Write declares a compensation.
+"""
+
+from __future__ import annotations
+
+from forgec.ir.marks import RISK_ORDER, Marks, ModelNeeds, risk_rank
+from forgec.ir.nodes import CredentialRef, ForeachNode, Node, node_values
+from forgec.passes.capabilities import capability_nodes, literal_fields
+from forgec.passes.context import PassContext
+from forgec.passes.model import effective_structured_output, llm_nodes
+from forgec.passes.references import walk_keyed
+
+PRIVACY_STRICTNESS = ("remote-allowed", "local-preferred", "local-only")
+EFFORT_ORDER = ("low", "medium", "high")
+
+
+def derive_marks(ctx: PassContext) -> None:
+    manifest = ctx.manifest
+    flow = manifest.flow
+    if flow is None:
+        return
+    reachable = ctx.facts.reachable_pointers
+    powers: set[str] = set()
+    labels: set[str] = set()
+    capabilities: set[str] = set()
+    risk = RISK_ORDER[0]
+    compensated = True
+    uses_network = False
+    for node in capability_nodes(flow.nodes):
+        if node.pointer not in reachable or node.capability is None:
+            continue
+        spec = ctx.catalog.get(node.capability)
+        if spec is None:
+            continue
+        step = spec.marks(literal_fields(node.input))
+        powers.add(step.power)
+        if step.risk in RISK_ORDER and risk_rank(step.risk) > risk_rank(risk):
+            risk = step.risk
+        if step.label is not None:
+            labels.add(step.label)
+        capabilities.add(spec.name)
+        uses_network = uses_network or spec.needs_network
+        if step.power == "Write" and node.compensation is None:
+            compensated = False
+
+    network = manifest.network
+    hosts: tuple[str, ...] = ()
+    if uses_network and network is not None and network.mode == "allowlist":
+        hosts = tuple(sorted(set(network.hosts)))
+
+    declared = {c.id for c in manifest.credential_requirements if c.id is not None}
+    used = {
+        cred.id
+        for node in _reachable_nodes(flow.nodes, reachable)
+        for _, root in node_values(node)
+        for cred, _ in walk_keyed(root)
+        if isinstance(cred, CredentialRef) and cred.id in declared
+    }
+
+    ctx.facts.marks = Marks(
+        powers=tuple(sorted(powers)),
+        risk=risk,
+        always_asks=risk == "R4",
+        labels=tuple(sorted(labels)),
+        network=hosts,
+        credentials=tuple(sorted(used)),
+        model=_model_needs(ctx),
+        capabilities=tuple(sorted(capabilities)),
+        compensated=compensated,
+    )
+
+
+def _reachable_nodes(nodes: tuple[Node, ...], reachable: set[str]) -> list[Node]:
+    out: list[Node] = []
+    for node in nodes:
+        if node.pointer in reachable:
+            out.append(node)
+        if isinstance(node, ForeachNode):
+            out.extend(_reachable_nodes(node.body, reachable))
+    return out
+
+
+def _model_needs(ctx: PassContext) -> ModelNeeds | None:
+    manifest = ctx.manifest
+    assert manifest.flow is not None
+    defaults = manifest.model_defaults
+    steps = [n for n in llm_nodes(manifest.flow.nodes) if n.pointer in ctx.facts.reachable_pointers]
+    if not steps:
+        return None
+    privacy: str | None = None
+    effort: str | None = None
+    structured = False
+    for node in steps:
+        req = node.requirements
+        own_privacy = req.privacy if req is not None else None
+        step_privacy = own_privacy or (defaults.privacy if defaults is not None else None)
+        if step_privacy in PRIVACY_STRICTNESS and (
+            privacy is None
+            or PRIVACY_STRICTNESS.index(step_privacy) > PRIVACY_STRICTNESS.index(privacy)
+        ):
+            privacy = step_privacy
+        own_effort = req.reasoning_effort if req is not None else None
+        step_effort = own_effort or (defaults.reasoning_effort if defaults is not None else None)
+        if step_effort in EFFORT_ORDER and (
+            effort is None or EFFORT_ORDER.index(step_effort) > EFFORT_ORDER.index(effort)
+        ):
+            effort = step_effort
+        structured = structured or effective_structured_output(manifest, node)[0]
+    return ModelNeeds(
+        privacy=privacy, reasoning_effort=effort, structured_output=structured, steps=len(steps)
+    )

@@ -1,0 +1,404 @@
+"""Names and references: safe targets and loop variables, credentials, definite assignment.
+
+Three checks, in one pass because they share the value walk:
+
+- **Targets and loop variables** (every node, reachable or not). A target is a NAME that is not
+  reserved, or `state.FIELD` with FIELD declared → else `FORGE_TARGET_UNSAFE`. `itemVar` and
+  `indexVar` are non-reserved NAMEs that differ → else `FORGE_VAR_UNSAFE`.
+- **Credentials** (every node). `{"$credential": ID}` may only be a header value of a
+  `net.http` step (`input.headers.NAME`), anywhere else `FORGE_REF_UNSAFE`; an ID that
+  `credentialRequirements` does not declare is `FORGEC_CREDENTIAL_UNDECLARED` (wherever it
+  stands: moving a misplaced credential does not declare it).
+- **Definite assignment** (reachable nodes only, SPEC §3, §12). A forward "must/may" dataflow
+  over the acyclic graph in topological order. At each node, `D` is the set of variables written
+  on *every* path from the entry and `P` those written on *some* path: `D` is the intersection
+  and `P` the union over the node's predecessors; a node adds its target's root to both. A read
+  (a `$ref` or a template placeholder) of ROOT is fine when ROOT is `input`, a declared `state`
+  field (`state.X`; the whole `state` too), a loop variable in scope or in `D`; in `P` only it
+  is `FORGEC_REF_MAYBE_UNDEFINED` (warning), otherwise `FORGEC_REF_UNDEFINED`. A reserved root
+  other than `input`/`state` (`output`, `result`, ...) is never a variable: always undefined.
+
+  A loop body starts from the loop's `D` plus its loop variables, and its `P` also holds every
+  variable the body writes (an earlier iteration may have written it). After the loop, `D` is
+  the loop's `D` (the list may be empty) and `P` adds what the body's iterations may leave
+  written; the loop variables go out of scope.
+
+  A target writes its ROOT (`state.X` writes state, which is always defined). An unsafe target
+  still counts as a write of its leading name, so one bad target gives one error, not a trail
+  of undefined reads after it. The analysis needs a well-formed order; with a cycle or a
+  duplicated id (already errors) it is skipped.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from forgec.frontend.names import NAME_RE, RESERVED, parse_path
+from forgec.ir.nodes import (
+    CapabilityNode,
+    CredentialRef,
+    FailNode,
+    ForeachNode,
+    ListExpr,
+    LlmNode,
+    Node,
+    ObjectExpr,
+    Ref,
+    ReturnNode,
+    SetNode,
+    Template,
+    Value,
+    node_values,
+)
+from forgec.ir.pointer import join
+from forgec.passes.context import PassContext
+from forgec.passes.graph import closest, edge_fields
+
+LEADING_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*", re.ASCII)
+
+# Roots that are always defined; every other reserved name is never a variable.
+ALWAYS_DEFINED = ("input", "state")
+
+Defs = tuple[frozenset[str], frozenset[str]]  # (written on every path, written on some path)
+
+
+def check_references(ctx: PassContext) -> None:
+    manifest = ctx.manifest
+    if manifest.flow is None:
+        return
+    state_fields = set(manifest.state.fields) if manifest.state is not None else set()
+    declared = {c.id for c in manifest.credential_requirements if c.id is not None}
+    for node in _all_nodes(manifest.flow.nodes):
+        _check_target(ctx, node, state_fields)
+        if isinstance(node, ForeachNode):
+            _check_loop_vars(ctx, node)
+        _check_credentials(ctx, node, declared)
+    _record_writers(ctx)
+    _definite_assignment(ctx, state_fields)
+
+
+def _all_nodes(nodes: tuple[Node, ...]) -> Iterator[Node]:
+    for node in nodes:
+        yield node
+        if isinstance(node, ForeachNode):
+            yield from _all_nodes(node.body)
+
+
+# --- targets and loop variables -------------------------------------------------------------
+
+
+def target_of(node: Node) -> str | None:
+    if isinstance(node, (SetNode, CapabilityNode, LlmNode)) and isinstance(node.target, str):
+        return node.target
+    return None
+
+
+def written_root(target: str) -> str | None:
+    """The variable a target writes for definedness: its leading NAME, None for `state.X` (state
+    is always defined) or when it has no leading name at all."""
+    match = LEADING_NAME.match(target)
+    if match is None or match.group() in ALWAYS_DEFINED:
+        return None
+    return match.group()
+
+
+def _check_target(ctx: PassContext, node: Node, state_fields: set[str]) -> None:
+    target = target_of(node)
+    if target is None:
+        return
+    pointer = join(node.pointer, "target")
+    segments = parse_path(target)
+    if segments is not None and len(segments) == 1:
+        if target in RESERVED:
+            ctx.report(
+                "FORGE_TARGET_UNSAFE",
+                pointer,
+                f"`{target}` is a reserved name and cannot be a target",
+                hint=_reserved_hint(target, state_fields),
+            )
+        return
+    if segments is not None and len(segments) == 2 and segments[0] == "state":
+        field = segments[1]
+        if isinstance(field, str) and field in state_fields:
+            return
+        declared = ", ".join(f"`{f}`" for f in sorted(state_fields)) or "none"
+        ctx.report(
+            "FORGE_TARGET_UNSAFE",
+            pointer,
+            f"`{target}` writes state field `{field}`, which `state.fields` does not declare "
+            f"(declared: {declared})",
+            hint=_did_you_mean(str(field), sorted(state_fields), "state.")
+            or "declare the field in `state.fields`",
+        )
+        return
+    ctx.report(
+        "FORGE_TARGET_UNSAFE",
+        pointer,
+        f"`{target}` is not a valid target: a target is a plain name (letters, digits, `_`, "
+        "starting with a letter, at most 64 characters) or `state.FIELD`",
+    )
+
+
+def _reserved_hint(name: str, state_fields: set[str]) -> str:
+    if name == "state" and state_fields:
+        return f"write a declared field, e.g. `state.{sorted(state_fields)[0]}`"
+    return f"choose another name, e.g. `{name}Value`"
+
+
+def _check_loop_vars(ctx: PassContext, loop: ForeachNode) -> None:
+    for field, name in (("itemVar", loop.item_var), ("indexVar", loop.index_var)):
+        if name is None:
+            continue
+        pointer = join(loop.pointer, field)
+        if not NAME_RE.fullmatch(name):
+            ctx.report(
+                "FORGE_VAR_UNSAFE",
+                pointer,
+                f"`{name}` is not a valid loop variable: use a plain name (letters, digits, "
+                "`_`, starting with a letter, at most 64 characters)",
+            )
+        elif name in RESERVED:
+            ctx.report(
+                "FORGE_VAR_UNSAFE",
+                pointer,
+                f"`{name}` is a reserved name and cannot be a loop variable",
+                hint=f"choose another name, e.g. `{name}Item`"
+                if field == "itemVar"
+                else "choose another name, e.g. `i`",
+            )
+    if loop.item_var is not None and loop.item_var == loop.index_var:
+        ctx.report(
+            "FORGE_VAR_UNSAFE",
+            join(loop.pointer, "indexVar"),
+            f"`indexVar` and `itemVar` are both `{loop.item_var}`; a loop's variables must differ",
+        )
+
+
+# --- credentials ----------------------------------------------------------------------------
+
+
+Keys = tuple[str | int, ...]
+
+
+def walk_keyed(value: Value | None, keys: Keys = ()) -> Iterator[tuple[Value, Keys]]:
+    """Every value of a tree with the object keys / list indexes leading to it."""
+    if value is None:
+        return
+    yield value, keys
+    if isinstance(value, ObjectExpr):
+        for key, member in value.fields:
+            yield from walk_keyed(member, (*keys, key))
+    elif isinstance(value, ListExpr):
+        for i, item in enumerate(value.items):
+            yield from walk_keyed(item, (*keys, i))
+
+
+def credential_allowed(node: Node, slot: str, keys: Keys) -> bool:
+    """A credential may stand only as one header value of a `net.http` step."""
+    return (
+        isinstance(node, CapabilityNode)
+        and node.capability == "net.http"
+        and slot == "input"
+        and len(keys) == 2
+        and keys[0] == "headers"
+    )
+
+
+def _check_credentials(ctx: PassContext, node: Node, declared: set[str]) -> None:
+    for slot, root in node_values(node):
+        for value, keys in walk_keyed(root):
+            if not isinstance(value, CredentialRef):
+                continue
+            if not credential_allowed(node, slot, keys):
+                ctx.report(
+                    "FORGE_REF_UNSAFE",
+                    value.pointer,
+                    f"`$credential` `{value.id}` is not allowed here: a credential may only be "
+                    "a header value of a `net.http` step, so it never reaches a variable, a "
+                    "model, a result or a log",
+                    hint='use it as `"headers": {"Authorization": {"$credential": "ID"}}`',
+                )
+            if value.id not in declared:
+                names = ", ".join(f"`{d}`" for d in sorted(declared)) or "none"
+                ctx.report(
+                    "FORGEC_CREDENTIAL_UNDECLARED",
+                    value.pointer,
+                    f"credential `{value.id}` is not declared in `credentialRequirements` "
+                    f"(declared: {names})",
+                    hint=_did_you_mean(value.id, sorted(declared))
+                    or "declare it with its purpose and the hosts it may reach",
+                )
+
+
+# --- definite assignment --------------------------------------------------------------------
+
+
+def refs_of(node: Node) -> list[Ref]:
+    """Every read of a node, template placeholders included, in field order."""
+    out: list[Ref] = []
+    for _, root in node_values(node):
+        for value, _ in walk_keyed(root):
+            if isinstance(value, Ref):
+                out.append(value)
+            elif isinstance(value, Template):
+                out.extend(part for part in value.parts if isinstance(part, Ref))
+    return out
+
+
+def _record_writers(ctx: PassContext) -> None:
+    facts = ctx.facts
+    for node in facts.nodes_by_id.values():
+        target = target_of(node)
+        if target is None or node.pointer not in facts.reachable_pointers:
+            continue
+        name = target if target.startswith("state.") else written_root(target)
+        if name is not None:
+            facts.writers.setdefault(name, []).append(node.id)
+
+
+def _definite_assignment(ctx: PassContext, state_fields: set[str]) -> None:
+    facts = ctx.facts
+    flow = ctx.manifest.flow
+    if flow is None or not facts.ordered or facts.cycles or flow.entry not in facts.nodes_by_id:
+        return
+    if sum(1 for _ in _all_nodes(flow.nodes)) != len(facts.nodes_by_id):
+        return  # a duplicated id makes edges ambiguous: FORGE_NODE_DUPLICATE comes first
+    analysis = _Analysis(ctx, state_fields)
+    analysis.scope(facts.topo_order, flow.entry, (frozenset(), frozenset()), frozenset())
+
+
+class _Analysis:
+    """The dataflow over one flow; `scope` runs it over one scope's topological order."""
+
+    def __init__(self, ctx: PassContext, state_fields: set[str]) -> None:
+        self.ctx = ctx
+        self.facts = ctx.facts
+        self.state_fields = state_fields
+
+    def scope(self, order: list[str], start: str, entry: Defs, loop_vars: frozenset[str]) -> Defs:
+        """Run over `order` from `start`; return the union of the `P` sets where it ends."""
+        nodes = self.facts.nodes_by_id
+        ids = set(order)
+        preds: dict[str, list[str]] = {node_id: [] for node_id in order}
+        for node_id in order:
+            for _, succ in edge_fields(nodes[node_id]):
+                if succ in ids:
+                    preds[succ].append(node_id)
+        out: dict[str, Defs] = {}
+        ended: set[str] = set()
+        for node_id in order:
+            node = nodes[node_id]
+            if node_id == start:
+                defs = entry
+            elif preds[node_id]:
+                sets = [out[p] for p in preds[node_id] if p in out]
+                defs = (
+                    frozenset.intersection(*(d for d, _ in sets)),
+                    frozenset.union(*(p for _, p in sets)),
+                )
+            else:
+                continue  # unreachable in this scope: not analysed
+            for ref in refs_of(node):
+                self.read(ref, node, defs, loop_vars)
+            if isinstance(node, ForeachNode):
+                defs = self.loop(node, defs)
+            target = target_of(node)
+            root = written_root(target) if target is not None else None
+            if root is not None:
+                defs = (defs[0] | {root}, defs[1] | {root})
+            out[node_id] = defs
+            if not isinstance(node, (ReturnNode, FailNode)) and not any(
+                succ in ids for _, succ in edge_fields(node)
+            ):
+                ended.add(node_id)
+        may: frozenset[str] = frozenset().union(*(out[e][1] for e in ended))
+        must: frozenset[str] = (
+            frozenset.intersection(*(out[e][0] for e in ended)) if ended else frozenset()
+        )
+        return must, may
+
+    def loop(self, loop: ForeachNode, defs: Defs) -> Defs:
+        order = self.facts.body_order.get(loop.id, [])
+        if not loop.body or not order:
+            return defs
+        loop_vars = frozenset(v for v in (loop.item_var, loop.index_var) if v is not None)
+        body_writes: set[str] = set()
+        for node in loop.body:
+            target = target_of(node)
+            root = written_root(target) if target is not None else None
+            if root is not None and node.pointer in self.facts.reachable_pointers:
+                body_writes.add(root)
+        entry = (defs[0] | loop_vars, defs[1] | loop_vars | body_writes)
+        _, may = self.scope(order, loop.body[0].id, entry, loop_vars)
+        return defs[0], defs[1] | (may - loop_vars)
+
+    def read(self, ref: Ref, node: Node, defs: Defs, loop_vars: frozenset[str]) -> None:
+        if not ref.segments or not isinstance(ref.segments[0], str):
+            return
+        root = ref.segments[0]
+        must, may = defs
+        if root == "input" or root in loop_vars or (root in must and root not in RESERVED):
+            return
+        if root == "state":
+            self.read_state(ref)
+            return
+        if root in RESERVED:
+            self.ctx.report(
+                "FORGEC_REF_UNDEFINED",
+                ref.pointer,
+                f"`{ref.text}` reads `{root}`, a reserved name that is never a variable",
+                hint="read the tool's input as `input.NAME` and saved data as `state.FIELD`",
+            )
+            return
+        writers = self.facts.writers.get(root, [])
+        shown = ", ".join(f"`{w}`" for w in writers)
+        if root in may:
+            self.ctx.report(
+                "FORGEC_REF_MAYBE_UNDEFINED",
+                ref.pointer,
+                f"`{ref.text}` reads `{root}`, which some paths to node `{node.id}` do not write",
+                hint=f"it is written by {shown}, but not on every path here (or only inside a "
+                "loop body, which may run zero times); set a default before the branch",
+            )
+            return
+        hint: str | None
+        if writers:
+            hint = f"`{root}` is written by {shown}, which never runs before this read"
+        else:
+            hint = self.suggest(root, loop_vars, must | may)
+        self.ctx.report(
+            "FORGEC_REF_UNDEFINED",
+            ref.pointer,
+            f"`{ref.text}` reads `{root}`, which no path from the entry writes before node "
+            f"`{node.id}`",
+            hint=hint,
+        )
+
+    def read_state(self, ref: Ref) -> None:
+        if len(ref.segments) < 2:
+            return  # the whole state object
+        field = ref.segments[1]
+        if isinstance(field, str) and field in self.state_fields:
+            return
+        declared = ", ".join(f"`{f}`" for f in sorted(self.state_fields)) or "none"
+        self.ctx.report(
+            "FORGEC_REF_UNDEFINED",
+            ref.pointer,
+            f"`{ref.text}` reads state field `{field}`, which `state.fields` does not declare "
+            f"(declared: {declared})",
+            hint=_did_you_mean(str(field), sorted(self.state_fields), "state.")
+            or "declare the field in `state.fields`",
+        )
+
+    def suggest(self, root: str, loop_vars: frozenset[str], known: frozenset[str]) -> str | None:
+        candidates = sorted({*self.facts.writers, *loop_vars, *known, "input", "state"})
+        found = closest(root, [c for c in candidates if not c.startswith("state.")])
+        if found is not None:
+            return f"did you mean `{found}`?"
+        return f"write `{root}` with a `set` step first, or read the tool's input as `input.{root}`"
+
+
+def _did_you_mean(name: str, candidates: list[str], prefix: str = "") -> str | None:
+    found = closest(name, candidates)
+    return f"did you mean `{prefix}{found}`?" if found is not None else None
