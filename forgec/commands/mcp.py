@@ -1,0 +1,76 @@
+"""`forgec mcp serve`: the MCP server over stdio (SPEC §13); see `forgec.mcp.server`."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg,unused-ignore]
+    p = subparsers.add_parser(
+        "mcp",
+        help="serve the host tools and the enabled forged tools over MCP",
+        description="The Model Context Protocol face of the reference host.",
+    )
+    sub = p.add_subparsers(dest="mcp_command", metavar="ACTION", parser_class=type(p))
+    p.set_defaults(handler=lambda args: (p.print_help(), 2)[1])
+    s = sub.add_parser(
+        "serve",
+        help="run the MCP server on standard input/output",
+        description="Serve the ten host tools, every enabled forged tool (dynamic_<id>) and "
+        "tool_create over stdio — each only when the persona's labels grant it.",
+    )
+    s.add_argument("--store", metavar="FILE", default=None, help="the tool store")
+    s.add_argument(
+        "--persona-labels",
+        metavar="L,...",
+        default=None,
+        help="capability labels granted to the caller (default: none — deny by default)",
+    )
+    s.add_argument("--host-config", metavar="FILE", default=None, help="the TOML host config")
+    s.add_argument("--db", metavar="FILE", default=None, help="the reference host's database")
+    s.add_argument(
+        "--consent-policy",
+        metavar="FILE",
+        default=None,
+        help="TOML file of R4 tools allowed to run without asking (see docs/store.md)",
+    )
+    s.add_argument(
+        "--templates",
+        metavar="DIR",
+        default=None,
+        help="folder holding tool-instructions/<name>.md (default: ./templates)",
+    )
+    s.set_defaults(handler=serve)
+
+
+def serve(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    import anyio
+
+    from forgec.cli import UsageError
+    from forgec.mcp.policy import PolicyError, load_policy
+    from forgec.mcp.server import ServeOptions, serve_stdio
+    from forgec.store import Store, StoreError
+
+    try:
+        policy = load_policy(args.consent_policy)
+    except PolicyError as exc:
+        raise UsageError(str(exc)) from None
+    labels = tuple(sorted({x.strip() for x in (args.persona_labels or "").split(",") if x.strip()}))
+    if args.host_config and not Path(args.host_config).is_file():
+        raise UsageError(f"{args.host_config}: no such host config file")
+    try:
+        Store(args.store).close()  # refuse a foreign or damaged store before serving
+    except StoreError as exc:
+        raise UsageError(str(exc)) from None
+    options = ServeOptions(
+        store=Path(args.store) if args.store else None,
+        labels=labels,
+        host_config=Path(args.host_config) if args.host_config else None,
+        db=Path(args.db) if args.db else None,
+        policy=policy,
+        templates=Path(args.templates) if args.templates else None,
+    )
+    anyio.run(serve_stdio, options)
+    return 0

@@ -1,0 +1,252 @@
+"""What the MCP server lists for a persona, and how each tool is described to a client.
+
+Three kinds of tool (SPEC §13), each listed only when the persona's labels grant it — and the
+same function decides again at call time, so a tool that is not listed is refused:
+- the ten Talon host tools, under their MCP names, when a label covers the tool's label;
+- every **enabled** forged tool, as `dynamic_<id>` (see `forgec.mcp.names`), when every label
+  its marks need is granted (a tool that needs none is always listed; deny by default means
+  that without `--persona-labels` only those are);
+- `tool_create`, with the label `tool.create`.
+
+Label grants: a persona label grants itself; a label ending in `:*` grants every label with the
+same prefix (`channel.send:*` grants `channel.send:alerts`). A host tool whose label has a
+parameter part (`channel.send:<channel>`) is listed when any label of that family is granted;
+the bridge then checks the actual channel on every call.
+
+Annotations are derived from marks (never taken from the manifest):
+- `readOnlyHint`: every power is Read (or there is none) and the tool keeps no state;
+- `destructiveHint` (only when not read-only): an effect cannot be undone — a writing step
+  without a compensation (`marks.compensated` false), or a Send, Network or Delegate power,
+  whose effects leave the device;
+- `openWorldHint`: it may reach the network (Network power or an allowlisted host);
+- `idempotentHint`: true only where provable — a read-only tool; false otherwise, since a
+  repeated write cannot be shown to have no further effect from the manifest alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import attrs
+
+from forgec.ir.marks import Marks
+from forgec.mcp.names import MAX_MCP_NAME, mcp_name
+
+TOOL_CREATE = "tool_create"
+TOOL_CREATE_LABEL = "tool.create"
+EFFECTS_OUTSIDE = frozenset({"Send", "Network", "Delegate"})
+
+TOOL_CREATE_INPUT: dict[str, Any] = {
+    "type": "object",
+    "description": "Either `manifest` (a talos.local-tool.v1 object) or `source` (.forge text).",
+    "properties": {
+        "manifest": {"type": "object", "description": "A talos.local-tool.v1 manifest."},
+        "source": {"type": "string", "description": "A tool in the .forge text language."},
+        "target": {
+            "type": "string",
+            "enum": ["talos", "talon"],
+            "description": "Capability catalog to check against (default: talon).",
+        },
+    },
+    "additionalProperties": False,
+}
+TOOL_CREATE_OUTPUT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "ok": {"type": "boolean"},
+        "name": {"type": ["string", "null"]},
+        "version": {"type": ["integer", "null"]},
+        "enabled": {"type": "boolean"},
+        "report": {"type": "object"},
+    },
+    "required": ["ok", "name", "version", "enabled", "report"],
+}
+
+
+@attrs.frozen
+class Annotations:
+    read_only: bool
+    destructive: bool
+    idempotent: bool
+    open_world: bool
+
+    def to_json(self) -> dict[str, bool]:
+        return {
+            "readOnlyHint": self.read_only,
+            "destructiveHint": self.destructive,
+            "idempotentHint": self.idempotent,
+            "openWorldHint": self.open_world,
+        }
+
+
+@attrs.frozen
+class ToolEntry:
+    """One listed tool, in protocol-neutral form (the server turns it into `mcp_types.Tool`)."""
+
+    name: str  # the MCP name
+    kind: str  # "host" | "forged" | "create"
+    internal: str  # memory.access, dynamic:<id>, tool.create
+    title: str
+    description: str
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any] | None
+    annotations: Annotations
+    wraps_input: bool = False  # the manifest's input is not an object: passed as {"input": ..}
+    wraps_output: bool = False  # the output is returned as {"result": ..}
+
+
+def label_granted(needed: str, granted: Iterable[str]) -> bool:
+    for label in granted:
+        if label == needed:
+            return True
+        if label.endswith(":*") and needed.startswith(label[:-1]):
+            return True
+    return False
+
+
+def family_granted(needed: str, granted: Iterable[str]) -> bool:
+    """For listing a host tool whose label is parametric (`channel.send:<id>`)."""
+    if "<" in needed:
+        prefix = needed.split("<", 1)[0]
+        return any(label.startswith(prefix) for label in granted)
+    return label_granted(needed, granted)
+
+
+def annotations_from_marks(marks: Marks, *, keeps_state: bool = False) -> Annotations:
+    powers = set(marks.powers)
+    read_only = powers <= {"Read"} and not keeps_state
+    destructive = not read_only and (not marks.compensated or bool(powers & EFFECTS_OUTSIDE))
+    open_world = "Network" in powers or bool(marks.network)
+    return Annotations(
+        read_only=read_only, destructive=destructive, idempotent=read_only, open_world=open_world
+    )
+
+
+def writes_state(manifest: Mapping[str, Any]) -> bool:
+    """Whether a run may persist state (a `set`/step target `state.X`)."""
+    if not manifest.get("state"):
+        return False
+    stack = list((manifest.get("flow") or {}).get("nodes") or [])
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, dict):
+            continue
+        target = node.get("target")
+        if isinstance(target, str) and target.startswith("state."):
+            return True
+        stack.extend(node.get("body") or [])
+    return False
+
+
+def _object_schema(schema: Any) -> bool:
+    return isinstance(schema, dict) and (
+        schema.get("type") == "object" or (not schema.get("type") and "properties" in schema)
+    )
+
+
+def forged_entry(manifest: Mapping[str, Any], marks: Marks) -> ToolEntry | None:
+    """The listing of an enabled forged tool (None when its MCP name would be too long)."""
+    tool_id = str(manifest.get("id"))
+    name = mcp_name(tool_id)
+    if len(name) > MAX_MCP_NAME:
+        return None
+    in_schema = manifest.get("inputSchema")
+    wraps_input = in_schema is not None and not _object_schema(in_schema)
+    if in_schema is None:
+        input_schema: dict[str, Any] = {"type": "object", "properties": {}}
+    elif wraps_input:
+        input_schema = {"type": "object", "properties": {"input": in_schema}, "required": ["input"]}
+    else:
+        input_schema = dict(in_schema)
+    out_schema = manifest.get("outputSchema")
+    wraps_output = not _object_schema(out_schema)
+    output_schema: dict[str, Any] | None
+    if out_schema is None:
+        output_schema = None
+    elif wraps_output:
+        output_schema = {
+            "type": "object",
+            "properties": {"result": out_schema},
+            "required": ["result"],
+        }
+    else:
+        output_schema = dict(out_schema)
+    risk = marks.risk + (", asks before every run" if marks.always_asks else "")
+    return ToolEntry(
+        name=name,
+        kind="forged",
+        internal=f"dynamic:{tool_id}",
+        title=str(manifest.get("title") or tool_id),
+        description=f"{manifest.get('description') or ''}\n\n(forged tool v{manifest.get('version')}; "
+        f"risk {risk}; powers: {', '.join(marks.powers) or 'none'})",
+        input_schema=input_schema,
+        output_schema=output_schema,
+        annotations=annotations_from_marks(marks, keeps_state=writes_state(manifest)),
+        wraps_input=wraps_input,
+        wraps_output=wraps_output,
+    )
+
+
+def forged_visible(marks: Marks, labels: Iterable[str]) -> bool:
+    granted = list(labels)
+    return all(label_granted(need, granted) for need in marks.labels)
+
+
+def host_entries(labels: Iterable[str]) -> list[ToolEntry]:
+    """The Talon host tools the labels grant, from the `talon` catalog."""
+    from forgec.catalog import get_catalog
+    from forgec.catalog.base import StepMarks
+
+    granted = list(labels)
+    out: list[ToolEntry] = []
+    for spec in get_catalog("talon").capabilities.values():
+        if spec.mcp_name is None:
+            continue
+        worst: StepMarks = spec.marks({})
+        if worst.label is None or not family_granted(worst.label, granted):
+            continue
+        marks = Marks(
+            powers=(worst.power,),
+            risk=worst.risk,
+            always_asks=worst.risk == "R4",
+            labels=(worst.label,),
+            network=(),
+            compensated=spec.undo is not None or worst.power == "Read",
+        )
+        annotations = annotations_from_marks(marks)
+        if spec.needs_network:
+            annotations = attrs.evolve(annotations, open_world=True)
+        result = dict(spec.result_schema) if spec.result_schema else None
+        out.append(
+            ToolEntry(
+                name=spec.mcp_name,
+                kind="host",
+                internal=spec.name,
+                title=spec.name,
+                description=spec.summary,
+                input_schema=dict(spec.input_schema) or {"type": "object"},
+                output_schema=result if _object_schema(result) else None,
+                annotations=annotations,
+            )
+        )
+    return sorted(out, key=lambda e: e.name)
+
+
+def create_entry() -> ToolEntry:
+    return ToolEntry(
+        name=TOOL_CREATE,
+        kind="create",
+        internal="tool.create",
+        title="Create a forged tool",
+        description=(
+            "Check a forged tool (a talos.local-tool.v1 manifest or .forge text) and, when it "
+            "has no error, install it as a new version that is OFF. Returns the check report, "
+            "the tool's name (dynamic:<id>) and version. Only a person can turn a tool on."
+        ),
+        input_schema=TOOL_CREATE_INPUT,
+        output_schema=TOOL_CREATE_OUTPUT,
+        annotations=Annotations(
+            read_only=False, destructive=False, idempotent=False, open_world=False
+        ),
+    )
