@@ -1,0 +1,368 @@
+"""Lowering: a checked IR `Manifest` → a linear `Program` (starlark `compile.go`, CPython
+`flowgraph.c`).
+
+Algorithm, in three steps:
+
+1. **Layout.** Top-level nodes are laid out in reverse post-order of a depth-first walk from the
+   entry (visiting `else` before `then`, so `then` lands right after its `if`); a `foreach`'s
+   body follows its loop head immediately, in the same order from the body's first node. The
+   flow graph is acyclic, so in this order every edge goes forward.
+2. **Blocks.** Each node becomes one labelled block of coarse ops ending in a jump to its
+   successor's label (`set`: ENTER EVAL STORE; `capability`: ENTER EVAL CALL STORE|POP; `llm`:
+   ENTER EVAL MODEL STORE; `if`: ENTER COMPARE JUMP_IF_FALSE JUMP; `foreach`: ENTER EVAL
+   FOREACH_INIT, then a loop-head block FOREACH_NEXT whose exit is the loop's `next`; `return`:
+   ENTER EVAL RETURN; `fail`: ENTER FAIL). A body node with no successor jumps back to its loop
+   head: the only backward jump.
+3. **Linearize** (`linearize`): concatenate the blocks, drop every jump to the block that
+   follows, resolve labels to pcs, and check the named invariants (`invariants.py`), which also
+   compute the stack depth of every instruction.
+
+Values are interned into pools (constants, paths, value descriptors) in first-use order, so the
+same manifest always gives the same bytes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import orjson
+
+from forgec.ir import nodes as ir
+from forgec.runtime.opcodes import OPS, Op, OperandKind
+from forgec.runtime.program import Program, ProgramError, stack_depths
+
+
+class LoweringError(Exception):
+    """The IR cannot be lowered (it was not checked, or a checked invariant is broken)."""
+
+
+@attrs.define
+class Ins:
+    op: Op
+    arg: int | str  # a label (str) for jumps until linearized
+    node: int
+
+
+@attrs.define
+class Block:
+    label: str
+    ops: list[Ins] = attrs.field(factory=list)
+
+
+@attrs.define
+class _Pools:
+    consts: list[Any] = attrs.field(factory=list)
+    paths: list[list[str | int]] = attrs.field(factory=list)
+    values: list[Any] = attrs.field(factory=list)
+    calls: list[dict[str, Any]] = attrs.field(factory=list)
+    models: list[dict[str, Any]] = attrs.field(factory=list)
+    conds: list[dict[str, Any]] = attrs.field(factory=list)
+    loops: list[dict[str, Any]] = attrs.field(factory=list)
+    fails: list[dict[str, Any]] = attrs.field(factory=list)
+    index: dict[tuple[str, bytes], int] = attrs.field(factory=dict)
+
+    def intern(self, pool: str, item: Any) -> int:
+        key = (pool, orjson.dumps(item))
+        found = self.index.get(key)
+        if found is not None:
+            return found
+        items: list[Any] = getattr(self, pool)
+        items.append(item)
+        self.index[key] = len(items) - 1
+        return len(items) - 1
+
+
+def _loop_label(node_id: str) -> str:
+    return f"loop:{node_id}"
+
+
+class _Lowerer:
+    def __init__(self, manifest: ir.Manifest, source_map: Any) -> None:
+        self.m = manifest
+        self.source_map = source_map
+        self.pools = _Pools()
+        self.blocks: list[Block] = []
+        self.nodes: list[dict[str, Any]] = []
+        self.node_index: dict[str, int] = {}
+
+    # --- values -------------------------------------------------------------------------
+
+    def value(self, value: ir.Value | None) -> int:
+        return self.pools.intern("values", self.descriptor(value))
+
+    def descriptor(self, value: ir.Value | None) -> Any:
+        if value is None:
+            raise LoweringError("a value slot is empty (the manifest was not checked)")
+        if isinstance(value, ir.Literal):
+            return ["const", self.pools.intern("consts", value.value)]
+        if isinstance(value, ir.Ref):
+            return ["ref", self.path(value.segments)]
+        if isinstance(value, ir.Template):
+            return [
+                "tpl",
+                [p if isinstance(p, str) else ["ref", self.path(p.segments)] for p in value.parts],
+            ]
+        if isinstance(value, ir.CredentialRef):
+            return ["cred", value.id]
+        if isinstance(value, ir.ObjectExpr):
+            return ["obj", [[key, self.descriptor(v)] for key, v in value.fields]]
+        if isinstance(value, ir.ListExpr):
+            return ["list", [self.descriptor(v) for v in value.items]]
+        raise LoweringError(f"unknown value {type(value).__name__}")
+
+    def path(self, segments: tuple[ir.Segment, ...]) -> int:
+        return self.pools.intern("paths", list(segments))
+
+    def target(self, target: str | None) -> int:
+        if not target:
+            raise LoweringError("a step has no target")
+        if target.startswith("state."):
+            return self.path(("state", target[len("state.") :]))
+        return self.path((target,))
+
+    # --- nodes --------------------------------------------------------------------------
+
+    def node_info(self, node: ir.Node) -> int:
+        span = self.source_map.span(node.pointer) if self.source_map is not None else None
+        self.nodes.append(
+            {
+                "id": node.id,
+                "type": ir.node_type(node),
+                "pointer": node.pointer,
+                "line": span.line if span is not None else None,
+            }
+        )
+        self.node_index[node.id] = len(self.nodes) - 1
+        return len(self.nodes) - 1
+
+    def emit_node(self, node: ir.Node, loop: str | None) -> None:
+        n = self.node_info(node)
+        block = Block(node.id)
+        self.blocks.append(block)
+        ops = block.ops
+
+        def add(op: Op, arg: int | str = 0) -> None:
+            ops.append(Ins(op, arg, n))
+
+        def then_go(successor: str | None) -> None:
+            if successor is not None:
+                add(Op.JUMP, successor)
+            elif loop is not None:
+                add(Op.JUMP, _loop_label(loop))
+            else:
+                raise LoweringError(f"top-level node {node.id!r} has no next")
+
+        add(Op.ENTER, n)
+        if isinstance(node, ir.SetNode):
+            add(Op.EVAL, self.value(node.value))
+            add(Op.STORE, self.target(node.target))
+            then_go(node.next)
+        elif isinstance(node, ir.CapabilityNode):
+            add(Op.EVAL, self.value(node.input))
+            retry = node.retry
+            call = {
+                "capability": node.capability,
+                "attempts": (retry.attempts if retry and retry.attempts else 1),
+                "backoffMs": (retry.backoff_ms if retry and retry.backoff_ms else 0),
+                "compensation": node.compensation,
+            }
+            add(Op.CALL, self.pools.intern("calls", call))
+            if node.target:
+                add(Op.STORE, self.target(node.target))
+            else:
+                add(Op.POP)
+            then_go(node.next)
+        elif isinstance(node, ir.LlmNode):
+            add(Op.EVAL, self.value(node.input))
+            model = {
+                "op": node.op,
+                "requirements": self.requirements(node.requirements),
+                "outputSchema": node.output_schema,
+            }
+            add(Op.MODEL, self.pools.intern("models", model))
+            add(Op.STORE, self.target(node.target))
+            then_go(node.next)
+        elif isinstance(node, ir.IfNode):
+            cond = node.condition
+            if cond is None or cond.op is None or node.then is None or node.else_ is None:
+                raise LoweringError(f"if node {node.id!r} is incomplete")
+            entry = {
+                "op": cond.op,
+                "left": self.value(cond.left),
+                "right": self.value(cond.right) if cond.right is not None else None,
+            }
+            add(Op.COMPARE, self.pools.intern("conds", entry))
+            add(Op.JUMP_IF_FALSE, node.else_)
+            add(Op.JUMP, node.then)
+        elif isinstance(node, ir.ForeachNode):
+            if loop is not None:
+                raise LoweringError(f"foreach {node.id!r} is nested in a loop body")
+            add(Op.EVAL, self.value(node.source))
+            spec = {
+                "itemVar": node.item_var,
+                "indexVar": node.index_var,
+                "maxItems": node.max_items,
+            }
+            add(Op.FOREACH_INIT, self.pools.intern("loops", spec))
+            if node.next is None:
+                raise LoweringError(f"foreach {node.id!r} has no next")
+            head = Block(_loop_label(node.id), [Ins(Op.FOREACH_NEXT, node.next, n)])
+            self.blocks.append(head)
+            body = {child.id: child for child in node.body}
+            if node.body:
+                for child_id in _layout(node.body[0].id, body):
+                    self.emit_node(body[child_id], node.id)
+            else:
+                head.ops.append(Ins(Op.JUMP, head.label, n))
+        elif isinstance(node, ir.ReturnNode):
+            add(Op.EVAL, self.value(node.value))
+            add(Op.RETURN)
+        elif isinstance(node, ir.FailNode):
+            fail = {"code": node.code, "message": node.message}
+            add(Op.FAIL, self.pools.intern("fails", fail))
+        else:  # pragma: no cover
+            raise LoweringError(f"unknown node {type(node).__name__}")
+
+    def requirements(self, step: ir.ModelRequirements | None) -> dict[str, Any]:
+        """Effective model requirements: the step's, else the manifest's defaults."""
+        out: dict[str, Any] = {}
+        for source in (self.m.model_defaults, step):
+            if source is None:
+                continue
+            for key, value in (
+                ("structuredOutput", source.structured_output),
+                ("context", source.context),
+                ("privacy", source.privacy),
+                ("reasoningEffort", source.reasoning_effort),
+            ):
+                if value is not None:
+                    out[key] = value
+        return out
+
+
+def _layout(entry: str, nodes: dict[str, ir.Node]) -> list[str]:
+    """Reverse post-order from `entry`; successors visited else-first so `then` comes next."""
+    seen: set[str] = set()
+    post: list[str] = []
+    # iterative DFS: (id, successors left to visit)
+    if entry not in nodes:
+        raise LoweringError(f"entry {entry!r} is not a node")
+    stack: list[tuple[str, list[str]]] = [(entry, list(ir.successors(nodes[entry])))]
+    seen.add(entry)
+    while stack:
+        node_id, todo = stack[-1]
+        if todo:
+            succ = todo.pop()  # the last successor first: `else` before `then`
+            if succ not in nodes:
+                raise LoweringError(f"edge {node_id!r} -> {succ!r} leads nowhere")
+            if succ not in seen:
+                seen.add(succ)
+                stack.append((succ, list(ir.successors(nodes[succ]))))
+        else:
+            post.append(node_id)
+            stack.pop()
+    return post[::-1]
+
+
+def lower_manifest(manifest: ir.Manifest, *, marks: Any = None, source_map: Any = None) -> Program:
+    """Lower a checked IR manifest. `marks` (a `forgec.ir.marks.Marks`) goes into the Program
+    for the consent callback; `source_map` gives each node its line."""
+    from forgec.backend.invariants import check_invariants
+
+    m = manifest
+    if m.flow is None or m.flow.entry is None or m.id is None or m.version is None:
+        raise LoweringError("the manifest has no usable flow, id or version")
+    lowerer = _Lowerer(m, source_map)
+    top = {node.id: node for node in m.flow.nodes}
+    for node_id in _layout(m.flow.entry, top):
+        lowerer.emit_node(top[node_id], None)
+    code = linearize(lowerer.blocks)
+    pools = lowerer.pools
+    network = m.network
+    program = Program(
+        id=m.id,
+        version=m.version,
+        title=m.title or m.id,
+        max_transitions=m.flow.max_transitions or 256,
+        code=code,
+        nodes=lowerer.nodes,
+        consts=pools.consts,
+        paths=pools.paths,
+        values=pools.values,
+        calls=pools.calls,
+        models=pools.models,
+        conds=pools.conds,
+        loops=pools.loops,
+        fails=pools.fails,
+        input_schema=m.input_schema,
+        output_schema=m.output_schema,
+        state=(
+            {"fields": dict(m.state.fields), "maxBytes": m.state.max_bytes}
+            if m.state is not None
+            else None
+        ),
+        network={
+            "mode": network.mode if network and network.mode else "forbidden",
+            "hosts": list(network.hosts) if network and network.mode == "allowlist" else [],
+        },
+        credentials=[
+            {"id": c.id, "purpose": c.purpose, "hosts": list(c.hosts)}
+            for c in m.credential_requirements
+        ],
+        model_defaults=lowerer.requirements(None),
+        marks=marks.to_json() if marks is not None else {},
+        ui=(
+            {
+                "title": m.ui.title,
+                "values": [
+                    {
+                        "label": v.label,
+                        "path": v.path,
+                        "segments": list(v.segments) if v.segments is not None else None,
+                    }
+                    for v in m.ui.values
+                ],
+            }
+            if m.ui is not None
+            else None
+        ),
+    )
+    check_invariants(program)
+    return program
+
+
+def linearize(blocks: list[Block]) -> list[list[int]]:
+    """Blocks → `[op, arg, node]` with labels resolved; jumps to the next block dropped."""
+    # drop a block's final JUMP when its target is the block laid out right after it
+    for i, block in enumerate(blocks):
+        if (
+            block.ops
+            and block.ops[-1].op is Op.JUMP
+            and i + 1 < len(blocks)
+            and block.ops[-1].arg == blocks[i + 1].label
+            and blocks[i + 1].ops
+        ):
+            block.ops.pop()
+    starts: dict[str, int] = {}
+    pc = 0
+    for block in blocks:
+        if block.label in starts:
+            raise LoweringError(f"label {block.label!r} is defined twice")
+        starts[block.label] = pc
+        pc += len(block.ops)
+    code: list[list[int]] = []
+    for block in blocks:
+        for ins in block.ops:
+            arg = ins.arg
+            if OPS[ins.op].operand is OperandKind.LABEL:
+                if not isinstance(arg, str) or arg not in starts:
+                    raise LoweringError(f"jump to unknown label {arg!r}")
+                arg = starts[arg]
+            assert isinstance(arg, int)
+            code.append([int(ins.op), arg, ins.node])
+    try:
+        stack_depths(code)
+    except ProgramError as exc:
+        raise LoweringError(f"stack_depth_consistent: {exc}") from None
+    return code

@@ -1,0 +1,402 @@
+"""`MemoryHost`: an in-memory `Host` for tests, benchmarks and embedders trying things out.
+
+It implements the TALOS capabilities of SPEC §5 over plain dicts (tasks, notes, memories) with
+the same inputs and results as the reference host, checks every input again at the bridge
+(unknown or ill-typed field, size limit → `RUN_CAPABILITY_FAILED`), and undoes steps the way
+the undo pairs say (`tasks.create` → status `cancelled`; `tasks.setStatus` → the previous
+status; `notes.update` → the previous title and body).
+
+For tests it records every call, can be told to fail the next calls of a capability (transient
+or not), answers model steps from a script, and keeps per-tool state in `states`. Ids are
+sequential (`task-1`, `note-1`, `mem-1`) and the clock is injectable, so runs are repeatable.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import attrs
+import orjson
+
+from forgec.runtime.host import CallContext, HostError
+
+FAILED = "RUN_CAPABILITY_FAILED"
+
+# capability → input limit in bytes of compact UTF-8 JSON (the seed's table)
+INPUT_LIMITS: dict[str, int] = {
+    "tasks.list": 1024,
+    "tasks.create": 16 * 1024,
+    "tasks.setStatus": 1024,
+    "notes.list": 1024,
+    "notes.create": 32 * 1024,
+    "notes.update": 32 * 1024,
+    "memory.search": 1024,
+    "memory.create": 32 * 1024,
+}
+TASK_STATUSES = ("open", "done", "cancelled")
+
+
+@attrs.frozen
+class Call:
+    """One call the host received (capability, model op, or compensation)."""
+
+    kind: str  # call | model | compensate
+    name: str  # capability or model op
+    input: Any
+    node: str
+    attempt: int
+
+
+@attrs.define
+class _Injected:
+    code: str
+    message: str
+    transient: bool
+    times: int
+
+
+def _utc_now() -> str:
+    return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class MemoryHost:
+    """A dict-backed host. `clock` returns the ISO timestamp written into records."""
+
+    def __init__(
+        self,
+        *,
+        credentials: Iterable[str] = (),
+        clock: Callable[[], str] = _utc_now,
+        model: Callable[[str, Any, Mapping[str, Any], Any], Any] | None = None,
+        model_is_local: bool = True,
+    ) -> None:
+        self.tasks: dict[str, dict[str, Any]] = {}
+        self.notes: dict[str, dict[str, Any]] = {}
+        self.memories: dict[str, dict[str, Any]] = {}
+        self.states: dict[str, dict[str, Any]] = {}
+        self.credentials = set(credentials)
+        self.clock = clock
+        self.model_fn = model
+        self.model_is_local = model_is_local
+        self.model_answers: list[Any] = []
+        self.calls: list[Call] = []
+        self.saved_states: list[tuple[str, dict[str, Any]]] = []
+        self._failures: dict[str, list[_Injected]] = {}
+        self._seq = 0
+
+    # --- test hooks ---------------------------------------------------------------------
+
+    def fail(
+        self,
+        capability: str,
+        *,
+        code: str = FAILED,
+        message: str = "injected failure",
+        transient: bool = False,
+        times: int = 1,
+    ) -> None:
+        """Make the next `times` calls of `capability` raise a `HostError` (queued in order).
+
+        `capability` may also be `compensate:<name>` (fail an undo) or `model`.
+        """
+        self._failures.setdefault(capability, []).append(_Injected(code, message, transient, times))
+
+    def script_model(self, *answers: Any) -> None:
+        """Answers for the next model steps, in order."""
+        self.model_answers.extend(answers)
+
+    def calls_of(self, name: str) -> list[Call]:
+        return [c for c in self.calls if c.name == name and c.kind == "call"]
+
+    def _maybe_fail(self, key: str) -> None:
+        queue = self._failures.get(key)
+        if not queue:
+            return
+        head = queue[0]
+        head.times -= 1
+        if head.times <= 0:
+            queue.pop(0)
+        raise HostError(head.code, head.message, transient=head.transient)
+
+    def _next_id(self, prefix: str) -> str:
+        self._seq += 1
+        return f"{prefix}-{self._seq}"
+
+    # --- the Host protocol ------------------------------------------------------------------
+
+    def call(self, capability: str, input: Any, context: CallContext) -> Any:
+        self.calls.append(Call("call", capability, input, context.node_id, context.attempt))
+        self._maybe_fail(capability)
+        return self._dispatch(capability, input)
+
+    def _dispatch(self, capability: str, input: Any) -> Any:
+        handler = _HANDLERS.get(capability)
+        if handler is None:
+            raise HostError(FAILED, f"the in-memory host does not provide {capability!r}")
+        size = len(orjson.dumps(input))
+        if size > INPUT_LIMITS[capability]:
+            raise HostError(
+                FAILED,
+                f"{capability} input is {size} bytes, over its limit of {INPUT_LIMITS[capability]}",
+            )
+        if not isinstance(input, dict):
+            raise HostError(FAILED, f"{capability} input must be an object")
+        return handler(self, input)
+
+    def model(
+        self,
+        op: str,
+        input: Any,
+        requirements: Mapping[str, Any],
+        output_schema: Mapping[str, Any] | None,
+        context: CallContext,
+    ) -> Any:
+        self.calls.append(Call("model", op, input, context.node_id, context.attempt))
+        self._maybe_fail("model")
+        if requirements.get("privacy") == "local-only" and not self.model_is_local:
+            raise HostError(
+                "RUN_PRIVACY", "the step needs a local model and this host has only a remote one"
+            )
+        if self.model_fn is not None:
+            return self.model_fn(op, input, requirements, output_schema)
+        if self.model_answers:
+            return self.model_answers.pop(0)
+        raise HostError("RUN_MODEL_FAILED", "no model is configured on this host")
+
+    def has_credential(self, credential_id: str) -> bool:
+        return credential_id in self.credentials
+
+    def load_state(self, tool_id: str) -> dict[str, Any] | None:
+        state = self.states.get(tool_id)
+        return orjson.loads(orjson.dumps(state)) if state is not None else None
+
+    def save_state(self, tool_id: str, state: dict[str, Any]) -> None:
+        self._maybe_fail("save_state")
+        self.states[tool_id] = orjson.loads(orjson.dumps(state))
+        self.saved_states.append((tool_id, self.states[tool_id]))
+
+    def compensate(
+        self,
+        capability: str,
+        step_capability: str,
+        step_input: Any,
+        step_result: Any,
+        context: CallContext,
+    ) -> Any:
+        self.calls.append(Call("compensate", step_capability, step_input, context.node_id, 1))
+        self._maybe_fail(f"compensate:{step_capability}")
+        result = step_result if isinstance(step_result, dict) else {}
+        if step_capability == "tasks.create" and capability == "tasks.setStatus":
+            undo = {"id": result.get("id"), "status": "cancelled"}
+        elif step_capability == "tasks.setStatus" and capability == "tasks.setStatus":
+            undo = {"id": result.get("id"), "status": result.get("previousStatus")}
+        elif step_capability == "notes.update" and capability == "notes.update":
+            previous = result.get("previous") or {}
+            undo = {
+                "id": result.get("id"),
+                "title": previous.get("title"),
+                "body": previous.get("body"),
+            }
+        else:
+            raise HostError(FAILED, f"{capability} cannot undo {step_capability}")
+        return self._dispatch(capability, undo)
+
+
+# --- capabilities ---------------------------------------------------------------------------
+
+
+def _check_fields(
+    capability: str,
+    input: dict[str, Any],
+    fields: Mapping[str, tuple[type | tuple[type, ...], bool]],
+) -> None:
+    """Unknown, missing and ill-typed fields → RUN_CAPABILITY_FAILED, said precisely."""
+    for key in input:
+        if key not in fields:
+            raise HostError(FAILED, f"{capability} has no input field {key!r}")
+    for key, (kinds, required) in fields.items():
+        if key not in input:
+            if required:
+                raise HostError(FAILED, f"{capability} needs input field {key!r}")
+            continue
+        value = input[key]
+        if isinstance(value, bool) and bool not in (
+            kinds if isinstance(kinds, tuple) else (kinds,)
+        ):
+            raise HostError(FAILED, f"{capability} input {key!r} has the wrong type")
+        if not isinstance(value, kinds):
+            raise HostError(FAILED, f"{capability} input {key!r} has the wrong type")
+
+
+def _limit(capability: str, input: dict[str, Any], high: int, default: int) -> int:
+    limit = input.get("limit", default)
+    if not 1 <= limit <= high:
+        raise HostError(FAILED, f"{capability} limit must be 1–{high}, got {limit}")
+    return int(limit)
+
+
+def _title(capability: str, title: str) -> str:
+    if not 1 <= len(title) <= 200:
+        raise HostError(FAILED, f"{capability} title must be 1–200 characters")
+    return title
+
+
+def _tasks_list(host: MemoryHost, input: dict[str, Any]) -> Any:
+    _check_fields(
+        "tasks.list", input, {"status": (str, False), "query": (str, False), "limit": (int, False)}
+    )
+    limit = _limit("tasks.list", input, 100, 100)
+    status, query = input.get("status"), input.get("query")
+    if status is not None and status not in TASK_STATUSES:
+        raise HostError(FAILED, f"tasks.list status must be one of {', '.join(TASK_STATUSES)}")
+    items = [
+        t
+        for t in host.tasks.values()
+        if (status is None or t["status"] == status)
+        and (
+            query is None
+            or query.lower() in t["title"].lower()
+            or query.lower() in t["notes"].lower()
+        )
+    ]
+    # newest createdAt first, then the later-created first (insertion order is creation order)
+    order = {tid: i for i, tid in enumerate(host.tasks)}
+    items.sort(key=lambda t: (t["createdAt"], order[t["id"]]), reverse=True)
+    return {"items": [dict(t) for t in items[:limit]]}
+
+
+def _tasks_create(host: MemoryHost, input: dict[str, Any]) -> Any:
+    _check_fields(
+        "tasks.create",
+        input,
+        {
+            "title": (str, True),
+            "notes": (str, False),
+            "due": ((str, type(None)), False),
+            "status": (str, False),
+        },
+    )
+    status = input.get("status", "open")
+    if status not in TASK_STATUSES:
+        raise HostError(FAILED, f"tasks.create status must be one of {', '.join(TASK_STATUSES)}")
+    due = input.get("due")
+    if due is not None:
+        try:
+            _dt.date.fromisoformat(due)
+        except ValueError:
+            raise HostError(FAILED, f"tasks.create due {due!r} is not a date") from None
+    now = host.clock()
+    task = {
+        "id": host._next_id("task"),
+        "title": _title("tasks.create", input["title"]),
+        "notes": input.get("notes", ""),
+        "due": due,
+        "status": status,
+        "createdAt": now,
+        "updatedAt": now,
+    }
+    host.tasks[task["id"]] = task
+    return dict(task)
+
+
+def _tasks_set_status(host: MemoryHost, input: dict[str, Any]) -> Any:
+    _check_fields("tasks.setStatus", input, {"id": (str, True), "status": (str, True)})
+    task = host.tasks.get(input["id"])
+    if task is None:
+        raise HostError(FAILED, f"tasks.setStatus: no task {input['id']!r}")
+    if input["status"] not in TASK_STATUSES:
+        raise HostError(FAILED, f"tasks.setStatus status must be one of {', '.join(TASK_STATUSES)}")
+    previous = task["status"]
+    task["status"] = input["status"]
+    task["updatedAt"] = host.clock()
+    return {**task, "previousStatus": previous}
+
+
+def _notes_list(host: MemoryHost, input: dict[str, Any]) -> Any:
+    _check_fields("notes.list", input, {"query": (str, False), "limit": (int, False)})
+    limit = _limit("notes.list", input, 100, 100)
+    query = input.get("query")
+    items = [
+        n
+        for n in host.notes.values()
+        if query is None
+        or query.lower() in n["title"].lower()
+        or query.lower() in n["body"].lower()
+    ]
+    order = {nid: i for i, nid in enumerate(host.notes)}
+    items.sort(key=lambda n: (n["createdAt"], order[n["id"]]), reverse=True)
+    return {"items": [dict(n) for n in items[:limit]]}
+
+
+def _notes_create(host: MemoryHost, input: dict[str, Any]) -> Any:
+    _check_fields("notes.create", input, {"title": (str, True), "body": (str, True)})
+    now = host.clock()
+    note = {
+        "id": host._next_id("note"),
+        "title": _title("notes.create", input["title"]),
+        "body": input["body"],
+        "createdAt": now,
+        "updatedAt": now,
+    }
+    host.notes[note["id"]] = note
+    return dict(note)
+
+
+def _notes_update(host: MemoryHost, input: dict[str, Any]) -> Any:
+    _check_fields(
+        "notes.update", input, {"id": (str, True), "title": (str, False), "body": (str, False)}
+    )
+    note = host.notes.get(input["id"])
+    if note is None:
+        raise HostError(FAILED, f"notes.update: no note {input['id']!r}")
+    previous = {"title": note["title"], "body": note["body"]}
+    if "title" in input:
+        note["title"] = _title("notes.update", input["title"])
+    if "body" in input:
+        note["body"] = input["body"]
+    note["updatedAt"] = host.clock()
+    return {**note, "previous": previous}
+
+
+def _memory_search(host: MemoryHost, input: dict[str, Any]) -> Any:
+    _check_fields("memory.search", input, {"query": (str, True), "limit": (int, False)})
+    limit = _limit("memory.search", input, 50, 50)
+    terms = [t for t in input["query"].lower().split() if t]
+    scored = []
+    for order, memory in enumerate(host.memories.values()):
+        words = memory["text"].lower().split()
+        score = sum(words.count(t) for t in terms)
+        if score:
+            scored.append((score, order, memory))
+    scored.sort(key=lambda s: (s[0], s[1]), reverse=True)
+    return {
+        "items": [
+            {"id": m["id"], "text": m["text"], "score": float(score)}
+            for score, _, m in scored[:limit]
+        ]
+    }
+
+
+def _memory_create(host: MemoryHost, input: dict[str, Any]) -> Any:
+    _check_fields("memory.create", input, {"text": (str, True), "tags": (list, False)})
+    tags = input.get("tags", [])
+    if not all(isinstance(t, str) for t in tags):
+        raise HostError(FAILED, "memory.create tags must be strings")
+    memory = {"id": host._next_id("mem"), "text": input["text"], "tags": list(tags)}
+    memory["createdAt"] = host.clock()
+    host.memories[memory["id"]] = memory
+    return dict(memory)
+
+
+_HANDLERS: dict[str, Callable[[MemoryHost, dict[str, Any]], Any]] = {
+    "tasks.list": _tasks_list,
+    "tasks.create": _tasks_create,
+    "tasks.setStatus": _tasks_set_status,
+    "notes.list": _notes_list,
+    "notes.create": _notes_create,
+    "notes.update": _notes_update,
+    "memory.search": _memory_search,
+    "memory.create": _memory_create,
+}

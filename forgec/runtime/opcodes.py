@@ -1,0 +1,94 @@
+"""The one opcode table of `forgec.program.v1` (STYLE habit 1; Lua's `lopcodes.h`).
+
+Ops are COARSE: one op does what a whole piece of a node does (evaluate a pre-compiled value,
+call a capability with its retries, evaluate a whole condition), so the VM dispatches a few ops
+per node instead of one per primitive action. A naive one-op-per-action machine measured 19×
+slower than hand-written Python; per-node ops keep the loop within a small factor of it.
+
+Every instruction is `[op, arg, node]`: `arg` is one integer operand whose meaning is the op's
+`OperandKind` (an index into one of the Program's pools/tables, a jump target, or nothing), and
+`node` indexes the Program's node table (the source info: node id, manifest pointer, line).
+
+The table lives in the runtime (not the backend) because the VM needs it and the runtime must
+not import the compiler; `forgec.backend` re-exports it.
+
+ORDER OP: adding an op means a row in `OPS` (a test checks every op has one).
+"""
+
+from __future__ import annotations
+
+import enum
+
+import attrs
+
+
+class Op(enum.IntEnum):
+    ENTER = 1  # [] -> []            count one transition (bounded); arg: node index
+    EVAL = 2  # [] -> [v]            push a pre-compiled value; arg: values pool index
+    STORE = 3  # [v] -> []           write a variable or state.FIELD; arg: paths pool index
+    POP = 4  # [v] -> []             discard (a capability step without a target)
+    CALL = 5  # [in] -> [res]        one capability step, retries included; arg: calls table
+    MODEL = 6  # [in] -> [res]       one llm step through the host; arg: models table
+    COMPARE = 7  # [] -> [b]         evaluate a whole condition; arg: conds table
+    JUMP_IF_FALSE = 8  # [b] -> []   jump when b is false; arg: target pc (forward)
+    JUMP = 9  # [] -> []             jump; arg: target pc (forward, or a loop's back-edge)
+    FOREACH_INIT = 10  # [src] -> [it]  check list + maxItems, push iterator; arg: loops table
+    FOREACH_NEXT = 11  # [it] -> [it] | []  bind next item, or pop and jump; arg: exit pc
+    RETURN = 12  # [v] -> (end)      end the run with the value as output
+    FAIL = 13  # [] -> (end)         end the run with a fail node's code; arg: fails table
+
+
+class OperandKind(enum.Enum):
+    NONE = "none"
+    NODE = "node"
+    VALUE = "value"
+    PATH = "path"
+    CALL = "call"
+    MODEL = "model"
+    COND = "cond"
+    LOOP = "loop"
+    LABEL = "label"  # a pc once linearized
+    FAIL = "fail"
+
+
+@attrs.frozen
+class OpInfo:
+    op: Op
+    name: str  # the disassembly name
+    operand: OperandKind
+    # stack effect on the path that continues (fall-through); `jump_effect` when it jumps
+    effect: int
+    jump_effect: int | None = None  # None: the op never jumps
+    falls_through: bool = True  # False for RETURN, FAIL, JUMP
+
+
+OPS: dict[Op, OpInfo] = {
+    info.op: info
+    for info in (
+        OpInfo(Op.ENTER, "enter", OperandKind.NODE, 0),
+        OpInfo(Op.EVAL, "eval", OperandKind.VALUE, +1),
+        OpInfo(Op.STORE, "store", OperandKind.PATH, -1),
+        OpInfo(Op.POP, "pop", OperandKind.NONE, -1),
+        OpInfo(Op.CALL, "call", OperandKind.CALL, 0),
+        OpInfo(Op.MODEL, "model", OperandKind.MODEL, 0),
+        OpInfo(Op.COMPARE, "compare", OperandKind.COND, +1),
+        OpInfo(Op.JUMP_IF_FALSE, "jump_if_false", OperandKind.LABEL, -1, jump_effect=-1),
+        OpInfo(Op.JUMP, "jump", OperandKind.LABEL, 0, jump_effect=0, falls_through=False),
+        OpInfo(Op.FOREACH_INIT, "foreach_init", OperandKind.LOOP, 0),
+        OpInfo(Op.FOREACH_NEXT, "foreach_next", OperandKind.LABEL, 0, jump_effect=-1),
+        OpInfo(Op.RETURN, "return", OperandKind.NONE, -1, falls_through=False),
+        OpInfo(Op.FAIL, "fail", OperandKind.FAIL, 0, falls_through=False),
+    )
+}
+
+# How many stack slots an op needs on entry (what it pops before pushing).
+NEEDS: dict[Op, int] = {
+    Op.STORE: 1,
+    Op.POP: 1,
+    Op.CALL: 1,
+    Op.MODEL: 1,
+    Op.JUMP_IF_FALSE: 1,
+    Op.FOREACH_INIT: 1,
+    Op.FOREACH_NEXT: 1,
+    Op.RETURN: 1,
+}

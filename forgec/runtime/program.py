@@ -1,0 +1,387 @@
+"""`Program` (`forgec.program.v1`): what the backend produces and the VM runs.
+
+Plain JSON-able data, so an embedder can store a lowered tool and run it later with
+`forgec.runtime` alone. It carries the linear code and its pools, and what the VM needs from
+the manifest (id, version, schemas, state, bounds, network, credentials, model defaults, marks,
+ui), never the manifest's prose or the compiler's facts.
+
+Layout (every index is 0-based into the named list):
+
+- `code`: instructions `[op, arg, node]` (see `forgec.runtime.opcodes`).
+- `consts`: literal JSON values. `paths`: reference paths and store targets as segment lists
+  (`["input", "items", 0]`, `["state", "count"]`).
+- `values`: pre-compiled value descriptors, nested: `["const", c]`, `["ref", p]`,
+  `["tpl", [part, ..]]` (a part is literal text or `["ref", p]`), `["obj", [[key, v], ..]]`,
+  `["list", [v, ..]]`, `["cred", id]`.
+- `calls`: `{"capability", "attempts", "backoffMs", "compensation"}`; `models`:
+  `{"op", "requirements", "outputSchema"}` (requirements already merged with the defaults);
+  `conds`: `{"op", "left", "right"}` (value indices, `right` null for truthy/exists);
+  `loops`: `{"itemVar", "indexVar", "maxItems"}`; `fails`: `{"code", "message"}`;
+  `nodes`: `{"id", "type", "pointer", "line"}`.
+
+`Program.from_json` verifies the structure (types, operand indices and jump targets in range)
+and raises `ProgramError` on anything else: a Program read from disk is input like any other.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from forgec.runtime.opcodes import NEEDS, OPS, Op, OperandKind
+
+FORMAT = "forgec.program.v1"
+# The schema keywords a manifest may use (SPEC §2.2); a Program with others is refused so a
+# hand-made Program cannot smuggle anything unexpected into the schema validator.
+SCHEMA_KEYWORDS = frozenset(
+    {
+        "type",
+        "properties",
+        "required",
+        "additionalProperties",
+        "items",
+        "enum",
+        "const",
+        "minimum",
+        "maximum",
+        "minLength",
+        "maxLength",
+        "minItems",
+        "maxItems",
+        "title",
+        "description",
+        "default",
+    }
+)
+CONDITION_OPS = frozenset({"eq", "neq", "truthy", "exists", "contains", "gt", "gte", "lt", "lte"})
+
+
+class ProgramError(ValueError):
+    """A Program (usually read from JSON) is not a well-formed `forgec.program.v1`."""
+
+
+@attrs.define(eq=False)
+class Program:
+    id: str
+    version: int
+    title: str
+    max_transitions: int
+    code: list[list[int]]
+    nodes: list[dict[str, Any]]
+    consts: list[Any] = attrs.field(factory=list)
+    paths: list[list[str | int]] = attrs.field(factory=list)
+    values: list[Any] = attrs.field(factory=list)
+    calls: list[dict[str, Any]] = attrs.field(factory=list)
+    models: list[dict[str, Any]] = attrs.field(factory=list)
+    conds: list[dict[str, Any]] = attrs.field(factory=list)
+    loops: list[dict[str, Any]] = attrs.field(factory=list)
+    fails: list[dict[str, Any]] = attrs.field(factory=list)
+    input_schema: dict[str, Any] | None = None
+    output_schema: dict[str, Any] | None = None
+    state: dict[str, Any] | None = None  # {"fields": {..}, "maxBytes": n}
+    network: dict[str, Any] = attrs.field(factory=lambda: {"mode": "forbidden", "hosts": []})
+    credentials: list[dict[str, Any]] = attrs.field(factory=list)
+    model_defaults: dict[str, Any] = attrs.field(factory=dict)
+    marks: dict[str, Any] = attrs.field(factory=dict)
+    ui: dict[str, Any] | None = None  # {"title", "values": [{"label", "path", "segments"}]}
+    # What the VM derives once per Program (compiled values, schema validators); never JSON.
+    cache: dict[str, Any] = attrs.field(factory=dict, repr=False)
+
+    @property
+    def name(self) -> str:
+        return f"dynamic:{self.id}"
+
+    @property
+    def transition_limit(self) -> int:
+        return min(self.max_transitions, 256)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "id": self.id,
+            "version": self.version,
+            "title": self.title,
+            "maxTransitions": self.max_transitions,
+            "inputSchema": self.input_schema,
+            "outputSchema": self.output_schema,
+            "state": self.state,
+            "network": self.network,
+            "credentials": self.credentials,
+            "modelDefaults": self.model_defaults,
+            "marks": self.marks,
+            "ui": self.ui,
+            "nodes": self.nodes,
+            "consts": self.consts,
+            "paths": self.paths,
+            "values": self.values,
+            "calls": self.calls,
+            "models": self.models,
+            "conds": self.conds,
+            "loops": self.loops,
+            "fails": self.fails,
+            "code": self.code,
+        }
+
+    def to_bytes(self, *, indent: bool = False) -> bytes:
+        import orjson
+
+        option = orjson.OPT_INDENT_2 if indent else 0
+        return orjson.dumps(self.to_json(), option=option)
+
+    @classmethod
+    def from_json(cls, data: Any) -> Program:
+        """Build and verify a Program from its JSON form; `ProgramError` when it is not one."""
+        if isinstance(data, (str, bytes)):
+            import orjson
+
+            try:
+                data = orjson.loads(data)
+            except orjson.JSONDecodeError as exc:
+                raise ProgramError(f"not JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise ProgramError("a Program is a JSON object")
+        if data.get("format") != FORMAT:
+            raise ProgramError(f"format must be {FORMAT!r}, got {data.get('format')!r}")
+        try:
+            program = cls(
+                id=_typed(data, "id", str),
+                version=_typed(data, "version", int),
+                title=_typed(data, "title", str),
+                max_transitions=_typed(data, "maxTransitions", int),
+                code=_typed(data, "code", list),
+                nodes=_typed(data, "nodes", list),
+                consts=_typed(data, "consts", list),
+                paths=_typed(data, "paths", list),
+                values=_typed(data, "values", list),
+                calls=_typed(data, "calls", list),
+                models=_typed(data, "models", list),
+                conds=_typed(data, "conds", list),
+                loops=_typed(data, "loops", list),
+                fails=_typed(data, "fails", list),
+                input_schema=_typed(data, "inputSchema", dict, optional=True),
+                output_schema=_typed(data, "outputSchema", dict, optional=True),
+                state=_typed(data, "state", dict, optional=True),
+                network=_typed(data, "network", dict),
+                credentials=_typed(data, "credentials", list),
+                model_defaults=_typed(data, "modelDefaults", dict),
+                marks=_typed(data, "marks", dict),
+                ui=_typed(data, "ui", dict, optional=True),
+            )
+        except KeyError as exc:
+            raise ProgramError(f"missing field {exc.args[0]!r}") from None
+        verify(program)
+        return program
+
+
+def _typed(data: dict[str, Any], key: str, kind: type, *, optional: bool = False) -> Any:
+    value = data[key]
+    if value is None and optional:
+        return None
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ProgramError(f"field {key!r} must be a {kind.__name__}")
+    return value
+
+
+def verify(program: Program) -> None:
+    """Check what the VM relies on: every operand, pool entry and jump target is in range.
+
+    The backend's richer invariants (forward jumps, stack depth, termination) are checked
+    right after lowering; this is the runtime's own guard against a hand-edited Program.
+    """
+    p = program
+    if not 1 <= p.max_transitions <= 256:
+        raise ProgramError("maxTransitions must be 1..256")
+    if not p.code:
+        raise ProgramError("empty code")
+    for i, node in enumerate(p.nodes):
+        if not isinstance(node, dict) or not isinstance(node.get("id"), str):
+            raise ProgramError(f"nodes[{i}] must be an object with a string id")
+    for i, path in enumerate(p.paths):
+        if (
+            not isinstance(path, list)
+            or not path
+            or not isinstance(path[0], str)
+            or not all(_is_segment(s) for s in path)
+        ):
+            raise ProgramError(f"paths[{i}] must be a non-empty list of names and indices")
+    for i, value in enumerate(p.values):
+        _verify_value(p, value, f"values[{i}]", 0)
+    for i, call in enumerate(p.calls):
+        if (
+            not isinstance(call, dict)
+            or not isinstance(call.get("capability"), str)
+            or not _int_in(call.get("attempts"), 1, 3)
+            or not _int_in(call.get("backoffMs"), 0, 5000)
+            or not isinstance(call.get("compensation"), (str, type(None)))
+        ):
+            raise ProgramError(f"calls[{i}] is malformed")
+    for i, model in enumerate(p.models):
+        if (
+            not isinstance(model, dict)
+            or not isinstance(model.get("op"), str)
+            or not isinstance(model.get("requirements"), dict)
+        ):
+            raise ProgramError(f"models[{i}] is malformed")
+        if model.get("outputSchema") is not None:
+            verify_schema(model["outputSchema"], f"models[{i}].outputSchema")
+    for i, cond in enumerate(p.conds):
+        if not isinstance(cond, dict) or cond.get("op") not in CONDITION_OPS:
+            raise ProgramError(f"conds[{i}] is malformed")
+        if not _int_in(cond.get("left"), 0, len(p.values) - 1):
+            raise ProgramError(f"conds[{i}].left is out of range")
+        right = cond.get("right")
+        if (right is None) != (cond["op"] in ("truthy", "exists")):
+            raise ProgramError(f"conds[{i}].right does not fit op {cond['op']!r}")
+        if right is not None and not _int_in(right, 0, len(p.values) - 1):
+            raise ProgramError(f"conds[{i}].right is out of range")
+    for i, loop in enumerate(p.loops):
+        if (
+            not isinstance(loop, dict)
+            or not isinstance(loop.get("itemVar"), str)
+            or not isinstance(loop.get("indexVar"), (str, type(None)))
+            or not _int_in(loop.get("maxItems"), 1, 100)
+        ):
+            raise ProgramError(f"loops[{i}] is malformed")
+    for i, fail in enumerate(p.fails):
+        if not (
+            isinstance(fail, dict)
+            and isinstance(fail.get("code"), str)
+            and isinstance(fail.get("message"), str)
+        ):
+            raise ProgramError(f"fails[{i}] is malformed")
+    for name, schema in (("inputSchema", p.input_schema), ("outputSchema", p.output_schema)):
+        if schema is not None:
+            verify_schema(schema, name)
+    if p.state is not None:
+        if not isinstance(p.state.get("fields"), dict) or not _int_in(
+            p.state.get("maxBytes"), 1, 65536
+        ):
+            raise ProgramError("state must be {fields, maxBytes 1..65536}")
+        for field, schema in p.state["fields"].items():
+            verify_schema(schema, f"state.fields.{field}")
+    sizes = {
+        OperandKind.NODE: len(p.nodes),
+        OperandKind.VALUE: len(p.values),
+        OperandKind.PATH: len(p.paths),
+        OperandKind.CALL: len(p.calls),
+        OperandKind.MODEL: len(p.models),
+        OperandKind.COND: len(p.conds),
+        OperandKind.LOOP: len(p.loops),
+        OperandKind.LABEL: len(p.code),
+        OperandKind.FAIL: len(p.fails),
+    }
+    for pc, ins in enumerate(p.code):
+        if not (isinstance(ins, list) and len(ins) == 3 and all(type(x) is int for x in ins)):
+            raise ProgramError(f"code[{pc}] must be [op, arg, node] integers")
+        op_num, arg, node_index = ins
+        if op_num not in Op._value2member_map_:
+            raise ProgramError(f"code[{pc}] has unknown op {op_num}")
+        kind = OPS[Op(op_num)].operand
+        if kind is not OperandKind.NONE and not 0 <= arg < sizes[kind]:
+            raise ProgramError(f"code[{pc}] operand {arg} is out of range for {kind.value}")
+        if not 0 <= node_index < len(p.nodes):
+            raise ProgramError(f"code[{pc}] node {node_index} is out of range")
+        if kind is OperandKind.LABEL and arg <= pc:
+            if Op(op_num) is not Op.JUMP or p.code[arg][0] != Op.FOREACH_NEXT:
+                raise ProgramError(f"code[{pc}] jumps backwards, and not to a loop head")
+    stack_depths(p.code)
+
+
+def stack_depths(code: list[list[int]]) -> list[int]:
+    """The stack depth before each instruction; `ProgramError` when it is not consistent.
+
+    A worklist over the control-flow edges (fall-through and jump): every instruction must be
+    reached with one depth whatever the path, never pop an empty stack, and never fall off
+    the end of the code. Unreached instructions get -1. Used by `verify` and by the backend's
+    `stack_depth_consistent` invariant.
+    """
+    depths = [-1] * len(code)
+    depths[0] = 0
+    work = [0]
+    while work:
+        pc = work.pop()
+        op = Op(code[pc][0])
+        info = OPS[op]
+        depth = depths[pc]
+        if depth < NEEDS.get(op, 0):
+            raise ProgramError(f"code[{pc}] ({info.name}) pops an empty stack")
+        edges: list[tuple[int, int]] = []
+        if info.falls_through:
+            if pc + 1 >= len(code):
+                raise ProgramError(f"code[{pc}] ({info.name}) falls off the end of the code")
+            edges.append((pc + 1, depth + info.effect))
+        if info.jump_effect is not None:
+            edges.append((code[pc][1], depth + info.jump_effect))
+        for target, after in edges:
+            if depths[target] == -1:
+                depths[target] = after
+                work.append(target)
+            elif depths[target] != after:
+                raise ProgramError(
+                    f"code[{target}] is reached with stack depth {depths[target]} and {after}"
+                )
+    return depths
+
+
+def _verify_value(p: Program, value: Any, where: str, depth: int) -> None:
+    if depth > 64 or not isinstance(value, list) or len(value) != 2:
+        raise ProgramError(f"{where} is not a value descriptor")
+    kind, arg = value
+    if kind == "const":
+        ok = _int_in(arg, 0, len(p.consts) - 1)
+    elif kind == "ref":
+        ok = _int_in(arg, 0, len(p.paths) - 1)
+    elif kind == "cred":
+        ok = isinstance(arg, str)
+    elif kind == "tpl":
+        ok = isinstance(arg, list) and all(
+            isinstance(part, str)
+            or (
+                isinstance(part, list)
+                and len(part) == 2
+                and part[0] == "ref"
+                and _int_in(part[1], 0, len(p.paths) - 1)
+            )
+            for part in arg
+        )
+    elif kind == "obj":
+        ok = isinstance(arg, list)
+        for j, member in enumerate(arg if ok else []):
+            if not (isinstance(member, list) and len(member) == 2 and isinstance(member[0], str)):
+                raise ProgramError(f"{where} member {j} is malformed")
+            _verify_value(p, member[1], f"{where}.{member[0]}", depth + 1)
+    elif kind == "list":
+        ok = isinstance(arg, list)
+        for j, item in enumerate(arg if ok else []):
+            _verify_value(p, item, f"{where}[{j}]", depth + 1)
+    else:
+        ok = False
+    if not ok:
+        raise ProgramError(f"{where} is not a value descriptor")
+
+
+def verify_schema(schema: Any, where: str, depth: int = 0) -> None:
+    """Only the SPEC §2.2 subset, at most 8 levels deep (booleans allowed as sub-schemas)."""
+    if isinstance(schema, bool):
+        return
+    if not isinstance(schema, dict) or depth >= 8:
+        raise ProgramError(f"{where} is not a schema of the supported subset")
+    for key, sub in schema.items():
+        if key not in SCHEMA_KEYWORDS:
+            raise ProgramError(f"{where} uses unsupported keyword {key!r}")
+        if key == "properties":
+            if not isinstance(sub, dict):
+                raise ProgramError(f"{where}.properties must be an object")
+            for name, prop in sub.items():
+                verify_schema(prop, f"{where}.properties.{name}", depth + 1)
+        elif key == "items":
+            verify_schema(sub, f"{where}.items", depth + 1)
+
+
+def _is_segment(s: Any) -> bool:
+    return isinstance(s, str) or (type(s) is int and s >= 0)
+
+
+def _int_in(value: Any, low: int, high: int) -> bool:
+    return type(value) is int and low <= value <= high

@@ -1,0 +1,265 @@
+"""Run-time value semantics (SPEC §12 "Run semantics"), shared by the VM and its tests.
+
+All values the VM sees are plain JSON (dict, list, str, int, float, bool, None): input and
+every host result are normalized through orjson on the way in. That lets these helpers test
+types with `type(x) is ...` and keeps JSON's distinctions Python blurs (`True == 1`).
+
+`compile_value` turns a Program's value descriptor into a closure `env -> value` once per
+Program, so evaluating a value at run time is one Python call, not a walk over descriptors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+Env = dict[str, Any]
+Evaluator = Callable[[Env], Any]
+
+
+class RunFailure(Exception):
+    """A run stops with `code`; the VM fills in the node and the transitions."""
+
+    def __init__(self, code: str, message: str, node: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.node = node
+
+
+class _Missing:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()
+
+_NUMBER = (int, float)
+
+
+def type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    t = type(value)
+    if t is bool:
+        return "boolean"
+    if t is int or t is float:
+        return "number"
+    if t is str:
+        return "string"
+    if t is list:
+        return "list"
+    if t is dict:
+        return "object"
+    return t.__name__
+
+
+def path_text(segments: list[str | int] | tuple[str | int, ...]) -> str:
+    """`["input", "items", 0, "title"]` → `input.items[0].title`."""
+    out = str(segments[0])
+    for seg in segments[1:]:
+        out += f"[{seg}]" if type(seg) is int else f".{seg}"
+    return out
+
+
+def truthy(value: Any) -> bool:
+    """Falsy: null, false, 0, "", [], {}; everything else is truthy."""
+    if value is None or value is False:
+        return False
+    t = type(value)
+    if t is int or t is float:
+        return value != 0
+    if t is str or t is list or t is dict:
+        return len(value) > 0
+    return True
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """Deep JSON equality: numbers by value (1 == 1.0), booleans are not numbers."""
+    ta, tb = type(a), type(b)
+    if ta is bool or tb is bool:
+        return ta is tb and a == b
+    if ta in _NUMBER and tb in _NUMBER:
+        return bool(a == b)
+    if ta is not tb:
+        return False
+    if ta is list:
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
+    if ta is dict:
+        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+    return bool(a == b)
+
+
+def contains(container: Any, needle: Any) -> bool:
+    """Substring of a string, element of a list, key of an object; else `RUN_TYPE`."""
+    t = type(container)
+    if t is str:
+        if type(needle) is not str:
+            raise RunFailure(
+                "RUN_TYPE", f"contains on a string needs a string, got {type_name(needle)}"
+            )
+        return needle in container
+    if t is list:
+        return any(json_equal(item, needle) for item in container)
+    if t is dict:
+        if type(needle) is not str:
+            raise RunFailure(
+                "RUN_TYPE", f"contains on an object needs a string key, got {type_name(needle)}"
+            )
+        return needle in container
+    raise RunFailure(
+        "RUN_TYPE",
+        f"contains needs a string, list or object on the left, got {type_name(container)}",
+    )
+
+
+def ordered(op: str, left: Any, right: Any) -> bool:
+    """gt/gte/lt/lte on two numbers or two strings (code-point order); else `RUN_TYPE`."""
+    tl, tr = type(left), type(right)
+    if not ((tl in _NUMBER and tr in _NUMBER) or (tl is str and tr is str)):
+        raise RunFailure(
+            "RUN_TYPE",
+            f"{op} compares two numbers or two strings, got {type_name(left)} and "
+            f"{type_name(right)}",
+        )
+    if op == "gt":
+        return bool(left > right)
+    if op == "gte":
+        return bool(left >= right)
+    if op == "lt":
+        return bool(left < right)
+    return bool(left <= right)
+
+
+def render(value: Any) -> str:
+    """A template placeholder: strings as they are, anything else as compact JSON."""
+    if type(value) is str:
+        return value
+    return orjson.dumps(value).decode("utf-8")
+
+
+def resolve(env: Env, segments: list[str | int] | tuple[str | int, ...]) -> Any:
+    """The value at a path, or MISSING when any step of it is absent."""
+    cur = env.get(segments[0], MISSING)  # type: ignore[call-overload]
+    for seg in segments[1:]:
+        if cur is MISSING:
+            return MISSING
+        if type(seg) is int:
+            cur = cur[seg] if type(cur) is list and seg < len(cur) else MISSING
+        else:
+            cur = cur.get(seg, MISSING) if type(cur) is dict else MISSING
+    return cur
+
+
+def missing_message(env: Env, segments: list[str | int] | tuple[str | int, ...]) -> str:
+    """Which step of a path is missing, said so a person can fix the flow or the input."""
+    if segments[0] not in env:
+        return f"{path_text(segments)}: {segments[0]!s} has no value"
+    cur = env[segments[0]]
+    for i, seg in enumerate(segments[1:], start=1):
+        here = path_text(segments[:i])
+        if type(seg) is int:
+            if type(cur) is not list:
+                return f"{path_text(segments)}: {here} is a {type_name(cur)}, not a list"
+            if seg >= len(cur):
+                return f"{path_text(segments)}: {here} has {len(cur)} item(s), no index {seg}"
+            cur = cur[seg]
+        else:
+            if type(cur) is not dict:
+                return f"{path_text(segments)}: {here} is a {type_name(cur)}, not an object"
+            if seg not in cur:
+                return f"{path_text(segments)}: {here} has no key {seg!r}"
+            cur = cur[seg]
+    return f"{path_text(segments)} is missing"
+
+
+def compile_ref(segments: list[str | int]) -> Evaluator:
+    segs = tuple(segments)
+    root = segs[0]
+    if len(segs) == 1:
+
+        def read_root(env: Env) -> Any:
+            try:
+                return env[root]  # type: ignore[index]
+            except KeyError:
+                raise RunFailure("RUN_REF_MISSING", missing_message(env, segs)) from None
+
+        return read_root
+
+    def read_path(env: Env) -> Any:
+        value = resolve(env, segs)
+        if value is MISSING:
+            raise RunFailure("RUN_REF_MISSING", missing_message(env, segs))
+        return value
+
+    return read_path
+
+
+def compile_value(desc: Any, consts: list[Any], paths: list[list[str | int]]) -> Evaluator:
+    """A value descriptor (see `forgec.runtime.program`) → a closure `env -> value`."""
+    kind, arg = desc
+    if kind == "const":
+        constant = consts[arg]
+        return lambda env: constant
+    if kind == "ref":
+        return compile_ref(paths[arg])
+    if kind == "tpl":
+        parts: list[str | Evaluator] = [
+            p if isinstance(p, str) else compile_ref(paths[p[1]]) for p in arg
+        ]
+
+        def template(env: Env) -> str:
+            return "".join(p if type(p) is str else render(p(env)) for p in parts)  # type: ignore[operator]
+
+        return template
+    if kind == "obj":
+        members = [(key, compile_value(v, consts, paths)) for key, v in arg]
+
+        def build_object(env: Env) -> dict[str, Any]:
+            return {key: ev(env) for key, ev in members}
+
+        return build_object
+    if kind == "list":
+        items = [compile_value(v, consts, paths) for v in arg]
+        return lambda env: [ev(env) for ev in items]
+    if kind == "cred":
+        # passed unresolved: only the host resolves a credential, at the bridge
+        credential = {"$credential": arg}
+        return lambda env: dict(credential)
+    raise ValueError(f"unknown value descriptor {kind!r}")
+
+
+def compile_condition(
+    cond: dict[str, Any], values: list[Any], consts: list[Any], paths: list[list[str | int]]
+) -> Callable[[Env], bool]:
+    """A condition → a closure `env -> bool` (RUN_TYPE / RUN_REF_MISSING as the rules say)."""
+    op = cond["op"]
+    left_desc = values[cond["left"]]
+    left = compile_value(left_desc, consts, paths)
+    if op in ("exists", "truthy"):
+        # a missing step of a bare $ref path makes exists/truthy false instead of an error
+        if left_desc[0] == "ref":
+            segs = tuple(paths[left_desc[1]])
+            if op == "exists":
+                return lambda env: resolve(env, segs) is not MISSING
+
+            def truthy_ref(env: Env) -> bool:
+                value = resolve(env, segs)
+                return value is not MISSING and truthy(value)
+
+            return truthy_ref
+        if op == "exists":
+            return lambda env: (left(env), True)[1]
+        return lambda env: truthy(left(env))
+    right = compile_value(values[cond["right"]], consts, paths)
+    if op == "eq":
+        return lambda env: json_equal(left(env), right(env))
+    if op == "neq":
+        return lambda env: not json_equal(left(env), right(env))
+    if op == "contains":
+        return lambda env: contains(left(env), right(env))
+    return lambda env: ordered(op, left(env), right(env))

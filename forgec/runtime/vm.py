@@ -1,0 +1,650 @@
+"""The bounded VM: runs a `Program` against a `Host` with every rule of SPEC §8.
+
+A run, in order: the input (≤ 64 KiB, valid against `inputSchema`) → consent (the callback sees
+the marks; an R4 tool asks every run) → every declared credential present → state loaded →
+the code → the output (≤ 256 KiB, valid against `outputSchema`) → state saved (only on
+success, ≤ `maxBytes`). Any failure after the first step runs the compensations of completed
+steps in reverse order and reports each.
+
+The code runs in one dispatch loop over pre-decoded instructions `(op, operand, node)`: the
+operand is decoded once per Program (values into closures, calls into call sites with their
+`CallContext`), so the loop does little more than a dict-and-counter Python function would.
+Bounds the loop enforces itself, whatever the Program says: every ENTER counts one transition
+against `min(maxTransitions, 256)`, and every backward jump counts against the same limit, so
+no Program, even a hand-made one, runs unbounded.
+
+Everything that goes out to the host or comes back is plain JSON: host results are normalized
+through orjson (that is also how their size is measured), so nothing the host returns can alias
+a Program constant or smuggle a non-JSON object into a comparison.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+import orjson
+
+from forgec.runtime.host import CallContext, Host, HostError
+from forgec.runtime.opcodes import Op
+from forgec.runtime.program import Program
+from forgec.runtime.values import (
+    MISSING,
+    Env,
+    RunFailure,
+    compile_condition,
+    compile_value,
+    path_text,
+    resolve,
+)
+
+INPUT_LIMIT = 65_536
+OUTPUT_LIMIT = 262_144
+RESULT_LIMIT = 262_144
+HARD_TRANSITION_LIMIT = 256
+
+# Op numbers as plain ints: the dispatch loop compares ints, not enum members.
+_ENTER, _EVAL, _STORE, _POP, _CALL, _MODEL = 1, 2, 3, 4, 5, 6
+_COMPARE, _JUMP_IF_FALSE, _JUMP, _FOREACH_INIT, _FOREACH_NEXT, _RETURN, _FAIL = (
+    7,
+    8,
+    9,
+    10,
+    11,
+    12,
+    13,
+)
+assert (_ENTER, _FAIL, _FOREACH_NEXT) == (Op.ENTER, Op.FAIL, Op.FOREACH_NEXT)
+
+
+@attrs.frozen
+class RunError:
+    code: str
+    message: str
+    node: str | None
+    line: int | None = None  # where the node was written; shown to people, not in JSON
+
+    def to_json(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message, "node": self.node}
+
+
+@attrs.frozen
+class CompensationOutcome:
+    node: str
+    capability: str  # the compensated step's capability
+    status: str  # undone | failed
+    message: str | None = None  # why it failed; not in the SPEC shape
+
+    def to_json(self) -> dict[str, Any]:
+        return {"node": self.node, "capability": self.capability, "status": self.status}
+
+
+@attrs.frozen
+class RunResult:
+    status: str  # ok | failed
+    output: Any
+    error: RunError | None
+    transitions: int
+    compensations: tuple[CompensationOutcome, ...] = ()
+    state: dict[str, Any] | None = None  # the state saved by a successful run
+    elapsed_ms: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "output": self.output,
+            "error": self.error.to_json() if self.error else None,
+            "transitions": self.transitions,
+            "compensations": [c.to_json() for c in self.compensations],
+        }
+
+
+@attrs.frozen
+class ConsentRequest:
+    """What a consent callback is shown: who the tool is and what it may do."""
+
+    tool_id: str
+    name: str
+    version: int
+    title: str
+    risk: str
+    always_asks: bool  # R4: ask every run, never remember the answer
+    powers: tuple[str, ...]
+    network: tuple[str, ...]
+    credentials: tuple[str, ...]
+    marks: dict[str, Any]
+
+
+class ConsentDenied(Exception):
+    """Raised by a consent callback to refuse with its own message."""
+
+
+ConsentCallback = Callable[[ConsentRequest], bool]
+
+
+def consent_request(program: Program) -> ConsentRequest:
+    marks = program.marks
+    risk = str(marks.get("risk", "R0"))
+    return ConsentRequest(
+        tool_id=program.id,
+        name=program.name,
+        version=program.version,
+        title=program.title,
+        risk=risk,
+        always_asks=bool(marks.get("alwaysAsks")) or risk == "R4",
+        powers=tuple(marks.get("powers", ())),
+        network=tuple(program.network.get("hosts", ())),
+        credentials=tuple(c["id"] for c in program.credentials),
+        marks=dict(marks),
+    )
+
+
+def run(
+    program: Program,
+    input: Any,
+    *,
+    host: Host,
+    consent: ConsentCallback | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> RunResult:
+    """Run `program` on `input` through `host`; never raises for anything a Program or input
+    can do. Without a `consent` callback the run is refused (deny by default)."""
+    started = clock()
+    runner = _Run(program, host, sleep)
+    try:
+        output = runner.run(input, consent)
+    except RunFailure as failure:
+        error = RunError(failure.code, failure.message, failure.node, runner.line_of(failure.node))
+        return RunResult(
+            status="failed",
+            output=None,
+            error=error,
+            transitions=runner.transitions,
+            compensations=tuple(runner.compensate()),
+            elapsed_ms=(clock() - started) * 1000,
+        )
+    return RunResult(
+        status="ok",
+        output=output,
+        error=None,
+        transitions=runner.transitions,
+        state=runner.state if program.state is not None else None,
+        elapsed_ms=(clock() - started) * 1000,
+    )
+
+
+# --- what is compiled once per Program -------------------------------------------------------
+
+
+@attrs.frozen
+class _CallSite:
+    node: str
+    capability: str
+    attempts: int
+    backoff_s: float
+    compensation: str | None
+    context: CallContext
+
+
+@attrs.frozen
+class _ModelSite:
+    node: str
+    op: str
+    requirements: dict[str, Any]
+    output_schema: dict[str, Any] | None
+    context: CallContext
+
+
+@attrs.frozen
+class _Compiled:
+    code: list[tuple[int, Any, int]]
+    node_ids: list[str]
+
+
+def compiled(program: Program) -> _Compiled:
+    """Decode every operand once and keep it on the Program."""
+    cached = program.cache.get("vm")
+    if cached is not None:
+        return cached
+    p = program
+    node_ids = [n["id"] for n in p.nodes]
+    allowed = tuple(p.network.get("hosts", ())) if p.network.get("mode") == "allowlist" else ()
+    cred_hosts = {c["id"]: tuple(c.get("hosts", ())) for c in p.credentials}
+    values = [compile_value(v, p.consts, p.paths) for v in p.values]
+    code: list[tuple[int, Any, int]] = []
+    for op, arg, node in p.code:
+        decoded: Any = arg
+        if op == _EVAL:
+            decoded = values[arg]
+        elif op == _STORE:
+            path = p.paths[arg]
+            decoded = (
+                (True, str(path[1]))
+                if path[0] == "state" and len(path) == 2
+                else (
+                    False,
+                    str(path[0]),
+                )
+            )
+        elif op == _COMPARE:
+            decoded = compile_condition(p.conds[arg], p.values, p.consts, p.paths)
+        elif op in (_CALL, _MODEL):
+            context = CallContext(
+                tool_id=p.id,
+                tool_version=p.version,
+                node_id=node_ids[node],
+                allowed_hosts=allowed,
+                credential_hosts=cred_hosts,
+            )
+            if op == _CALL:
+                c = p.calls[arg]
+                decoded = _CallSite(
+                    node_ids[node],
+                    c["capability"],
+                    c["attempts"],
+                    c["backoffMs"] / 1000,
+                    c["compensation"],
+                    context,
+                )
+            else:
+                m = p.models[arg]
+                decoded = _ModelSite(
+                    node_ids[node], m["op"], m["requirements"], m.get("outputSchema"), context
+                )
+        elif op == _FOREACH_INIT:
+            loop = p.loops[arg]
+            decoded = (loop["itemVar"], loop["indexVar"], loop["maxItems"], node_ids[node])
+        elif op == _FAIL:
+            decoded = (p.fails[arg]["code"], p.fails[arg]["message"])
+        code.append((op, decoded, node))
+    result = _Compiled(code, node_ids)
+    program.cache["vm"] = result
+    return result
+
+
+def schema_validator(program: Program, key: str, schema: dict[str, Any]) -> Callable[[Any], Any]:
+    """A compiled fastjsonschema validator, cached on the Program (imported lazily)."""
+    cache_key = f"schema:{key}"
+    validator = program.cache.get(cache_key)
+    if validator is None:
+        import fastjsonschema
+
+        validator = fastjsonschema.compile(schema, use_default=False, use_formats=False)
+        program.cache[cache_key] = validator
+    return validator
+
+
+def _validate(
+    program: Program, key: str, schema: dict[str, Any], value: Any, what: str
+) -> str | None:
+    """None when valid, else why not (the validator's message with `data` named `what`)."""
+    import fastjsonschema
+
+    try:
+        schema_validator(program, key, schema)(value)
+    except fastjsonschema.JsonSchemaValueException as exc:
+        message = str(exc.message)
+        return what + message[4:] if message.startswith("data") else message
+    except fastjsonschema.JsonSchemaDefinitionException as exc:
+        return f"the schema cannot be used: {exc}"
+    return None
+
+
+def _normalize(
+    value: Any, limit: int, code_too_large: str, what: str, code_not_json: str = "RUN_TYPE"
+) -> Any:
+    """Plain JSON copy of a value, refused over `limit` bytes of compact UTF-8 JSON."""
+    try:
+        raw = orjson.dumps(value)
+    except (TypeError, orjson.JSONEncodeError) as exc:
+        raise RunFailure(code_not_json, f"{what} is not JSON: {exc}") from None
+    if len(raw) > limit:
+        raise RunFailure(code_too_large, f"{what} is {len(raw)} bytes, over the limit of {limit}")
+    return orjson.loads(raw)
+
+
+# --- one run ---------------------------------------------------------------------------------
+
+
+class _Run:
+    def __init__(self, program: Program, host: Host, sleep: Callable[[float], None]) -> None:
+        self.program = program
+        self.host = host
+        self.sleep = sleep
+        self.transitions = 0
+        self.state: dict[str, Any] = {}
+        # completed steps that declared a compensation: (site, input, result)
+        self.done: list[tuple[_CallSite, Any, Any]] = []
+
+    def line_of(self, node_id: str | None) -> int | None:
+        for node in self.program.nodes:
+            if node["id"] == node_id:
+                line = node.get("line")
+                return line if isinstance(line, int) else None
+        return None
+
+    def run(self, input: Any, consent: ConsentCallback | None) -> Any:
+        p = self.program
+        input = self._check_input(input)
+        self._ask_consent(consent)
+        for cred in p.credentials:
+            try:
+                present = bool(self.host.has_credential(cred["id"]))
+            except Exception:
+                present = False
+            if not present:
+                purpose = f" ({cred['purpose']})" if cred.get("purpose") else ""
+                raise RunFailure(
+                    "RUN_CREDENTIAL_MISSING",
+                    f"credential {cred['id']!r}{purpose} is not available on this host",
+                )
+        self.state = self._load_state()
+        output = self._execute({"input": input, "state": self.state})
+        output = self._check_output(output)
+        self._save_state()
+        return output
+
+    def _check_input(self, input: Any) -> Any:
+        try:
+            raw = orjson.dumps(input)
+        except (TypeError, orjson.JSONEncodeError) as exc:
+            raise RunFailure("RUN_INPUT_INVALID", f"the input is not JSON: {exc}") from None
+        if len(raw) > INPUT_LIMIT:
+            raise RunFailure(
+                "RUN_INPUT_TOO_LARGE",
+                f"the input is {len(raw)} bytes, over the limit of {INPUT_LIMIT}",
+            )
+        input = orjson.loads(raw)
+        schema = self.program.input_schema
+        if schema is not None:
+            problem = _validate(self.program, "input", schema, input, "input")
+            if problem is not None:
+                raise RunFailure("RUN_INPUT_INVALID", problem)
+        return input
+
+    def _ask_consent(self, consent: ConsentCallback | None) -> None:
+        if consent is None:
+            raise RunFailure(
+                "RUN_CONSENT_DENIED", "no consent callback was given; a run needs consent"
+            )
+        request = consent_request(self.program)
+        try:
+            granted = consent(request)
+        except ConsentDenied as exc:
+            raise RunFailure("RUN_CONSENT_DENIED", str(exc) or "consent was refused") from None
+        except Exception as exc:
+            raise RunFailure(
+                "RUN_CONSENT_DENIED", f"the consent callback failed: {type(exc).__name__}: {exc}"
+            ) from None
+        if granted is not True:
+            raise RunFailure(
+                "RUN_CONSENT_DENIED", f"consent to run {self.program.name} was refused"
+            )
+
+    def _load_state(self) -> dict[str, Any]:
+        decl = self.program.state
+        if decl is None:
+            return {}
+        try:
+            loaded = self.host.load_state(self.program.id)
+        except HostError as exc:
+            raise RunFailure(_host_code(exc, "RUN_CAPABILITY_FAILED"), exc.message) from None
+        except Exception as exc:
+            raise RunFailure(
+                "RUN_CAPABILITY_FAILED", f"the host could not load the state: {exc}"
+            ) from None
+        state: dict[str, Any] = {}
+        if isinstance(loaded, dict):
+            try:
+                state = orjson.loads(orjson.dumps(loaded))
+            except (TypeError, orjson.JSONEncodeError):
+                state = {}
+        for field, schema in decl["fields"].items():
+            if field not in state and isinstance(schema, dict) and "default" in schema:
+                state[field] = orjson.loads(orjson.dumps(schema["default"]))
+        return state
+
+    def _check_output(self, output: Any) -> Any:
+        output = _normalize(output, OUTPUT_LIMIT, "RUN_OUTPUT_TOO_LARGE", "the output")
+        schema = self.program.output_schema
+        if schema is not None:
+            problem = _validate(self.program, "output", schema, output, "output")
+            if problem is not None:
+                raise RunFailure("RUN_OUTPUT_INVALID", problem)
+        return output
+
+    def _save_state(self) -> None:
+        decl = self.program.state
+        if decl is None:
+            return
+        raw = orjson.dumps(self.state)
+        if len(raw) > decl["maxBytes"]:
+            raise RunFailure(
+                "RUN_STATE_TOO_LARGE",
+                f"the new state is {len(raw)} bytes, over state.maxBytes {decl['maxBytes']}",
+            )
+        try:
+            self.host.save_state(self.program.id, orjson.loads(raw))
+        except HostError as exc:
+            raise RunFailure(_host_code(exc, "RUN_CAPABILITY_FAILED"), exc.message) from None
+        except Exception as exc:
+            raise RunFailure(
+                "RUN_CAPABILITY_FAILED", f"the host could not save the state: {exc}"
+            ) from None
+
+    # The dispatch loop. Kept in one function with locals for speed; every failure carries
+    # the node of the instruction that raised it.
+    def _execute(self, env: Env) -> Any:
+        comp = compiled(self.program)
+        code = comp.code
+        limit = min(self.program.max_transitions, HARD_TRANSITION_LIMIT)
+        state = env["state"]
+        stack: list[Any] = []
+        push, pop = stack.append, stack.pop
+        transitions = 0
+        backs = 0
+        pc = 0
+        node = 0
+        try:
+            while True:
+                op, arg, node = code[pc]
+                pc += 1
+                if op == _ENTER:
+                    transitions += 1
+                    if transitions > limit:
+                        transitions = limit
+                        raise RunFailure(
+                            "RUN_TRANSITION_LIMIT",
+                            f"the run reached its limit of {limit} transitions",
+                        )
+                elif op == _EVAL:
+                    push(arg(env))
+                elif op == _STORE:
+                    if arg[0]:
+                        state[arg[1]] = pop()
+                    else:
+                        env[arg[1]] = pop()
+                elif op == _CALL:
+                    push(self._call(arg, pop()))
+                elif op == _COMPARE:
+                    push(arg(env))
+                elif op == _JUMP_IF_FALSE:
+                    if not pop():
+                        pc = arg
+                elif op == _JUMP:
+                    if arg < pc:
+                        backs += 1
+                        if backs > limit:
+                            raise RunFailure(
+                                "RUN_TRANSITION_LIMIT",
+                                f"the run reached its limit of {limit} loop iterations",
+                            )
+                    pc = arg
+                elif op == _FOREACH_NEXT:
+                    it = stack[-1]
+                    i = it[1]
+                    if i < len(it[0]):
+                        env[it[2]] = it[0][i]
+                        if it[3] is not None:
+                            env[it[3]] = i
+                        it[1] = i + 1
+                    else:
+                        pop()
+                        _restore(env, it)
+                        pc = arg
+                elif op == _FOREACH_INIT:
+                    push(_foreach_init(env, arg, pop()))
+                elif op == _POP:
+                    pop()
+                elif op == _MODEL:
+                    push(self._model(arg, pop()))
+                elif op == _RETURN:
+                    return pop()
+                elif op == _FAIL:
+                    raise RunFailure(arg[0], arg[1])
+                else:  # pragma: no cover - verify() refuses unknown ops
+                    raise RunFailure("RUN_TYPE", f"unknown op {op}")
+        except RunFailure as failure:
+            if failure.node is None:
+                failure.node = comp.node_ids[node]
+            raise
+        finally:
+            self.transitions = transitions
+
+    def _call(self, site: _CallSite, input: Any) -> Any:
+        input = _normalize(input, RESULT_LIMIT, "RUN_CAPABILITY_FAILED", "the step's input")
+        context = site.context
+        attempt = 1
+        while True:
+            try:
+                result = self.host.call(site.capability, input, context)
+                break
+            except HostError as exc:
+                if exc.transient and attempt < site.attempts:
+                    if site.backoff_s > 0:
+                        self.sleep(site.backoff_s)
+                    attempt += 1
+                    context = attrs.evolve(site.context, attempt=attempt)
+                    continue
+                tries = f" (after {attempt} attempts)" if attempt > 1 else ""
+                raise RunFailure(
+                    _host_code(exc, "RUN_CAPABILITY_FAILED"),
+                    f"{site.capability} failed{tries}: {exc.message}",
+                ) from None
+            except Exception as exc:
+                raise RunFailure(
+                    "RUN_CAPABILITY_FAILED",
+                    f"{site.capability} failed: {type(exc).__name__}: {exc}",
+                ) from None
+        result = _normalize(
+            result,
+            RESULT_LIMIT,
+            "RUN_RESULT_TOO_LARGE",
+            f"the result of {site.capability}",
+            "RUN_CAPABILITY_FAILED",
+        )
+        if site.compensation is not None:
+            self.done.append((site, input, result))
+        return result
+
+    def _model(self, site: _ModelSite, input: Any) -> Any:
+        input = _normalize(input, RESULT_LIMIT, "RUN_MODEL_FAILED", "the model step's input")
+        try:
+            result = self.host.model(
+                site.op, input, dict(site.requirements), site.output_schema, site.context
+            )
+        except HostError as exc:
+            raise RunFailure(_host_code(exc, "RUN_MODEL_FAILED"), exc.message) from None
+        except Exception as exc:
+            raise RunFailure(
+                "RUN_MODEL_FAILED", f"the model step failed: {type(exc).__name__}: {exc}"
+            ) from None
+        result = _normalize(
+            result, RESULT_LIMIT, "RUN_RESULT_TOO_LARGE", "the model's answer", "RUN_MODEL_FAILED"
+        )
+        if site.output_schema is not None:
+            problem = _validate(
+                self.program, f"model:{site.node}", site.output_schema, result, "answer"
+            )
+            if problem is not None:
+                raise RunFailure(
+                    "RUN_MODEL_FAILED", f"the model's answer does not match the schema: {problem}"
+                )
+        return result
+
+    def compensate(self) -> list[CompensationOutcome]:
+        """Undo the completed steps, last first; each outcome is reported, none raises."""
+        outcomes: list[CompensationOutcome] = []
+        for site, input, result in reversed(self.done):
+            assert site.compensation is not None
+            try:
+                self.host.compensate(
+                    site.compensation, site.capability, input, result, site.context
+                )
+            except Exception as exc:
+                message = exc.message if isinstance(exc, HostError) else str(exc)
+                outcomes.append(CompensationOutcome(site.node, site.capability, "failed", message))
+            else:
+                outcomes.append(CompensationOutcome(site.node, site.capability, "undone"))
+        self.done.clear()
+        return outcomes
+
+
+def _foreach_init(env: Env, loop: tuple[str, str | None, int, str], source: Any) -> list[Any]:
+    item_var, index_var, max_items, node = loop
+    if type(source) is not list:
+        from forgec.runtime.values import type_name
+
+        raise RunFailure(
+            "RUN_TYPE", f"foreach {node!r} needs a list to loop over, got {type_name(source)}"
+        )
+    if len(source) > max_items:
+        raise RunFailure(
+            "RUN_LOOP_BOUND",
+            f"foreach {node!r} got {len(source)} items, more than its maxItems {max_items}",
+        )
+    # [items, next index, itemVar, indexVar, saved itemVar, saved indexVar]: the loop
+    # variables shadow same-named variables only inside the body
+    return [
+        source,
+        0,
+        item_var,
+        index_var,
+        env.get(item_var, MISSING),
+        env.get(index_var, MISSING) if index_var else MISSING,
+    ]
+
+
+def _restore(env: Env, it: list[Any]) -> None:
+    for name, saved in ((it[2], it[4]), (it[3], it[5])):
+        if name is None:
+            continue
+        if saved is MISSING:
+            env.pop(name, None)
+        else:
+            env[name] = saved
+
+
+def _host_code(exc: HostError, default: str) -> str:
+    code = exc.code
+    return code if isinstance(code, str) and code.startswith("RUN_") else default
+
+
+__all__ = [
+    "ConsentCallback",
+    "ConsentDenied",
+    "ConsentRequest",
+    "RunError",
+    "RunResult",
+    "consent_request",
+    "path_text",
+    "resolve",
+    "run",
+]
