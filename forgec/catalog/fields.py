@@ -13,6 +13,9 @@ only key is `$ref`, `$template` or `$credential` is an expression too and is ski
 At run time (`runtime=True`) every value is real data and is checked, except the unresolved
 `{"$credential": id}` header values the host resolves itself at the bridge.
 
+Integers: a literal written in the manifest follows the manifest rule (`1.0` is not an integer);
+run-time data follows JSON Schema, as the tool's `inputSchema` and the MCP schemas do (`5.0` is).
+
 Never raises: any JSON value (and most non-JSON Python values) yields a list of problems.
 """
 
@@ -141,6 +144,8 @@ class Field:
         where = _where(path)
         if value is None and self.nullable:
             return []
+        if runtime and self.kind == "integer" and isinstance(value, float) and value.is_integer():
+            value = int(value)  # run-time data follows JSON Schema, where 5.0 is an integer
         if not _type_ok(self.kind, value):
             expected = _JSON_TYPE_NAMES.get(self.kind, self.kind)
             if self.kind == "number" and isinstance(value, float):

@@ -149,7 +149,13 @@ SPECS: tuple[CapabilitySpec, ...] = (
             {
                 "title": _TITLE,
                 "notes": string("free text"),
-                "due": string("due date, YYYY-MM-DD", validate=check_date, nullable=True),
+                "due": string(
+                    "due date, YYYY-MM-DD",
+                    validate=check_date,
+                    nullable=True,
+                    format="date",
+                    pattern=r"^\d{4}-\d{2}-\d{2}$",
+                ),
                 "status": _status("initial status (default open)"),
             },
             limit=16 * KIB,
