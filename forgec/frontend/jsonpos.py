@@ -17,6 +17,7 @@ from __future__ import annotations
 import bisect
 import json
 import re
+from typing import Any
 
 import attrs
 
@@ -58,7 +59,7 @@ def index_positions(text: str, *, max_depth: int = 64) -> PositionIndex:
     duplicates: list[tuple[str, int, int]] = []
     too_deep: tuple[str, int] | None = None
     # frame: [is_object, pointer, start, key_start, key_end, next_index, seen_keys]
-    stack: list[list] = []  # type: ignore[type-arg]
+    stack: list[list[Any]] = []
     pending_ptr = ""  # the pointer of the value expected next
     pending_key = (-1, -1)
     expect_key = False
