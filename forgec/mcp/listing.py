@@ -10,7 +10,7 @@ same function decides again at call time, so a tool that is not listed is refuse
 
 Label grants: a persona label grants itself; a label ending in `:*` grants every label with the
 same prefix (`channel.send:*` grants `channel.send:alerts`). A host tool whose label has a
-parameter part (`channel.send:<channel>`) is listed when any label of that family is granted;
+parameter part (`channel.send:<channel>`, worst case `channel.send:*`) is listed when any label of that family is granted;
 the bridge then checks the actual channel on every call.
 
 Annotations are derived from marks (never taken from the manifest):
@@ -106,10 +106,10 @@ def label_granted(needed: str, granted: Iterable[str]) -> bool:
 
 
 def family_granted(needed: str, granted: Iterable[str]) -> bool:
-    """For listing a host tool whose label is parametric (`channel.send:<id>`)."""
-    if "<" in needed:
-        prefix = needed.split("<", 1)[0]
-        return any(label.startswith(prefix) for label in granted)
+    """For listing a host tool whose worst-case label is a family (`channel.send:*`): any
+    label of the family lists it; the bridge checks the actual channel on each call."""
+    if needed.endswith(":*"):
+        return any(label.startswith(needed[:-1]) for label in granted)
     return label_granted(needed, granted)
 
 
