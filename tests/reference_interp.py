@@ -389,3 +389,22 @@ def reference_run(
             "transitions": counter["t"],
             "compensations": comps,
         }
+
+
+# --- helpers for backend/VM tests -------------------------------------------------------------
+
+
+def manifest(nodes: list[dict[str, Any]], entry: str | None = None, **extra: Any) -> dict[str, Any]:
+    """A manifest dict around `nodes` (entry: the first node's id)."""
+    flow = {
+        "entry": entry or nodes[0]["id"],
+        "maxTransitions": extra.pop("maxTransitions", 256),
+        "nodes": nodes,
+    }
+    return {"id": "test-tool", "version": 1, "title": "Test tool", "flow": flow, **extra}
+
+
+def lower_dict(m: dict[str, Any], marks: Any = None) -> Any:
+    from forgec.backend import lower_manifest
+
+    return lower_manifest(build_ir(m), marks=marks)

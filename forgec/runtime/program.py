@@ -282,9 +282,12 @@ def verify(program: Program) -> None:
             raise ProgramError(f"code[{pc}] operand {arg} is out of range for {kind.value}")
         if not 0 <= node_index < len(p.nodes):
             raise ProgramError(f"code[{pc}] node {node_index} is out of range")
-        if kind is OperandKind.LABEL and arg <= pc:
-            if Op(op_num) is not Op.JUMP or p.code[arg][0] != Op.FOREACH_NEXT:
-                raise ProgramError(f"code[{pc}] jumps backwards, and not to a loop head")
+        if (
+            kind is OperandKind.LABEL
+            and arg <= pc
+            and (Op(op_num) is not Op.JUMP or p.code[arg][0] != Op.FOREACH_NEXT)
+        ):
+            raise ProgramError(f"code[{pc}] jumps backwards, and not to a loop head")
     stack_depths(p.code)
 
 

@@ -144,7 +144,7 @@ def render(value: Any) -> str:
 
 def resolve(env: Env, segments: list[str | int] | tuple[str | int, ...]) -> Any:
     """The value at a path, or MISSING when any step of it is absent."""
-    cur = env.get(segments[0], MISSING)  # type: ignore[call-overload]
+    cur = env.get(str(segments[0]), MISSING)
     for seg in segments[1:]:
         if cur is MISSING:
             return MISSING

@@ -1,0 +1,54 @@
+"""`forgec lower PATH [--target] [--disasm]`: the Program (JSON), or a readable listing."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from forgec.commands.common import add_target
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = subparsers.add_parser(
+        "lower",
+        help="lower a tool to its linear Program",
+        description="Check PATH, lower it and print the Program (forgec.program.v1) as JSON, "
+        "or with --disasm one instruction per line with its node and source line.",
+    )
+    parser.add_argument("path", metavar="PATH", help=".talostool or .forge file (- for stdin)")
+    add_target(parser)
+    parser.add_argument("--disasm", action="store_true", help="print a readable listing")
+    parser.set_defaults(handler=run)
+
+
+def checked_program(args: argparse.Namespace) -> tuple[Any, Any] | None:
+    """(report, Program) for PATH, or None after printing its errors to standard error."""
+    from forgec.api import check
+    from forgec.backend import lower_report
+    from forgec.commands.common import read_source
+    from forgec.render.text import render_diagnostics
+
+    data = read_source(args.path)
+    report = check(data, path=None if args.path == "-" else args.path, target=args.target)
+    if not report.ok:
+        sys.stderr.write(render_diagnostics(report, stream=sys.stderr) + "\n")
+        sys.stderr.write(f"forgec: {args.path}: not lowered, the tool has errors\n")
+        return None
+    return report, lower_report(report)
+
+
+def run(args: argparse.Namespace) -> int:
+    from forgec.cli import EXIT_ERRORS, EXIT_OK
+
+    got = checked_program(args)
+    if got is None:
+        return EXIT_ERRORS
+    _report, program = got
+    if args.disasm:
+        from forgec.backend import disassemble
+
+        sys.stdout.write(disassemble(program))
+    else:
+        sys.stdout.write(program.to_bytes(indent=True).decode("utf-8") + "\n")
+    return EXIT_OK

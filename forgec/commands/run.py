@@ -1,0 +1,152 @@
+"""`forgec run PATH [--input JSON|@FILE] [--target] [--yes] [--format text|json] [--db FILE]`.
+
+Checks and lowers the tool, asks consent (on a terminal; `--yes` grants it; with neither the run
+is refused with RUN_CONSENT_DENIED), runs it on the host `make_host` builds, and prints the run
+result (SPEC §8) as text — with the tool's `ui` summary card on success — or as JSON.
+Exit status: 0 the run succeeded, 1 the tool has errors or the run failed, 2 bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from forgec.commands.common import add_format, add_target
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = subparsers.add_parser(
+        "run",
+        help="run a tool on the host",
+        description="Check, lower and run PATH with an input; prints the run result.",
+    )
+    parser.add_argument("path", metavar="PATH", help=".talostool or .forge file (- for stdin)")
+    parser.add_argument(
+        "--input",
+        metavar="JSON|@FILE",
+        default=None,
+        help="the tool's input as JSON, or @FILE to read it from a file (default: {})",
+    )
+    add_target(parser)
+    parser.add_argument("--yes", action="store_true", help="grant consent without asking")
+    add_format(parser, "text", "json")
+    parser.add_argument("--db", metavar="FILE", default=None, help="the host's database file")
+    parser.set_defaults(handler=run)
+
+
+def make_host(args: argparse.Namespace) -> Any:
+    """The one place the command builds its host (the in-memory host for now)."""
+    from forgec.runtime.memory_host import MemoryHost
+
+    return MemoryHost()
+
+
+def read_input(spec: str | None) -> Any:
+    """`--input`: JSON text, or @FILE; bad JSON or an unreadable file → UsageError (exit 2)."""
+    import orjson
+
+    from forgec.cli import UsageError
+
+    if spec is None:
+        return {}
+    where = "--input"
+    text: str | bytes = spec
+    if spec.startswith("@"):
+        from forgec.commands.common import read_source
+
+        where = spec[1:]
+        text = read_source(spec[1:])
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise UsageError(f"{where}: not valid JSON: {exc}") from None
+
+
+def make_consent(args: argparse.Namespace, report: Any) -> Any:
+    from forgec.runtime import ConsentDenied, ConsentRequest
+
+    def consent(request: ConsentRequest) -> bool:
+        if args.yes:
+            return True
+        if not (sys.stdin.isatty() and sys.stderr.isatty()):
+            raise ConsentDenied(
+                f"consent to run {request.name} was not given: no terminal to ask on; "
+                "pass --yes to grant it"
+            )
+        from forgec.render.consent import render_consent_card
+
+        if report.manifest is not None and report.marks is not None:
+            sys.stderr.write(render_consent_card(report.manifest, report.marks) + "\n")
+        sys.stderr.write(f"Run {request.name}? [y/N] ")
+        sys.stderr.flush()
+        answer = sys.stdin.readline().strip().lower()
+        return answer in ("y", "yes")
+
+    return consent
+
+
+def render_text(program: Any, result: Any) -> str:
+    import orjson
+
+    lines = [
+        f"{result.status}  {program.name} v{program.version}  "
+        f"({result.transitions} transition{'s' if result.transitions != 1 else ''})"
+    ]
+    if result.ok:
+        lines.append("output:")
+        body = orjson.dumps(result.output, option=orjson.OPT_INDENT_2).decode("utf-8")
+        lines.extend("  " + line for line in body.splitlines())
+        if program.ui is not None:
+            lines.append("")
+            lines.extend(render_card(program.ui, result.output))
+    else:
+        err = result.error
+        where = f" at node {err.node!r}" if err.node else ""
+        if err.line is not None:
+            where += f" (line {err.line})"
+        lines.append(f"error: {err.code}{where}: {err.message}")
+    if result.compensations:
+        lines.append("compensations (last step first):")
+        for comp in result.compensations:
+            why = f" — {comp.message}" if comp.message else ""
+            lines.append(f"  {comp.node:<24} {comp.capability:<20} {comp.status}{why}")
+    return "\n".join(lines) + "\n"
+
+
+def render_card(ui: dict[str, Any], output: Any) -> list[str]:
+    """The tool's summary card: its title, then `label: value` per ui path into the output."""
+    from forgec.runtime.values import MISSING, render, resolve
+
+    title = str(ui.get("title") or "")
+    lines = [f"┌─ {title}"]
+    for entry in ui.get("values", []):
+        segments = entry.get("segments")
+        value = resolve({"$": output}, ["$", *segments]) if segments else MISSING
+        shown = "—" if value is MISSING else render(value)
+        lines.append(f"│ {entry.get('label')}: {shown}")
+    lines.append("└─")
+    return lines
+
+
+def run(args: argparse.Namespace) -> int:
+    from forgec.cli import EXIT_ERRORS, EXIT_OK
+    from forgec.commands.lower import checked_program
+    from forgec.runtime import run as run_program
+
+    got = checked_program(args)
+    if got is None:
+        return EXIT_ERRORS
+    report, program = got
+    value = read_input(args.input)
+    host = make_host(args)
+    result = run_program(program, value, host=host, consent=make_consent(args, report))
+    if args.format == "json":
+        import orjson
+
+        sys.stdout.write(
+            orjson.dumps(result.to_json(), option=orjson.OPT_INDENT_2).decode("utf-8") + "\n"
+        )
+    else:
+        sys.stdout.write(render_text(program, result))
+    return EXIT_OK if result.ok else EXIT_ERRORS
