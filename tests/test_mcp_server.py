@@ -1,0 +1,213 @@
+"""The MCP server, end to end: a real `mcp` SDK client starts `python -m forgec mcp serve` over
+stdio, lists tools, calls them, and is refused what its labels do not grant."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import orjson
+import pytest
+from test_store import REAL, install, open_store, tool
+
+ROOT = Path(__file__).resolve().parent.parent
+
+needs_pipeline = pytest.mark.skipif(not REAL, reason="needs the real check, lowering and host")
+
+
+@pytest.fixture
+def store_path(tmp_path: Path) -> Path:
+    """A store with: list.tasks (R1, on), web.fetch (R4 net.http, on), off.tool (off)."""
+    db = tmp_path / "tools.db"
+    with open_store(db) as s:
+        install(s, 1, None, "tasks.list", tool_id="list.tasks")
+        s.enable("list.tasks", consent=True)
+        install(s, 1, None, "net.http", tool_id="web.fetch")
+        s.enable("web.fetch", consent=True)
+        install(s, 1, None, "tasks.list", tool_id="off.tool")
+    return db
+
+
+async def _session(
+    args: list[str], body: Any, *, elicitation: Any = None, cwd: Path | None = None
+) -> Any:
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    env = {"PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "forgec", "mcp", "serve", *args],
+        env=env,
+        cwd=str(cwd or ROOT),
+    )
+    with open(os.devnull, "w") as errlog:
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write, elicitation_callback=elicitation) as session,
+        ):
+            await session.initialize()
+            return await body(session)
+
+
+def run_client(args: list[str], body: Any, **kw: Any) -> Any:
+    async def main() -> Any:
+        with anyio.fail_after(60):
+            return await _session(args, body, **kw)
+
+    return anyio.run(main)
+
+
+def _text(result: Any) -> str:
+    return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+
+
+def test_lists_only_what_the_labels_grant(store_path: Path, tmp_path: Path) -> None:
+    async def body(session: Any) -> Any:
+        listed = await session.list_tools()
+        return {t.name: t for t in listed.tools}
+
+    labels = "db.query:own,tool.create"
+    tools = run_client(
+        ["--store", str(store_path), "--db", str(tmp_path / "h.db"), "--persona-labels", labels],
+        body,
+    )
+    assert sorted(tools) == ["db_query", "dynamic_list_Dtasks", "tool_create"]
+    forged = tools["dynamic_list_Dtasks"]
+    assert forged.annotations.read_only_hint is True
+    assert forged.annotations.open_world_hint is False
+    assert forged.input_schema["type"] == "object"
+    assert tools["db_query"].annotations.read_only_hint is True
+
+    # deny by default: no labels, only the forged tool that needs none
+    bare = run_client(["--store", str(store_path), "--db", str(tmp_path / "h.db")], body)
+    assert sorted(bare) == ["dynamic_list_Dtasks"]
+
+    wide = run_client(
+        [
+            "--store",
+            str(store_path),
+            "--db",
+            str(tmp_path / "h.db"),
+            "--persona-labels",
+            "net.http:egress",
+        ],
+        body,
+    )
+    assert "dynamic_web_Dfetch" in wide and "net_http" in wide
+    web = wide["dynamic_web_Dfetch"]
+    assert web.annotations.open_world_hint is True and web.annotations.read_only_hint is False
+
+
+def test_a_tool_not_listed_is_refused_when_called(store_path: Path, tmp_path: Path) -> None:
+    async def body(session: Any) -> Any:
+        return [
+            await session.call_tool("dynamic_web_Dfetch", {}),
+            await session.call_tool("dynamic_off_Dtool", {}),
+            await session.call_tool("net_http", {"method": "GET", "url": "https://x.example.com"}),
+            await session.call_tool("tool_create", {"manifest": {}}),
+        ]
+
+    results = run_client(["--store", str(store_path), "--db", str(tmp_path / "h.db")], body)
+    for result in results:
+        assert result.is_error
+        assert "not available" in _text(result)
+
+
+def test_the_server_refuses_a_foreign_store(tmp_path: Path) -> None:
+    import subprocess
+
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"not a database" * 100)
+    proc = subprocess.run(
+        [sys.executable, "-m", "forgec", "mcp", "serve", "--store", str(junk)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 2
+    assert "not a forgec tool store" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@needs_pipeline
+def test_calling_a_forged_tool_returns_structured_content(store_path: Path, tmp_path: Path) -> None:
+    async def body(session: Any) -> Any:
+        await session.list_tools()
+        ok = await session.call_tool("dynamic_list_Dtasks", {})
+        bad = await session.call_tool("dynamic_list_Dtasks", {"unexpected": 1})
+        return ok, bad
+
+    ok, bad = run_client(["--store", str(store_path), "--db", str(tmp_path / "h.db")], body)
+    assert not ok.is_error, _text(ok)
+    assert ok.structured_content == {"items": []}
+    assert orjson.loads(_text(ok)) == {"items": []}
+    assert bad.is_error and "invalid input" in _text(bad)
+
+
+@needs_pipeline
+def test_tool_create_installs_off(store_path: Path, tmp_path: Path) -> None:
+    source = orjson.loads(tool(1, None, "tasks.list", tool_id="made.by.model"))
+
+    async def body(session: Any) -> Any:
+        created = await session.call_tool("tool_create", {"manifest": source, "target": "talos"})
+        broken = dict(source, id="Bad Id", title="")
+        failed = await session.call_tool("tool_create", {"manifest": broken})
+        listed = await session.list_tools()
+        return created, failed, [t.name for t in listed.tools]
+
+    created, failed, names = run_client(
+        [
+            "--store",
+            str(store_path),
+            "--db",
+            str(tmp_path / "h.db"),
+            "--persona-labels",
+            "tool.create",
+        ],
+        body,
+    )
+    assert not created.is_error, _text(created)
+    assert created.structured_content["name"] == "dynamic:made.by.model"
+    assert created.structured_content["version"] == 1
+    assert created.structured_content["enabled"] is False
+    assert "dynamic_made_Dby_Dmodel" not in names  # installed, but off
+    assert failed.is_error
+    codes = {d["code"] for d in failed.structured_content["report"]["diagnostics"]}
+    assert {"FORGE_ID", "FORGE_TITLE"} <= codes
+    with open_store(store_path) as s:
+        assert not s.tool("made.by.model").enabled
+
+
+@needs_pipeline
+def test_r4_asks_every_time_or_is_refused(store_path: Path, tmp_path: Path) -> None:
+    asked: list[str] = []
+
+    async def decline(context: Any, params: Any) -> Any:
+        import mcp_types as types
+
+        asked.append(params.message)
+        return types.ElicitResult(action="decline")
+
+    async def body(session: Any) -> Any:
+        return [await session.call_tool("dynamic_web_Dfetch", {}) for _ in range(2)]
+
+    args = [
+        "--store",
+        str(store_path),
+        "--db",
+        str(tmp_path / "h.db"),
+        "--persona-labels",
+        "net.http:egress",
+    ]
+    results = run_client(args, body, elicitation=decline)
+    assert len(asked) == 2  # asked on every call, never remembered
+    assert "dynamic:web.fetch" in asked[0]
+    assert all(r.is_error and "did not consent" in _text(r) for r in results)
+
+    no_elicitation = run_client(args, body)
+    assert all("cannot ask" in _text(r) for r in no_elicitation)
