@@ -353,13 +353,14 @@ class _Analysis:
             return
         writers = self.facts.writers.get(root, [])
         shown = ", ".join(f"`{w}`" for w in writers)
+        subject = f"`{root}`" if ref.text == root else f"`{ref.text}` reads `{root}`, which"
         if root in may:
             self.ctx.report(
                 "FORGEC_REF_MAYBE_UNDEFINED",
                 ref.pointer,
-                f"`{ref.text}` reads `{root}`, which some paths to node `{node.id}` do not write",
-                hint=f"it is written by {shown}, but not on every path here (or only inside a "
-                "loop body, which may run zero times); set a default before the branch",
+                f"{subject} may be undefined at node `{node.id}`: some paths from the entry "
+                "do not write it",
+                hint=self.maybe_hint(writers, shown),
             )
             return
         hint: str | None
@@ -370,10 +371,19 @@ class _Analysis:
         self.ctx.report(
             "FORGEC_REF_UNDEFINED",
             ref.pointer,
-            f"`{ref.text}` reads `{root}`, which no path from the entry writes before node "
-            f"`{node.id}`",
+            f"{subject} is not written on any path from the entry before node `{node.id}`",
             hint=hint,
         )
+
+    def maybe_hint(self, writers: list[str], shown: str) -> str:
+        loops = {self.facts.scope_of.get(w) for w in writers}
+        if writers and None not in loops:
+            names = ", ".join(sorted(f"`{loop.id}`" for loop in loops if loop is not None))
+            return (
+                f"it is written only inside the body of loop {names}, which may run zero times; "
+                "set a default before the loop"
+            )
+        return f"it is written by {shown}, but not on every path here; set a default first"
 
     def read_state(self, ref: Ref) -> None:
         if len(ref.segments) < 2:

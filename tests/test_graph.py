@@ -1,0 +1,318 @@
+"""The graph pass: duplicates, entry, edges, cycles (whole path), reachability, worst case.
+
+Unit tests build IR by hand to pin the algorithms (cycle paths, loop reachability, SPEC §12's
+worst case); end-to-end tests go through `forgec.check` on small manifests, one that triggers
+each code and one at its boundary that does not.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import orjson
+import pytest
+from manifests import manifest_with_nodes
+
+import forgec
+from forgec.catalog import get_catalog
+from forgec.ir.nodes import (
+    Condition,
+    Flow,
+    ForeachNode,
+    IfNode,
+    Literal,
+    Manifest,
+    Network,
+    Node,
+    ReturnNode,
+    SetNode,
+)
+from forgec.passes.context import PassContext
+from forgec.passes.graph import check_graph
+
+# --- hand-built IR ---------------------------------------------------------------------------
+
+
+def s(node_id: str, nxt: str | None = None, target: str = "x") -> SetNode:
+    return SetNode(node_id, "", target, Literal(1, ""), nxt)
+
+
+def r(node_id: str) -> ReturnNode:
+    return ReturnNode(node_id, "", Literal(None, ""))
+
+
+def branch(node_id: str, then: str, else_: str) -> IfNode:
+    return IfNode(node_id, "", Condition("truthy", Literal(True, ""), None, ""), then, else_)
+
+
+def loop(node_id: str, body: list[Node], nxt: str | None, max_items: int | None = 3) -> ForeachNode:
+    return ForeachNode(node_id, "", Literal([], ""), "item", None, max_items, tuple(body), nxt)
+
+
+def place(nodes: list[Node] | tuple[Node, ...], base: str = "/flow/nodes") -> tuple[Node, ...]:
+    out: list[Node] = []
+    for i, node in enumerate(nodes):
+        pointer = f"{base}/{i}"
+        if isinstance(node, ForeachNode):
+            out.append(
+                attrs.evolve(node, pointer=pointer, body=place(node.body, pointer + "/body"))
+            )
+        else:
+            out.append(attrs.evolve(node, pointer=pointer))
+    return tuple(out)
+
+
+def ir(nodes: list[Node], entry: str | None = None, max_transitions: int = 256) -> Manifest:
+    return Manifest(
+        schema="talos.local-tool.v1",
+        id="demo.tool",
+        version=1,
+        title="t",
+        description="d",
+        created_at="2026-01-01T00:00:00Z",
+        parent_version=None,
+        execution="declarative-flow",
+        install_scope="device",
+        network=Network("forbidden", ()),
+        credential_requirements=(),
+        model_defaults=None,
+        input_schema=None,
+        output_schema=None,
+        flow=Flow(entry if entry is not None else nodes[0].id, max_transitions, place(nodes)),
+        state=None,
+        triggers=(),
+        ui=None,
+    )
+
+
+def run_graph(manifest: Manifest) -> PassContext:
+    ctx = PassContext(raw={}, catalog=get_catalog("talos"), manifest_or_none=manifest)
+    check_graph(ctx)
+    return ctx
+
+
+def codes(ctx: PassContext) -> list[str]:
+    return [d.code for d in ctx.diagnostics]
+
+
+def messages(ctx: PassContext, code: str) -> list[str]:
+    return [d.message for d in ctx.diagnostics if d.code == code]
+
+
+# --- cycles ----------------------------------------------------------------------------------
+
+
+def test_cycle_message_prints_the_whole_path_from_where_the_search_met_it() -> None:
+    ctx = run_graph(ir([s("a", "b"), s("b", "c"), s("c", "a"), r("done")]))
+    [message] = messages(ctx, "FORGE_CYCLE")
+    assert message.endswith("a -> b -> c -> a")
+    [diag] = [d for d in ctx.diagnostics if d.code == "FORGE_CYCLE"]
+    assert diag.path == "/flow/nodes/2/next"  # the edge that closes the cycle
+
+
+def test_two_cycles_through_one_branch_give_two_diagnostics() -> None:
+    ctx = run_graph(ir([branch("a", "b", "c"), s("b", "a"), s("c", "a")]))
+    found = sorted(m.rsplit(": ", 1)[1] for m in messages(ctx, "FORGE_CYCLE"))
+    assert found == ["a -> b -> a", "a -> c -> a"]
+
+
+def test_self_loop_and_unreachable_cycle_are_reported() -> None:
+    ctx = run_graph(ir([r("done"), s("x", "x"), s("p", "q"), s("q", "p")], entry="done"))
+    found = sorted(m.rsplit(": ", 1)[1] for m in messages(ctx, "FORGE_CYCLE"))
+    assert found == ["p -> q -> p", "x -> x"]
+    assert ctx.facts.worst_case_transitions == 1  # the reachable part is still measured
+
+
+def test_cycle_inside_a_loop_body_names_the_loop() -> None:
+    body: list[Node] = [s("b1", "b2"), s("b2", "b1")]
+    ctx = run_graph(ir([loop("each", body, "done"), r("done")]))
+    [message] = messages(ctx, "FORGE_CYCLE")
+    assert "body of loop `each`" in message and message.endswith("b1 -> b2 -> b1")
+    assert not ctx.facts.graph_ok
+
+
+def test_acyclic_diamond_is_not_a_cycle() -> None:
+    ctx = run_graph(ir([branch("a", "b", "c"), s("b", "d"), s("c", "d"), r("d")]))
+    assert codes(ctx) == []
+    assert ctx.facts.graph_ok
+    order = ctx.facts.topo_order
+    assert order[0] == "a" and order[-1] == "d" and set(order) == {"a", "b", "c", "d"}
+
+
+# --- edges, entry, duplicates ----------------------------------------------------------------
+
+
+def test_edge_out_of_a_body_is_missing_and_says_why() -> None:
+    ctx = run_graph(ir([loop("each", [s("b1", "done")], "done"), r("done")]))
+    [diag] = [d for d in ctx.diagnostics if d.code == "FORGE_EDGE_MISSING"]
+    assert diag.path == "/flow/nodes/0/body/0/next"
+    assert "top-level node" in diag.message
+
+
+def test_edge_into_a_body_is_missing() -> None:
+    ctx = run_graph(ir([s("a", "b1"), loop("each", [s("b1")], "done"), r("done")]))
+    [message] = messages(ctx, "FORGE_EDGE_MISSING")
+    assert "inside the body of loop `each`" in message
+
+
+def test_missing_edge_hints_the_closest_id_in_scope() -> None:
+    ctx = run_graph(ir([s("prep", "dnoe"), r("done")]))
+    [diag] = ctx.diagnostics  # and no unreachable warning: the typo decides reachability
+    assert diag.code == "FORGE_EDGE_MISSING"
+    assert diag.hint == "did you mean `done`?"
+
+
+def test_entry_in_a_body_is_missing() -> None:
+    ctx = run_graph(ir([loop("each", [s("b1")], "done"), r("done")], entry="b1"))
+    [message] = messages(ctx, "FORGE_ENTRY_MISSING")
+    assert "inside the body of loop `each`" in message
+    assert "FORGE_UNREACHABLE_NODE" not in codes(ctx)
+
+
+def test_duplicate_across_body_and_top_level_is_one_namespace() -> None:
+    ctx = run_graph(ir([loop("each", [s("done")], "done"), r("done")]))
+    [diag] = [d for d in ctx.diagnostics if d.code == "FORGE_NODE_DUPLICATE"]
+    assert diag.path == "/flow/nodes/1/id"
+    assert "/flow/nodes/0/body/0" in diag.message
+    assert "FORGE_CYCLE" not in codes(ctx) and not ctx.facts.graph_ok
+
+
+# --- reachability ----------------------------------------------------------------------------
+
+
+def test_body_of_an_unreachable_loop_is_unreachable_too() -> None:
+    ctx = run_graph(ir([r("done"), loop("each", [s("b1", "b2"), s("b2")], "done")]))
+    unreachable = [d.path for d in ctx.diagnostics if d.code == "FORGE_UNREACHABLE_NODE"]
+    assert unreachable == ["/flow/nodes/1", "/flow/nodes/1/body/0", "/flow/nodes/1/body/1"]
+    assert ctx.facts.reachable == {"done"}
+    assert not ctx.facts.loops["each"].reachable
+
+
+def test_body_reachability_starts_at_the_first_body_node() -> None:
+    body: list[Node] = [s("b1"), s("b2")]  # b1 ends the iteration; b2 is never run
+    ctx = run_graph(ir([loop("each", body, "done"), r("done")]))
+    [diag] = ctx.diagnostics
+    assert (diag.code, diag.path) == ("FORGE_UNREACHABLE_NODE", "/flow/nodes/0/body/1")
+    assert ctx.facts.reachable == {"each", "b1", "done"}
+
+
+# --- worst case ------------------------------------------------------------------------------
+
+
+def test_worst_case_follows_spec_formula_with_loops_and_branches() -> None:
+    body: list[Node] = [
+        branch("pick", "long1", "short"),
+        s("long1", "long2"),
+        s("long2"),
+        s("short"),
+    ]
+    nodes: list[Node] = [s("a", "each"), loop("each", body, "done", max_items=10), r("done")]
+    ctx = run_graph(ir(nodes, max_transitions=256))
+    # a(1) + each(1 + 10 × (pick, long1, long2 = 3)) + done(1)
+    assert ctx.facts.worst_case_transitions == 33
+    assert ctx.facts.worst_case_path == ["a", "each", "done"]
+    assert ctx.facts.loops["each"].body_longest_path == ["pick", "long1", "long2"]
+    assert codes(ctx) == []
+
+
+def test_worst_case_takes_the_longer_branch() -> None:
+    nodes: list[Node] = [
+        branch("a", "short", "l1"),
+        r("short"),
+        s("l1", "l2"),
+        s("l2", "end"),
+        r("end"),
+    ]
+    ctx = run_graph(ir(nodes, max_transitions=3))
+    assert ctx.facts.worst_case_path == ["a", "l1", "l2", "end"]
+    [message] = messages(ctx, "FORGEC_TRANSITIONS_MAY_EXCEED")
+    assert "4 transitions" in message and "a -> l1 -> l2 -> end" in message
+
+
+def test_loop_without_usable_max_items_gives_no_worst_case() -> None:
+    ctx = run_graph(
+        ir([loop("each", [s("b")], "done", max_items=None), r("done")], max_transitions=1)
+    )
+    assert ctx.facts.worst_case_transitions is None
+    assert "FORGEC_TRANSITIONS_MAY_EXCEED" not in codes(ctx)
+
+
+# --- end to end ------------------------------------------------------------------------------
+
+
+def check(manifest: dict[str, Any]) -> forgec.Report:
+    return forgec.check(orjson.dumps(manifest))
+
+
+def report_codes(report: forgec.Report) -> list[str]:
+    return [d.code for d in report.diagnostics]
+
+
+SET_X = {"id": "a", "type": "set", "target": "x", "value": 1, "next": "done"}
+DONE = {"id": "done", "type": "return", "value": {"ok": True}}
+
+
+def test_e2e_duplicate_trigger_and_boundary() -> None:
+    dup = {"id": "done", "type": "set", "target": "x", "value": 1, "next": "end"}
+    trigger = manifest_with_nodes([dup, DONE, {"id": "end", "type": "return", "value": 1}])
+    assert "FORGE_NODE_DUPLICATE" in report_codes(check(trigger))
+    assert report_codes(check(manifest_with_nodes([SET_X, DONE]))) == []
+
+
+def test_e2e_entry_trigger_and_boundary() -> None:
+    assert report_codes(check(manifest_with_nodes([DONE], entry="start"))) == [
+        "FORGE_ENTRY_MISSING"
+    ]
+    assert report_codes(check(manifest_with_nodes([DONE], entry="done"))) == []
+
+
+def test_e2e_edge_trigger_and_boundary() -> None:
+    bad = {**SET_X, "next": "dnoe"}
+    assert report_codes(check(manifest_with_nodes([bad, DONE]))) == ["FORGE_EDGE_MISSING"]
+    assert report_codes(check(manifest_with_nodes([SET_X, DONE]))) == []
+
+
+def test_e2e_cycle_trigger_and_boundary() -> None:
+    cond = {"op": "truthy", "left": {"$ref": "input.again"}}
+    check_node = {"id": "check", "type": "if", "condition": cond, "then": "a", "else": "done"}
+    looping = {**SET_X, "next": "check"}
+    report = check(manifest_with_nodes([check_node, looping, DONE]))
+    [diag] = [d for d in report.diagnostics if d.code == "FORGE_CYCLE"]
+    assert diag.message.endswith("check -> a -> check")
+    assert diag.span is not None and diag.path == "/flow/nodes/1/next"
+    assert report_codes(check(manifest_with_nodes([check_node, SET_X, DONE]))) == []
+
+
+def test_e2e_unreachable_trigger_and_boundary() -> None:
+    report = check(manifest_with_nodes([DONE, SET_X], entry="done"))
+    assert report_codes(report) == ["FORGE_UNREACHABLE_NODE"]
+    assert report.ok  # a warning: the tool still installs
+    assert report_codes(check(manifest_with_nodes([SET_X, DONE], entry="a"))) == []
+
+
+@pytest.mark.parametrize(("limit", "warned"), [(2, True), (3, False)])
+def test_e2e_transitions_boundary(limit: int, warned: bool) -> None:
+    b = {"id": "b", "type": "set", "target": "y", "value": 2, "next": "done"}
+    manifest = manifest_with_nodes([{**SET_X, "next": "b"}, b, DONE], max_transitions=limit)
+    assert ("FORGEC_TRANSITIONS_MAY_EXCEED" in report_codes(check(manifest))) is warned
+
+
+@pytest.mark.parametrize(("limit", "warned"), [(31, True), (32, False)])
+def test_e2e_transitions_count_loop_iterations(limit: int, warned: bool) -> None:
+    body = [
+        {"id": "b1", "type": "set", "target": "last", "value": {"$ref": "item"}, "next": "b2"},
+        {"id": "b2", "type": "set", "target": "seen", "value": True},
+    ]
+    each = {
+        "id": "each",
+        "type": "foreach",
+        "source": {"$ref": "input.items"},
+        "itemVar": "item",
+        "maxItems": 15,
+        "body": body,
+        "next": "done",
+    }
+    report = check(manifest_with_nodes([each, DONE], max_transitions=limit))
+    assert report.facts.worst_case_transitions == 32  # 1 + 15 × 2 + 1
+    assert ("FORGEC_TRANSITIONS_MAY_EXCEED" in report_codes(report)) is warned
