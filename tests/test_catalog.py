@@ -720,3 +720,25 @@ def test_importing_talos_is_cheap() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_sqlite_tokenizer_guard_agrees_on_statement_ends() -> None:
+    import sqlglot
+
+    from forgec.catalog.sql import _sqlite_sees_two_statements
+
+    dialect = sqlglot.Dialect.get_or_raise("sqlite")
+    assert _sqlite_sees_two_statements("SELECT 1; SELECT 2", dialect)
+    assert _sqlite_sees_two_statements("SELECT 1; -- c\nDELETE FROM x", dialect)
+    assert not _sqlite_sees_two_statements("SELECT ';' FROM t; -- done", dialect)
+    assert not _sqlite_sees_two_statements("SELECT 1 /* ; */ FROM t", dialect)
+
+
+def test_huge_and_deep_values_give_problems_not_tracebacks() -> None:
+    spec = TALON.capabilities["memory.access"]
+    deep: list[Any] = []
+    for _ in range(50_000):
+        deep = [deep]
+    found = spec.check_runtime_input({"operation": "write", "value": deep})
+    assert [p.message for p in found] == ["the input is nested too deeply to be JSON"]
+    assert spec.check_runtime_input({"operation": "write", "value": 2**70}) == []

@@ -71,7 +71,10 @@ def json_type_name(value: Any) -> str:
 
 
 def compact_json_size(value: Any) -> int:
-    """Bytes of the value as compact UTF-8 JSON (non-ASCII kept, as SPEC §5 counts limits)."""
+    """Bytes of the value as compact UTF-8 JSON (non-ASCII kept, as SPEC §5 counts limits).
+
+    -1 when the value cannot be serialised at all (nested beyond the recursion limit).
+    """
     try:
         import orjson
 
@@ -82,7 +85,7 @@ def compact_json_size(value: Any) -> int:
     try:
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
     except (TypeError, ValueError, RecursionError):
-        text = repr(value)
+        return -1  # nested too deeply to serialise: no JSON document of ours is
     return len(text.encode("utf-8", "surrogatepass"))
 
 
@@ -376,7 +379,9 @@ class Shape:
                 )
         if not computed:
             size = compact_json_size(literal)
-            if size > self.limit:
+            if size < 0:
+                out.append(InputProblem((), "the input is nested too deeply to be JSON"))
+            elif size > self.limit:
                 out.append(
                     InputProblem(
                         (),

@@ -5,7 +5,8 @@ Used by the compiler on a literal `sql` and by the host again on every call.
 Algorithm (`check_select`), all on `sqlglot`'s SQLite dialect, imported lazily:
 1. Tokenize. Comments are not tokens, so `-- ;` or `/* ; DELETE */` hide nothing; at most one
    `;` may appear and only as the last token (one trailing `;` is allowed, stacked statements
-   are not, nor an empty statement `;;`).
+   are not, nor an empty statement `;;`). The same is asked of SQLite's own tokenizer
+   (`sqlite3.complete_statement`), in case the two disagree on where a string or comment ends.
 2. Parse. The one statement must be a `SELECT` (not a set operation, `VALUES`, `PRAGMA`,
    `ATTACH`, DML, DDL or any command sqlglot cannot parse).
 3. Walk the whole tree and refuse: CTEs (`WITH`), set operations anywhere, any nested `SELECT`
@@ -63,6 +64,8 @@ def _parse(sql: str) -> tuple[Any, list[str]]:
     from sqlglot.tokens import TokenType
 
     dialect = sqlglot.Dialect.get_or_raise("sqlite")
+    if _sqlite_sees_two_statements(sql, dialect):
+        return None, ["only one statement is allowed (a single trailing `;` at most)"]
     try:
         tokens = dialect.tokenize(sql)
     except SqlglotError as error:
@@ -88,6 +91,27 @@ def _parse(sql: str) -> tuple[Any, list[str]]:
     if len(found) != 1:
         return None, ["exactly one SELECT statement is expected"]
     return found[0], []
+
+
+def _sqlite_sees_two_statements(sql: str, dialect: Any) -> bool:
+    """Whether SQLite's own tokenizer ends a statement before code that follows.
+
+    `sqlite3.complete_statement` is true when the text ends with a `;` outside any string,
+    identifier or comment, as SQLite reads them; after such a `;` only whitespace and comments
+    may follow. This guards against sqlglot and SQLite disagreeing on where a string or a
+    comment ends.
+    """
+    import sqlite3
+
+    start = 0
+    while (index := sql.find(";", start)) >= 0:
+        start = index + 1
+        if sqlite3.complete_statement(sql[: index + 1]):
+            try:
+                return bool(dialect.tokenize(sql[index + 1 :]))
+            except Exception:
+                return True
+    return False
 
 
 def _first_line(error: Exception) -> str:
