@@ -1,0 +1,130 @@
+"""The reference host: TALOS on SQLite, the Talon host tools, model providers.
+
+`open_host(HostOptions(...))` builds a `ReferenceHost` (the `forgec.runtime.Host` protocol)
+from command-line style options layered over the TOML host configuration:
+
+- the database: `db`, else the config's `db`, else `host.db` in the user's data directory;
+- the persona's labels: `persona_labels` (`--persona-labels`), else the config's
+  `[persona] labels`, else the persona folder's `labels.txt`, else `default_labels` (the CLI
+  passes the labels the tool needs, so a plain `forgec run` works — SPEC §10);
+- credentials: `credentials` (`--credentials`), else the config's file, plus the environment;
+- name overrides: the config's `[network] resolve` plus `resolve` (`--resolve`);
+- models: `replay` (`--replay`) first, then the config's `[model]`.
+
+Bad options or configuration raise `ConfigError` (the CLI's exit status 2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from forgec.host.config import ConfigError, HostConfig, load_config
+
+
+def _tuple_or_none(value: Any) -> tuple[str, ...] | None:
+    return None if value is None else tuple(value)
+
+
+@attrs.frozen
+class HostOptions:
+    db: Path | str | None = None
+    host_config: Path | str | None = None
+    config: HostConfig | None = None  # for embedders: used instead of reading host_config
+    persona_labels: tuple[str, ...] | None = attrs.field(default=None, converter=_tuple_or_none)
+    default_labels: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    credentials: Path | str | None = None
+    resolve: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    replay: Path | str | None = None
+    persona: str | None = None
+    thread: str | None = None
+    subagents: Mapping[str, Any] = attrs.field(factory=dict)
+    persona_handlers: Mapping[str, Any] = attrs.field(factory=dict)
+    background_runner: Any = None
+    environ: Mapping[str, str] | None = None  # credential/API-key lookups (default os.environ)
+
+
+def open_host(options: HostOptions | None = None) -> Any:
+    """Open the reference host; the caller closes it (`host.close()` or `with`)."""
+    import os
+
+    from forgec.host import delegation
+    from forgec.host.bridge import ReferenceHost
+    from forgec.host.credentials import CredentialStore, load_credentials_file
+    from forgec.host.db import DatabaseError, default_db_path
+    from forgec.host.http import parse_resolve
+    from forgec.host.models import ModelProvider, ModelRouter, OpenAIProvider, ReplayProvider
+    from forgec.runtime.host import HostError
+
+    opts = options or HostOptions()
+    if opts.config is not None:
+        config = opts.config
+    elif opts.host_config is not None:
+        config = load_config(opts.host_config)
+    else:
+        config = HostConfig()
+    environ = os.environ if opts.environ is None else opts.environ
+    db_path = Path(opts.db) if opts.db is not None else (config.db or default_db_path())
+    persona = opts.persona or config.persona
+
+    if opts.persona_labels is not None:
+        labels = opts.persona_labels
+    elif config.labels is not None:
+        labels = config.labels
+    else:
+        loaded = delegation.load_personas(config.personas_dir).get(persona)
+        labels = loaded.labels if loaded is not None and loaded.labels else opts.default_labels
+
+    cred_file = opts.credentials if opts.credentials is not None else config.credentials_file
+    values = load_credentials_file(cred_file) if cred_file is not None else {}
+    credentials = CredentialStore(values, environ=environ)
+
+    try:
+        resolve = parse_resolve((*config.resolve, *opts.resolve))
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+
+    providers: list[ModelProvider] = []
+    try:
+        if opts.replay is not None:
+            providers.append(ReplayProvider(opts.replay))
+        mc = config.model
+        if mc is not None and mc.kind == "replay" and mc.replay is not None:
+            providers.append(ReplayProvider(mc.replay))
+        elif mc is not None and mc.base_url and mc.model:
+            key = None
+            if mc.api_key_credential:
+                key = credentials.get(mc.api_key_credential)
+            elif mc.api_key_env:
+                key = environ.get(mc.api_key_env)
+            local = None if mc.locality is None else mc.locality == "local"
+            providers.append(
+                OpenAIProvider(
+                    mc.base_url, mc.model, api_key=key, timeout_ms=mc.timeout_ms, local=local
+                )
+            )
+    except HostError as exc:
+        raise ConfigError(exc.message) from None
+
+    try:
+        return ReferenceHost(
+            db_path=db_path,
+            config=config,
+            labels=frozenset(labels),
+            credentials=credentials,
+            router=ModelRouter(providers),
+            resolve=resolve,
+            persona=persona,
+            thread=opts.thread,
+            subagents=opts.subagents,
+            persona_handlers=opts.persona_handlers,
+            background_runner=opts.background_runner,
+        )
+    except DatabaseError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+__all__ = ["ConfigError", "HostConfig", "HostOptions", "load_config", "open_host"]

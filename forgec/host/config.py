@@ -1,0 +1,226 @@
+"""The host configuration: one TOML file (`--host-config`), read with `tomllib`.
+
+Every key is optional; a missing file section means the safe default (no channels, no model, no
+extra network allowance, no file-searcher roots). Unknown keys are an error, so a typo never
+silently turns a restriction off. Relative paths are resolved against the file's folder.
+`docs/host.md` has the full example.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+
+class ConfigError(Exception):
+    """The host configuration is unreadable or invalid (a usage error for the CLI)."""
+
+
+CONNECTORS = ("outbox", "plain", "html", "slack")
+
+
+@attrs.frozen
+class ChannelConfig:
+    name: str
+    connector: str = "outbox"
+    thread: str | None = None  # the thread messages to this channel land in
+
+
+@attrs.frozen
+class ModelConfig:
+    kind: str = "openai"  # openai | replay
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str | None = None  # name of an environment variable holding the key
+    api_key_credential: str | None = None  # or a credential id from the credential store
+    timeout_ms: int = 60_000
+    replay: Path | None = None
+    # force a locality (for a proxy on loopback forwarding to a remote API, say "remote")
+    locality: str | None = None
+
+
+@attrs.frozen
+class HostConfig:
+    db: Path | None = None
+    persona: str = "assistant"
+    personas_dir: Path | None = None
+    labels: tuple[str, ...] | None = None
+    thread: str = "default"
+    channels: Mapping[str, ChannelConfig] = attrs.field(factory=dict)
+    allow_hosts: tuple[str, ...] = ()  # host-side allowlist; empty = the manifest's only
+    resolve: tuple[str, ...] = ()  # curl-style HOST:PORT:ADDR overrides
+    max_redirects: int = 5
+    credentials_file: Path | None = None
+    model: ModelConfig | None = None
+    file_searcher_roots: tuple[Path, ...] = ()
+    spark_coder_base_url: str = "https://api.openai.com/v1"
+    spark_coder_model: str = "gpt-5.4-spark"
+    db_query_time_ms: int = 2000
+    a2a_await_ms: int = 30_000
+
+
+_TOP = {
+    "db",
+    "thread",
+    "persona",
+    "channels",
+    "network",
+    "credentials",
+    "model",
+    "subagents",
+    "db_query",
+    "a2a",
+}
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+def _expect(table: Any, where: str, keys: set[str]) -> Mapping[str, Any]:
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"{where} must be a table")
+    unknown = sorted(set(table) - keys)
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}")
+    return table
+
+
+def _str(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"{where} must be a non-empty string")
+    return value
+
+
+def _strs(value: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(x, str) and x for x in value):
+        raise ConfigError(f"{where} must be a list of strings")
+    return tuple(value)
+
+
+def _int(value: Any, where: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ConfigError(f"{where} must be an integer between {low} and {high}")
+    return value
+
+
+def _path(value: Any, where: str, base: Path) -> Path:
+    p = Path(_str(value, where)).expanduser()
+    return p if p.is_absolute() else base / p
+
+
+def load_config(path: Path | str) -> HostConfig:
+    """Read and validate a host configuration file."""
+    import tomllib
+
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{p}: no such host configuration file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{p}: cannot read: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{p}: invalid TOML: {exc}") from None
+    try:
+        return parse_config(data, base=p.parent.resolve())
+    except ConfigError as exc:
+        raise ConfigError(f"{p}: {exc}") from None
+
+
+def parse_config(data: Mapping[str, Any], *, base: Path) -> HostConfig:
+    """Build a `HostConfig` from parsed TOML (relative paths against `base`)."""
+    top = _expect(data, "the configuration", _TOP)
+    kw: dict[str, Any] = {}
+    if "db" in top:
+        kw["db"] = _path(top["db"], "db", base)
+    if "thread" in top:
+        kw["thread"] = _str(top["thread"], "thread")
+    if "persona" in top:
+        persona = _expect(top["persona"], "[persona]", {"name", "folder", "labels"})
+        if "name" in persona:
+            name = _str(persona["name"], "persona.name")
+            if not _NAME.match(name):
+                raise ConfigError("persona.name must be a simple name (letters, digits, . _ -)")
+            kw["persona"] = name
+        if "folder" in persona:
+            kw["personas_dir"] = _path(persona["folder"], "persona.folder", base)
+        if "labels" in persona:
+            kw["labels"] = _strs(persona["labels"], "persona.labels")
+    if "channels" in top:
+        channels = top["channels"]
+        if not isinstance(channels, Mapping):
+            raise ConfigError("[channels] must be a table of channel tables")
+        parsed: dict[str, ChannelConfig] = {}
+        for name, table in channels.items():
+            where = f"[channels.{name}]"
+            if not _NAME.match(name):
+                raise ConfigError(f"{where}: a channel name is letters, digits, . _ -")
+            t = _expect(table, where, {"connector", "thread"})
+            connector = t.get("connector", "outbox")
+            if connector not in CONNECTORS:
+                raise ConfigError(f"{where}.connector must be one of {', '.join(CONNECTORS)}")
+            thread = _str(t["thread"], f"{where}.thread") if "thread" in t else None
+            parsed[name] = ChannelConfig(name=name, connector=connector, thread=thread)
+        kw["channels"] = parsed
+    if "network" in top:
+        net = _expect(top["network"], "[network]", {"allow", "resolve", "max_redirects"})
+        if "allow" in net:
+            kw["allow_hosts"] = tuple(h.lower() for h in _strs(net["allow"], "network.allow"))
+        if "resolve" in net:
+            kw["resolve"] = _strs(net["resolve"], "network.resolve")
+        if "max_redirects" in net:
+            kw["max_redirects"] = _int(net["max_redirects"], "network.max_redirects", 0, 20)
+    if "credentials" in top:
+        cred = _expect(top["credentials"], "[credentials]", {"file"})
+        if "file" in cred:
+            kw["credentials_file"] = _path(cred["file"], "credentials.file", base)
+    if "model" in top:
+        kw["model"] = _model(top["model"], base)
+    if "subagents" in top:
+        sub = _expect(top["subagents"], "[subagents]", {"file_searcher", "spark_coder"})
+        if "file_searcher" in sub:
+            fs = _expect(sub["file_searcher"], "[subagents.file_searcher]", {"roots"})
+            roots = _strs(fs.get("roots", []), "subagents.file_searcher.roots")
+            kw["file_searcher_roots"] = tuple(_path(r, "root", base) for r in roots)
+        if "spark_coder" in sub:
+            sc = _expect(sub["spark_coder"], "[subagents.spark_coder]", {"base_url", "model"})
+            if "base_url" in sc:
+                kw["spark_coder_base_url"] = _str(sc["base_url"], "spark_coder.base_url")
+            if "model" in sc:
+                kw["spark_coder_model"] = _str(sc["model"], "spark_coder.model")
+    if "db_query" in top:
+        dq = _expect(top["db_query"], "[db_query]", {"time_limit_ms"})
+        if "time_limit_ms" in dq:
+            kw["db_query_time_ms"] = _int(dq["time_limit_ms"], "db_query.time_limit_ms", 10, 60_000)
+    if "a2a" in top:
+        a2a = _expect(top["a2a"], "[a2a]", {"await_ms"})
+        if "await_ms" in a2a:
+            kw["a2a_await_ms"] = _int(a2a["await_ms"], "a2a.await_ms", 0, 600_000)
+    return HostConfig(**kw)
+
+
+def _model(table: Any, base: Path) -> ModelConfig:
+    keys = {"kind", "base_url", "model", "api_key_env", "api_key_credential", "timeout_ms"}
+    t = _expect(table, "[model]", keys | {"replay", "locality"})
+    kind = t.get("kind", "openai")
+    if kind not in ("openai", "replay"):
+        raise ConfigError("model.kind must be 'openai' or 'replay'")
+    kw: dict[str, Any] = {"kind": kind}
+    for key in ("base_url", "model", "api_key_env", "api_key_credential"):
+        if key in t:
+            kw[key] = _str(t[key], f"model.{key}")
+    if "timeout_ms" in t:
+        kw["timeout_ms"] = _int(t["timeout_ms"], "model.timeout_ms", 100, 600_000)
+    if "replay" in t:
+        kw["replay"] = _path(t["replay"], "model.replay", base)
+    if "locality" in t:
+        if t["locality"] not in ("local", "remote"):
+            raise ConfigError("model.locality must be 'local' or 'remote'")
+        kw["locality"] = t["locality"]
+    if kind == "openai" and ("base_url" not in kw or "model" not in kw):
+        raise ConfigError("an openai model needs model.base_url and model.model")
+    if kind == "replay" and "replay" not in kw:
+        raise ConfigError("a replay model needs model.replay (a JSON file of recorded answers)")
+    return ModelConfig(**kw)

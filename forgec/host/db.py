@@ -1,0 +1,277 @@
+"""The reference host's SQLite database: opening, WAL, foreign keys and versioned migrations.
+
+One file holds everything the host keeps: TALOS tasks, notes and memories; the Talon tables
+(`threads`, `messages` = the channel outbox, `memory_items`, `schedules`); durable background
+and A2A task queues; and each forged tool's persisted `state`.
+
+Migrations are an ordered tuple of SQL scripts. `schema_migrations` records each applied
+version; `open_db` applies the missing ones in one transaction each, so a crash mid-way leaves
+the database at the previous version. A database written by a newer forgec (a version we do not
+know) is refused rather than silently misread.
+
+Full-text search (FTS5) indexes are kept in sync by triggers, so every writer (including one in
+another process) keeps them right. The indexed tables have an explicit `seq INTEGER PRIMARY KEY`
+because an FTS5 external-content index refers to rows by rowid, and an implicit rowid may change
+on `VACUUM`.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import sqlite3
+import uuid
+from pathlib import Path
+from typing import Any
+
+MIGRATIONS: tuple[str, ...] = (
+    # 1: TALOS tasks, notes, memories; tool state
+    """
+    CREATE TABLE tasks (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        title TEXT NOT NULL,
+        notes TEXT NOT NULL DEFAULT '',
+        due TEXT,
+        status TEXT NOT NULL CHECK (status IN ('open', 'done', 'cancelled')),
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    CREATE INDEX tasks_created ON tasks (created_at, seq);
+    CREATE TABLE notes (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        title TEXT NOT NULL,
+        body TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    CREATE TABLE memories (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        text TEXT NOT NULL,
+        tags TEXT NOT NULL DEFAULT '[]',
+        created_at TEXT NOT NULL
+    );
+    CREATE VIRTUAL TABLE memories_fts USING fts5 (
+        text, tags, content='memories', content_rowid='seq'
+    );
+    CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
+        INSERT INTO memories_fts (rowid, text, tags) VALUES (new.seq, new.text, new.tags);
+    END;
+    CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
+        INSERT INTO memories_fts (memories_fts, rowid, text, tags)
+        VALUES ('delete', old.seq, old.text, old.tags);
+    END;
+    CREATE TRIGGER memories_au AFTER UPDATE ON memories BEGIN
+        INSERT INTO memories_fts (memories_fts, rowid, text, tags)
+        VALUES ('delete', old.seq, old.text, old.tags);
+        INSERT INTO memories_fts (rowid, text, tags) VALUES (new.seq, new.text, new.tags);
+    END;
+    CREATE TABLE tool_state (
+        tool_id TEXT PRIMARY KEY,
+        state TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    """,
+    # 2: the Talon host tables
+    """
+    CREATE TABLE threads (
+        id TEXT PRIMARY KEY,
+        persona TEXT NOT NULL,
+        channel_id TEXT,
+        title TEXT,
+        created_at TEXT NOT NULL
+    );
+    CREATE TABLE messages (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        thread_id TEXT NOT NULL REFERENCES threads (id),
+        persona TEXT NOT NULL,
+        channel_id TEXT NOT NULL,
+        connector TEXT NOT NULL,
+        content TEXT NOT NULL,
+        markdown TEXT NOT NULL,
+        reply_to TEXT,
+        created_at TEXT NOT NULL
+    );
+    CREATE INDEX messages_thread ON messages (thread_id, seq);
+    CREATE TABLE memory_items (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        persona TEXT NOT NULL,
+        thread_id TEXT NOT NULL REFERENCES threads (id),
+        key TEXT NOT NULL,
+        type TEXT NOT NULL CHECK (type IN ('fact', 'summary', 'note')),
+        value TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        UNIQUE (persona, thread_id, key)
+    );
+    CREATE VIRTUAL TABLE memory_items_fts USING fts5 (
+        key, value, content='memory_items', content_rowid='seq'
+    );
+    CREATE TRIGGER memory_items_ai AFTER INSERT ON memory_items BEGIN
+        INSERT INTO memory_items_fts (rowid, key, value) VALUES (new.seq, new.key, new.value);
+    END;
+    CREATE TRIGGER memory_items_ad AFTER DELETE ON memory_items BEGIN
+        INSERT INTO memory_items_fts (memory_items_fts, rowid, key, value)
+        VALUES ('delete', old.seq, old.key, old.value);
+    END;
+    CREATE TRIGGER memory_items_au AFTER UPDATE ON memory_items BEGIN
+        INSERT INTO memory_items_fts (memory_items_fts, rowid, key, value)
+        VALUES ('delete', old.seq, old.key, old.value);
+        INSERT INTO memory_items_fts (rowid, key, value) VALUES (new.seq, new.key, new.value);
+    END;
+    CREATE TABLE schedules (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        persona TEXT NOT NULL,
+        thread_id TEXT,
+        cron_expr TEXT NOT NULL,
+        label TEXT,
+        prompt TEXT,
+        prompt_file TEXT,
+        enabled INTEGER NOT NULL DEFAULT 1,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    CREATE INDEX schedules_persona ON schedules (persona, seq);
+    """,
+    # 3: durable delegation queues (background agent tasks, A2A persona tasks)
+    """
+    CREATE TABLE background_tasks (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        persona TEXT NOT NULL,
+        thread_id TEXT,
+        prompt TEXT NOT NULL,
+        provider TEXT,
+        profile TEXT,
+        working_directory TEXT,
+        timeout_minutes INTEGER NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('running', 'completed', 'failed')),
+        result TEXT,
+        error TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        deadline TEXT NOT NULL
+    );
+    CREATE TABLE a2a_tasks (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        from_persona TEXT NOT NULL,
+        target_persona TEXT NOT NULL,
+        message TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('queued', 'running', 'completed', 'failed')),
+        result TEXT,
+        error TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    CREATE INDEX a2a_target ON a2a_tasks (target_persona, status, seq);
+    """,
+)
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+class DatabaseError(Exception):
+    """The database cannot be opened or is of an unknown (newer) schema."""
+
+
+def default_db_path() -> Path:
+    """`host.db` in the user's data directory (created on first use)."""
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("forgec")) / "host.db"
+
+
+def now_iso() -> str:
+    """The current time, ISO 8601 UTC with milliseconds and `Z` (sorts as text)."""
+    stamp = _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds")
+    return stamp.replace("+00:00", "Z")
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex}"
+
+
+def connect(path: Path | str) -> sqlite3.Connection:
+    """A read-write connection with WAL, foreign keys and a busy timeout; migrated."""
+    p = Path(path).expanduser()
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(str(p), timeout=5.0, isolation_level=None)
+    except (OSError, sqlite3.Error) as exc:
+        raise DatabaseError(f"cannot open database {p}: {exc}") from None
+    conn.row_factory = sqlite3.Row
+    conn.create_function("forgec_casefold", 1, _casefold, deterministic=True)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        migrate(conn)
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise DatabaseError(f"cannot use database {p}: {exc}") from None
+    except DatabaseError:
+        conn.close()
+        raise
+    return conn
+
+
+def _casefold(value: Any) -> Any:
+    return value.casefold() if isinstance(value, str) else value
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations ("
+        " version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)"
+    )
+    row = conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
+    return int(row[0] or 0)
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Apply every missing migration, each atomically; return the resulting version."""
+    current = schema_version(conn)
+    if current > SCHEMA_VERSION:
+        raise DatabaseError(
+            f"database schema version {current} is newer than this forgec knows "
+            f"({SCHEMA_VERSION}); upgrade forgec"
+        )
+    for version in range(current + 1, SCHEMA_VERSION + 1):
+        script = MIGRATIONS[version - 1]
+        # executescript commits first, so wrap the script in its own explicit transaction
+        try:
+            conn.executescript(
+                "BEGIN IMMEDIATE;\n"
+                + script
+                + f"\nINSERT INTO schema_migrations (version, applied_at) VALUES ({version}, "
+                + f"'{now_iso()}');\nCOMMIT;"
+            )
+        except sqlite3.Error:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            if schema_version(conn) >= version:  # another process migrated meanwhile
+                continue
+            raise
+    return SCHEMA_VERSION
+
+
+class Tx:
+    """`with Tx(conn):` runs the block in one IMMEDIATE transaction (commit or roll back)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.conn.execute("BEGIN IMMEDIATE")
+        return self.conn
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if exc_type is None:
+            self.conn.execute("COMMIT")
+        else:
+            self.conn.execute("ROLLBACK")

@@ -1,0 +1,668 @@
+"""Delegation: sub-agents, background agent tasks, personas and the A2A queue.
+
+- **Sub-agents** (`subagent.invoke`) are Python callables in a registry the embedder fills;
+  `builtin_subagents()` gives the seed's five: `memory-retriever` (FTS5 over the thread's memory
+  items) and `file-searcher` (ranked snippets from files under configured roots) need no model;
+  `session-summarizer` and `memory-groomer` ask the configured model provider; `spark-coder`
+  needs `OPENAI_API_KEY` and says so when it is missing. An unknown name is an error listing
+  the registered ones.
+- **Background tasks** (`subagent.background`) are durable rows in `background_tasks`, run by a
+  runner callable the embedder registers, on a worker thread with its own connection. They end
+  `completed` or `failed` (a cancel or an overrun deadline is `failed` with the reason); the
+  completion is posted into the originating thread's messages. `timeoutMinutes` below 15 is
+  raised to 15. Without a runner, `spawn` is an error saying so.
+- **Personas** load from a folder: `<folder>/<name>/persona.md` (first line, `#` stripped, is
+  the description), `skills/` (one entry per skill) and/or `skills.txt`, `labels.txt`
+  (capability labels, one per line) and `prompts/`.
+- **A2A** (`persona.send`, `persona.task_status`): durable rows in `a2a_tasks`
+  (`queued` → `running` → `completed` | `failed`), processed by the handler registered for the
+  target persona on a worker thread; `await_reply` and `wait_ms` poll the row.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from forgec.host import db as dbm
+from forgec.host import validate as v
+from forgec.host.db import Tx, new_id, now_iso
+
+
+@attrs.frozen
+class Persona:
+    name: str
+    description: str | None
+    skills: tuple[str, ...] = ()
+    labels: tuple[str, ...] = ()
+    folder: Path | None = None
+
+    @property
+    def prompts_dir(self) -> Path | None:
+        return self.folder / "prompts" if self.folder is not None else None
+
+    def card(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "skills": list(self.skills)}
+
+
+def _lines(path: Path) -> list[str]:
+    if not path.is_file():
+        return []
+    out: list[str] = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        line = line.split("#", 1)[0].strip()
+        out.extend(x.strip() for x in line.split(",") if x.strip())
+    return out
+
+
+def load_personas(folder: Path | None) -> dict[str, Persona]:
+    """Every `<folder>/<name>/persona.md` persona, by name (an absent folder: none)."""
+    if folder is None or not folder.is_dir():
+        return {}
+    personas: dict[str, Persona] = {}
+    for sub in sorted(folder.iterdir()):
+        prompt = sub / "persona.md"
+        if not sub.is_dir() or not prompt.is_file():
+            continue
+        text = prompt.read_text(encoding="utf-8", errors="replace")
+        first = next((ln for ln in text.splitlines() if ln.strip()), "")
+        description = first.lstrip("#").strip() or None
+        skills = _lines(sub / "skills.txt")
+        if (sub / "skills").is_dir():
+            skills += [
+                p.stem for p in sorted((sub / "skills").iterdir()) if not p.name.startswith(".")
+            ]
+        personas[sub.name] = Persona(
+            name=sub.name,
+            description=description,
+            skills=tuple(dict.fromkeys(skills)),
+            labels=tuple(_lines(sub / "labels.txt")),
+            folder=sub,
+        )
+    return personas
+
+
+@attrs.frozen
+class DelegationContext:
+    """What a sub-agent, a background runner or an A2A handler may use of the host."""
+
+    persona: str
+    thread: str
+    db_path: Path
+    # (op, input, output_schema) → the model's answer, through the host's model router
+    model: Callable[[str, Any, Mapping[str, Any] | None], Any]
+    file_roots: tuple[Path, ...] = ()
+    spark_base_url: str = "https://api.openai.com/v1"
+    spark_model: str = "gpt-5.4-spark"
+
+
+SubagentFn = Callable[[dict[str, Any], DelegationContext], Any]
+BackgroundRunner = Callable[[dict[str, Any], DelegationContext], Any]
+PersonaHandler = Callable[[str, str], Any]  # (message, from_persona) → reply
+
+
+def _json_safe(value: Any, what: str) -> Any:
+    try:
+        return json.loads(json.dumps(value, ensure_ascii=False))
+    except (TypeError, ValueError):
+        v.fail(f"{what} returned a value that is not JSON")
+
+
+# --- built-in sub-agents ---------------------------------------------------------------------
+
+
+def memory_retriever(inp: dict[str, Any], ctx: DelegationContext) -> Any:
+    from forgec.host.talos import fts_query
+
+    f = v.fields("memory-retriever", inp, allowed={"query", "limit"}, required=("query",))
+    query = v.req_string("memory-retriever", f, "query", max_len=500)
+    limit = v.integer("memory-retriever", f, "limit", default=10, low=1, high=50)
+    match = fts_query(query)
+    if match is None:
+        return {"items": []}
+    conn = dbm.connect(ctx.db_path)
+    try:
+        rows = conn.execute(
+            "SELECT m.key, m.type, m.value, -bm25(memory_items_fts) AS score"
+            " FROM memory_items_fts JOIN memory_items m ON m.seq = memory_items_fts.rowid"
+            " WHERE memory_items_fts MATCH ? AND m.persona = ? AND m.thread_id = ?"
+            " ORDER BY bm25(memory_items_fts) LIMIT ?",
+            (match, ctx.persona, ctx.thread, limit),
+        ).fetchall()
+    finally:
+        conn.close()
+    return {
+        "items": [
+            {
+                "key": r["key"],
+                "namespace": r["type"],
+                "value": r["value"],
+                "score": float(r["score"]),
+            }
+            for r in rows
+        ]
+    }
+
+
+_MAX_FILES = 5000
+_MAX_FILE_BYTES = 1024 * 1024
+
+
+def file_searcher(inp: dict[str, Any], ctx: DelegationContext) -> Any:
+    """Rank files under the roots by how often the query's words occur; snippets per hit line."""
+    name = "file-searcher"
+    f = v.fields(name, inp, allowed={"query", "limit"}, required=("query",))
+    query = v.req_string(name, f, "query", max_len=500)
+    limit = v.integer(name, f, "limit", default=10, low=1, high=50)
+    if not ctx.file_roots:
+        v.fail(
+            f"{name}: no roots are configured ([subagents.file_searcher] roots in the host config)"
+        )
+    words = [w.casefold() for w in re.findall(r"\w+", query)][:16]
+    if not words:
+        return {"results": []}
+    results: list[dict[str, Any]] = []
+    seen = 0
+    for root in ctx.file_roots:
+        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            for fname in sorted(filenames):
+                seen += 1
+                if seen > _MAX_FILES:
+                    break
+                path = Path(dirpath) / fname
+                try:
+                    if path.is_symlink() or path.stat().st_size > _MAX_FILE_BYTES:
+                        continue
+                    data = path.read_bytes()
+                except OSError:
+                    continue
+                if b"\0" in data[:4096]:
+                    continue  # binary
+                text = data.decode("utf-8", "replace")
+                score = 0
+                best: tuple[int, int, str] | None = None
+                for lineno, line in enumerate(text.splitlines(), 1):
+                    folded = line.casefold()
+                    hits = sum(folded.count(w) for w in words)
+                    if hits:
+                        score += hits
+                        if best is None or hits > best[0]:
+                            best = (hits, lineno, line.strip()[:240])
+                if best is not None:
+                    results.append(
+                        {
+                            "path": str(path),
+                            "line": best[1],
+                            "snippet": best[2],
+                            "score": score,
+                        }
+                    )
+    results.sort(key=lambda r: (-r["score"], r["path"]))
+    return {"results": results[:limit]}
+
+
+def session_summarizer(inp: dict[str, Any], ctx: DelegationContext) -> Any:
+    name = "session-summarizer"
+    f = v.fields(name, inp, allowed={"text"})
+    extra = v.string(name, f, "text")
+    conn = dbm.connect(ctx.db_path)
+    try:
+        rows = conn.execute(
+            "SELECT channel_id, markdown, created_at FROM messages"
+            " WHERE persona = ? AND thread_id = ? ORDER BY seq",
+            (ctx.persona, ctx.thread),
+        ).fetchall()
+    finally:
+        conn.close()
+    history = [
+        {"channel": r["channel_id"], "at": r["created_at"], "text": r["markdown"]} for r in rows
+    ]
+    if extra:
+        history.append({"channel": "input", "at": now_iso(), "text": extra})
+    if not history:
+        v.fail(f"{name}: the thread has no messages to summarize")
+    schema = {
+        "type": "object",
+        "properties": {"summary": {"type": "string"}},
+        "required": ["summary"],
+        "additionalProperties": False,
+    }
+    answer = ctx.model("summarize", {"conversation": history}, schema)
+    return {"summary": answer["summary"], "messages": len(history)}
+
+
+def memory_groomer(inp: dict[str, Any], ctx: DelegationContext) -> Any:
+    name = "memory-groomer"
+    v.fields(name, inp, allowed=set())
+    conn = dbm.connect(ctx.db_path)
+    try:
+        rows = conn.execute(
+            "SELECT key, type, value FROM memory_items WHERE persona = ? AND thread_id = ?"
+            " ORDER BY seq",
+            (ctx.persona, ctx.thread),
+        ).fetchall()
+        items = [{"key": r["key"], "namespace": r["type"], "value": r["value"]} for r in rows]
+        if not items:
+            return {"deleted": [], "remaining": 0}
+        schema = {
+            "type": "object",
+            "properties": {"delete": {"type": "array", "items": {"type": "string"}}},
+            "required": ["delete"],
+            "additionalProperties": False,
+        }
+        answer = ctx.model(
+            "rank",
+            {
+                "goal": "list the keys of duplicate, obsolete or trivial memory items to prune",
+                "items": items,
+            },
+            schema,
+        )
+        known = {i["key"] for i in items}
+        doomed = [k for k in dict.fromkeys(answer["delete"]) if k in known]
+        with Tx(conn):
+            for key in doomed:
+                conn.execute(
+                    "DELETE FROM memory_items WHERE persona = ? AND thread_id = ? AND key = ?",
+                    (ctx.persona, ctx.thread, key),
+                )
+    finally:
+        conn.close()
+    return {"deleted": doomed, "remaining": len(items) - len(doomed)}
+
+
+def spark_coder(inp: dict[str, Any], ctx: DelegationContext) -> Any:
+    from forgec.host.models import OpenAIProvider, _parse_json, validate_output
+
+    name = "spark-coder"
+    key = os.environ.get("OPENAI_API_KEY")
+    if not key:
+        v.fail(f"{name} needs OPENAI_API_KEY, which is not set in the host's environment")
+    f = v.fields(name, inp, allowed={"task", "files"}, required=("task",))
+    task = v.req_string(name, f, "task", max_len=32 * 1024)
+    files = f.get("files") or {}
+    if not isinstance(files, Mapping) or not all(isinstance(x, str) for x in files.values()):
+        v.fail(f"{name}: `files` must be an object of path → content")
+    schema = {
+        "type": "object",
+        "properties": {
+            "operations": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "op": {"type": "string", "enum": ["write", "delete"]},
+                        "path": {"type": "string"},
+                        "content": {"type": "string"},
+                    },
+                    "required": ["op", "path"],
+                },
+            }
+        },
+        "required": ["operations"],
+    }
+    provider = OpenAIProvider(ctx.spark_base_url, ctx.spark_model, api_key=key, name=name)
+    body = provider.request_body("generate", {"task": task, "files": dict(files)}, schema)
+    return validate_output(_parse_json(provider.chat(body)), schema)
+
+
+def builtin_subagents() -> dict[str, SubagentFn]:
+    return {
+        "memory-retriever": memory_retriever,
+        "file-searcher": file_searcher,
+        "session-summarizer": session_summarizer,
+        "memory-groomer": memory_groomer,
+        "spark-coder": spark_coder,
+    }
+
+
+def invoke(inp: Any, registry: Mapping[str, SubagentFn], ctx: DelegationContext) -> dict[str, Any]:
+    cap = "subagent.invoke"
+    f = v.fields(cap, inp, allowed={"name", "input"}, required=("name",))
+    name = v.req_string(cap, f, "name", min_len=1, max_len=128)
+    payload = f.get("input") or {}
+    if not isinstance(payload, Mapping):
+        v.fail(f"{cap}: `input` must be an object")
+    fn = registry.get(name)
+    if fn is None:
+        known = ", ".join(sorted(registry)) or "none"
+        v.fail(f"{cap}: no sub-agent named {name!r} is registered (registered: {known})")
+    return {"result": _json_safe(fn(dict(payload), ctx), f"sub-agent {name!r}")}
+
+
+# --- background tasks ------------------------------------------------------------------------
+
+BG = "subagent.background"
+
+
+def _bg_json(row: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"taskId": row["id"], "status": row["status"]}
+    if row["status"] == "completed":
+        out["result"] = json.loads(row["result"]) if row["result"] is not None else None
+    elif row["status"] == "failed":
+        out["error"] = row["error"]
+    out["createdAt"] = row["created_at"]
+    out["updatedAt"] = row["updated_at"]
+    return out
+
+
+def _expire(conn: Any) -> None:
+    """Running tasks past their deadline are failed (their worker may be long gone)."""
+    now = now_iso()
+    with Tx(conn):
+        conn.execute(
+            "UPDATE background_tasks SET status = 'failed', error = 'timed out', updated_at = ?"
+            " WHERE status = 'running' AND deadline < ?",
+            (now, now),
+        )
+
+
+def _post(conn: Any, persona: str, thread: str | None, text: str) -> None:
+    if thread is None:
+        return
+    now = now_iso()
+    conn.execute(
+        "INSERT INTO threads (id, persona, created_at) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING",
+        (thread, persona, now),
+    )
+    conn.execute(
+        "INSERT INTO messages (id, thread_id, persona, channel_id, connector, content, markdown,"
+        " created_at) VALUES (?, ?, ?, 'background', 'outbox', ?, ?, ?)",
+        (new_id("msg"), thread, persona, text, text, now),
+    )
+
+
+def _finish_bg(
+    db_path: Path, task_id: str, persona: str, thread: str | None, result: Any, error: str | None
+) -> None:
+    conn = dbm.connect(db_path)
+    try:
+        with Tx(conn):
+            status = "failed" if error is not None else "completed"
+            cur = conn.execute(
+                "UPDATE background_tasks SET status = ?, result = ?, error = ?, updated_at = ?"
+                " WHERE id = ? AND status = 'running'",
+                (
+                    status,
+                    None if error else json.dumps(result, ensure_ascii=False),
+                    error,
+                    now_iso(),
+                    task_id,
+                ),
+            )
+            if cur.rowcount:
+                summary = f"failed: {error}" if error else "completed"
+                _post(conn, persona, thread, f"Background task `{task_id}` {summary}.")
+    finally:
+        conn.close()
+
+
+def background(
+    conn: Any,
+    inp: Any,
+    *,
+    runner: BackgroundRunner | None,
+    personas: Mapping[str, Persona],
+    ctx: DelegationContext,
+) -> dict[str, Any]:
+    f = v.fields(
+        BG,
+        inp,
+        allowed={
+            "action",
+            "prompt",
+            "taskId",
+            "provider",
+            "profile",
+            "workingDirectory",
+            "timeoutMinutes",
+        },
+        required=("action",),
+    )
+    action = v.req_string(
+        BG, f, "action", choices=("spawn", "status", "cancel", "result", "profiles")
+    )
+    if action == "profiles":
+        return {"profiles": [p.card() for p in personas.values()]}
+    if action != "spawn":
+        task_id = v.string(BG, f, "taskId", min_len=1, max_len=200)
+        if task_id is None:
+            v.fail(f"{BG}: `taskId` is required for {action}")
+        _expire(conn)
+        row = conn.execute(
+            "SELECT * FROM background_tasks WHERE id = ? AND persona = ?", (task_id, ctx.persona)
+        ).fetchone()
+        if row is None:
+            v.fail(f"{BG}: no background task {task_id!r} for this persona")
+        if action == "cancel":
+            with Tx(conn):
+                conn.execute(
+                    "UPDATE background_tasks SET status = 'failed', error = 'cancelled',"
+                    " updated_at = ? WHERE id = ? AND status = 'running'",
+                    (now_iso(), task_id),
+                )
+            row = conn.execute("SELECT * FROM background_tasks WHERE id = ?", (task_id,)).fetchone()
+        out = _bg_json(row)
+        if action == "status":
+            out.pop("result", None)
+        return out
+    prompt = v.req_string(BG, f, "prompt", min_len=1, max_len=64 * 1024)
+    provider = v.string(BG, f, "provider", max_len=128)
+    profile = v.string(BG, f, "profile", max_len=128)
+    workdir = v.string(BG, f, "workingDirectory", max_len=4096)
+    minutes = v.integer(BG, f, "timeoutMinutes", default=15, low=0, high=24 * 60, cap=True)
+    minutes = max(minutes, 15)  # the seed: the minimum effective value is 15
+    if profile is not None and profile not in personas:
+        known = ", ".join(sorted(personas)) or "none are loaded"
+        v.fail(f"{BG}: unknown profile {profile!r} (personas: {known})")
+    if workdir is not None and not Path(workdir).expanduser().is_dir():
+        v.fail(f"{BG}: workingDirectory {workdir!r} is not a directory")
+    if runner is None:
+        v.fail(
+            f"{BG}: no background agent runner is registered in this host "
+            "(HostOptions.background_runner)"
+        )
+    task_id = new_id("bg")
+    now = _dt.datetime.now(_dt.UTC)
+    deadline = (now + _dt.timedelta(minutes=minutes)).isoformat(timespec="milliseconds")
+    with Tx(conn):
+        conn.execute(
+            "INSERT INTO background_tasks (id, persona, thread_id, prompt, provider, profile,"
+            " working_directory, timeout_minutes, status, created_at, updated_at, deadline)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)",
+            (
+                task_id,
+                ctx.persona,
+                ctx.thread,
+                prompt,
+                provider,
+                profile,
+                workdir,
+                minutes,
+                now_iso(),
+                now_iso(),
+                deadline.replace("+00:00", "Z"),
+            ),
+        )
+    job = {
+        "taskId": task_id,
+        "prompt": prompt,
+        "provider": provider,
+        "profile": personas[profile].card() if profile else None,
+        "workingDirectory": workdir,
+        "timeoutMinutes": minutes,
+    }
+
+    def work() -> None:
+        try:
+            result = _json_safe(runner(job, ctx), "the background runner")
+        except Exception as exc:  # a runner failure is the task's failure, not the host's
+            _finish_bg(
+                ctx.db_path,
+                task_id,
+                ctx.persona,
+                ctx.thread,
+                None,
+                getattr(exc, "message", None) or str(exc) or type(exc).__name__,
+            )
+        else:
+            _finish_bg(ctx.db_path, task_id, ctx.persona, ctx.thread, result, None)
+
+    threading.Thread(target=work, name=f"forgec-bg-{task_id}", daemon=True).start()
+    return {"taskId": task_id, "status": "running"}
+
+
+# --- A2A -------------------------------------------------------------------------------------
+
+TERMINAL = ("completed", "failed")
+
+
+def _a2a_json(row: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "taskId": row["id"],
+        "status": row["status"],
+        "targetPersona": row["target_persona"],
+    }
+    if row["status"] == "completed":
+        out["result"] = json.loads(row["result"]) if row["result"] is not None else None
+    elif row["status"] == "failed":
+        out["error"] = row["error"]
+    return out
+
+
+def process_a2a(db_path: Path, task_id: str, handler: PersonaHandler) -> None:
+    """Claim a queued A2A task, run the handler, store the reply (a worker thread's job)."""
+    conn = dbm.connect(db_path)
+    try:
+        with Tx(conn):
+            row = conn.execute(
+                "SELECT * FROM a2a_tasks WHERE id = ? AND status = 'queued'", (task_id,)
+            ).fetchone()
+            if row is None:
+                return
+            conn.execute(
+                "UPDATE a2a_tasks SET status = 'running', updated_at = ? WHERE id = ?",
+                (now_iso(), task_id),
+            )
+        try:
+            reply = _json_safe(handler(row["message"], row["from_persona"]), "the persona handler")
+            status, result, error = "completed", json.dumps(reply, ensure_ascii=False), None
+        except Exception as exc:
+            status, result, error = (
+                "failed",
+                None,
+                getattr(exc, "message", None) or str(exc) or type(exc).__name__,
+            )
+        with Tx(conn):
+            conn.execute(
+                "UPDATE a2a_tasks SET status = ?, result = ?, error = ?, updated_at = ?"
+                " WHERE id = ?",
+                (status, result, error, now_iso(), task_id),
+            )
+    finally:
+        conn.close()
+
+
+def start_worker(db_path: Path, task_id: str, handler: PersonaHandler) -> None:
+    threading.Thread(
+        target=process_a2a,
+        args=(db_path, task_id, handler),
+        name=f"forgec-a2a-{task_id}",
+        daemon=True,
+    ).start()
+
+
+def _wait(conn: Any, task_id: str, wait_ms: int) -> Any:
+    deadline = time.monotonic() + wait_ms / 1000
+    while True:
+        row = conn.execute("SELECT * FROM a2a_tasks WHERE id = ?", (task_id,)).fetchone()
+        if row is None or row["status"] in TERMINAL or time.monotonic() >= deadline:
+            return row
+        time.sleep(0.02)
+
+
+def persona_send(
+    conn: Any,
+    inp: Any,
+    *,
+    personas: Mapping[str, Persona],
+    handlers: Mapping[str, PersonaHandler],
+    ctx: DelegationContext,
+    await_ms: int,
+) -> dict[str, Any]:
+    cap = "persona.send"
+    f = v.fields(
+        cap,
+        inp,
+        allowed={"target_persona", "message", "await_reply"},
+        required=("target_persona", "message"),
+    )
+    target = v.req_string(cap, f, "target_persona", min_len=1, max_len=128)
+    message = v.req_string(cap, f, "message", min_len=1, max_len=64 * 1024)
+    await_reply = v.boolean(cap, f, "await_reply", default=False)
+    if target == ctx.persona:
+        v.fail(f"{cap}: a persona cannot send a task to itself")
+    if target not in personas and target not in handlers:
+        known = ", ".join(sorted((set(personas) | set(handlers)) - {ctx.persona})) or "none"
+        v.fail(f"{cap}: unknown persona {target!r} (available: {known})")
+    handler = handlers.get(target)
+    if handler is None:
+        v.fail(
+            f"{cap}: persona {target!r} has no A2A handler registered in this host "
+            "(HostOptions.persona_handlers)"
+        )
+    task_id = new_id("a2a")
+    now = now_iso()
+    with Tx(conn):
+        conn.execute(
+            "INSERT INTO a2a_tasks (id, from_persona, target_persona, message, status,"
+            " created_at, updated_at) VALUES (?, ?, ?, ?, 'queued', ?, ?)",
+            (task_id, ctx.persona, target, message, now, now),
+        )
+    start_worker(ctx.db_path, task_id, handler)
+    if not await_reply:
+        return {"taskId": task_id, "status": "queued"}
+    return _a2a_json(_wait(conn, task_id, await_ms))
+
+
+def task_status(conn: Any, inp: Any, *, ctx: DelegationContext) -> dict[str, Any]:
+    cap = "persona.task_status"
+    f = v.fields(cap, inp, allowed={"task_id", "wait_ms"}, required=("task_id",))
+    task_id = v.req_string(cap, f, "task_id", min_len=1, max_len=200)
+    wait_ms = v.integer(cap, f, "wait_ms", default=0, low=0, high=120_000, cap=True)
+    row = conn.execute("SELECT from_persona FROM a2a_tasks WHERE id = ?", (task_id,)).fetchone()
+    if row is None or row["from_persona"] != ctx.persona:
+        v.fail(f"{cap}: no A2A task {task_id!r} sent by this persona")
+    return _a2a_json(_wait(conn, task_id, wait_ms))
+
+
+def persona_list(
+    personas: Mapping[str, Persona], handlers: Mapping[str, PersonaHandler], caller: str
+) -> list[dict[str, Any]]:
+    cards = {n: p.card() for n, p in personas.items()}
+    for name in handlers:
+        cards.setdefault(name, {"name": name, "description": None, "skills": []})
+    return [cards[n] for n in sorted(cards) if n != caller]
+
+
+def resume_queued(db_path: Path, conn: Any, handlers: Mapping[str, PersonaHandler]) -> None:
+    """Start workers for queued A2A tasks whose target has a handler here (after a restart)."""
+    if not handlers:
+        return
+    rows = conn.execute(
+        "SELECT id, target_persona FROM a2a_tasks WHERE status = 'queued' ORDER BY seq"
+    ).fetchall()
+    for row in rows:
+        handler = handlers.get(row["target_persona"])
+        if handler is not None:
+            start_worker(db_path, row["id"], handler)

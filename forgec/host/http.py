@@ -1,0 +1,308 @@
+"""`net.http`: outbound HTTP(S) through the host, behind two allowlists.
+
+Algorithm of one call:
+1. Check the input (method, URL, string headers or `{"$credential": id}` values, body,
+   `timeoutMs` default 30000 capped at 120000).
+2. For the first request and for every redirect (followed by hand, at most `max_redirects`):
+   the scheme must be http or https and the URL's host (lower-cased, punycode, no port or
+   userinfo) must be in the manifest's allowlist AND, when the host configuration lists hosts,
+   in that list too (an empty host-side list leaves the manifest's as the only gate). A refusal
+   is `RUN_NETWORK_DENIED` and nothing is sent.
+3. A credential header is attached only when the request's host is one of that credential's
+   declared hosts (and never after a downgrade from https to http); a first request to another
+   host is refused, a redirect to another host simply goes without it.
+4. The response body is streamed and reading stops past 256 KiB (`RUN_RESULT_TOO_LARGE`); one
+   deadline covers every hop, so a server trickling bytes cannot hold the run.
+
+Name override (`--resolve HOST:PORT:ADDR`, as curl): a custom httpcore network backend connects
+to ADDR instead of resolving HOST. Everything else — the URL, the `Host` header, TLS SNI and
+certificate checks — still uses HOST, so the request is the one the real name would get.
+Proxies from the environment are ignored (`trust_env=False`): they would bypass both.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from forgec.host import validate as v
+from forgec.host.credentials import CredentialStore
+from forgec.runtime.host import CallContext, HostError
+
+CAP = "net.http"
+METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD")
+DEFAULT_TIMEOUT_MS = 30_000
+MAX_TIMEOUT_MS = 120_000
+MAX_BODY = 256 * 1024
+DENIED = "RUN_NETWORK_DENIED"
+_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$")
+# hop-by-hop and routing headers a flow may not set: the host decides them
+_FORBIDDEN_HEADERS = frozenset(
+    {
+        "host",
+        "content-length",
+        "transfer-encoding",
+        "connection",
+        "upgrade",
+        "te",
+        "trailer",
+        "keep-alive",
+        "proxy-authorization",
+        "proxy-connection",
+    }
+)
+
+
+def parse_resolve(entries: tuple[str, ...] | list[str]) -> dict[tuple[str, int], str]:
+    """`HOST:PORT:ADDR` entries → {(host, port): addr}; ADDR may be a bracketed IPv6."""
+    out: dict[tuple[str, int], str] = {}
+    for entry in entries:
+        m = re.match(r"^([^:\s]+):(\d{1,5}):(\[[0-9A-Fa-f:.]+\]|[^:\s\[\]]+)$", entry)
+        if not m or not 0 < int(m.group(2)) < 65536:
+            raise ValueError(f"--resolve {entry!r}: expected HOST:PORT:ADDR")
+        out[(m.group(1).lower(), int(m.group(2)))] = m.group(3).strip("[]")
+    return out
+
+
+def _make_client(resolve: Mapping[tuple[str, int], str], timeout_s: float) -> Any:
+    import httpcore
+    import httpx
+
+    class ResolvingBackend(httpcore.SyncBackend):
+        def connect_tcp(
+            self,
+            host: str,
+            port: int,
+            timeout: float | None = None,
+            local_address: str | None = None,
+            socket_options: Any = None,
+        ) -> Any:
+            addr = resolve.get((host.lower(), port), host)
+            return super().connect_tcp(
+                addr,
+                port,
+                timeout=timeout,
+                local_address=local_address,
+                socket_options=socket_options,
+            )
+
+    transport = httpx.HTTPTransport(trust_env=False)
+    # httpx does not expose the network backend: give its transport a pool that has ours
+    transport._pool = httpcore.ConnectionPool(
+        ssl_context=httpx.create_ssl_context(trust_env=False),
+        network_backend=ResolvingBackend(),
+        max_connections=4,
+    )
+    return httpx.Client(
+        transport=transport,
+        timeout=httpx.Timeout(timeout_s),
+        follow_redirects=False,
+        trust_env=False,
+    )
+
+
+def url_host(url: Any) -> str:
+    raw = url.raw_host
+    return (raw.decode("ascii", "replace") if isinstance(raw, bytes) else str(raw)).lower()
+
+
+def check_url(url: Any, context: CallContext, host_allow: tuple[str, ...], *, what: str) -> str:
+    """The URL's host if both allowlists pass; else raise RUN_NETWORK_DENIED."""
+    if url.scheme not in ("http", "https"):
+        raise HostError(DENIED, f"{what}: only http and https URLs are allowed, not {url.scheme!r}")
+    if url.userinfo:
+        raise HostError(DENIED, f"{what}: a URL with user:password is refused; use a credential")
+    host = url_host(url)
+    if not host:
+        raise HostError(DENIED, f"{what}: the URL has no host")
+    if host not in context.allowed_hosts:
+        listed = ", ".join(context.allowed_hosts) or "none"
+        raise HostError(
+            DENIED, f"{what}: host {host!r} is not in the tool's network allowlist ({listed})"
+        )
+    if host_allow and host not in host_allow:
+        raise HostError(DENIED, f"{what}: host {host!r} is not in the host's network allowlist")
+    return host
+
+
+def _headers(inp: Mapping[str, Any], context: CallContext) -> tuple[dict[str, str], dict[str, str]]:
+    """(plain headers, header name → credential id)."""
+    raw = inp.get("headers")
+    if raw is None:
+        return {}, {}
+    if not isinstance(raw, Mapping):
+        v.fail(f"{CAP}: `headers` must be an object of header name → string")
+    plain: dict[str, str] = {}
+    creds: dict[str, str] = {}
+    for name, value in raw.items():
+        if not isinstance(name, str) or not _TOKEN.match(name):
+            v.fail(f"{CAP}: invalid header name {name!r}")
+        if name.lower() in _FORBIDDEN_HEADERS:
+            v.fail(f"{CAP}: the {name!r} header is set by the host, not the flow")
+        if isinstance(value, Mapping) and set(value) == {"$credential"}:
+            cid = value["$credential"]
+            if not isinstance(cid, str) or cid not in context.credential_hosts:
+                v.fail(
+                    f"{CAP}: header {name!r} names credential {cid!r}, which the tool does not declare"
+                )
+            creds[name] = cid
+        elif isinstance(value, str):
+            if "\r" in value or "\n" in value or "\0" in value:
+                v.fail(f"{CAP}: header {name!r} contains a line break")
+            plain[name] = value
+        else:
+            v.fail(f"{CAP}: header {name!r} must be a string, not {v.type_name(value)}")
+    return plain, creds
+
+
+def request(
+    inp: Any,
+    context: CallContext,
+    *,
+    credentials: CredentialStore,
+    host_allow: tuple[str, ...] = (),
+    resolve: Mapping[tuple[str, int], str] | None = None,
+    max_redirects: int = 5,
+) -> dict[str, Any]:
+    import httpx
+
+    f = v.fields(
+        CAP,
+        inp,
+        allowed={"method", "url", "headers", "body", "timeoutMs"},
+        required=("method", "url"),
+    )
+    method = v.req_string(CAP, f, "method")
+    if method.upper() not in METHODS or method != method.upper():
+        v.fail(f"{CAP}: `method` must be one of {', '.join(METHODS)}, not {method!r}")
+    url_text = v.req_string(CAP, f, "url", min_len=1, max_len=8192)
+    body = v.string(CAP, f, "body")
+    timeout_ms = v.integer(
+        CAP, f, "timeoutMs", default=DEFAULT_TIMEOUT_MS, low=1, high=MAX_TIMEOUT_MS, cap=True
+    )
+    plain, cred_headers = _headers(f, context)
+    try:
+        url = httpx.URL(url_text)
+    except (httpx.InvalidURL, ValueError) as exc:
+        v.fail(f"{CAP}: invalid URL: {exc}")
+    first_host = check_url(url, context, host_allow, what=CAP)
+    secrets: dict[str, str] = {}
+    for name, cid in cred_headers.items():
+        if first_host not in context.credential_hosts.get(cid, ()):
+            raise HostError(
+                DENIED,
+                f"{CAP}: credential {cid!r} may only be sent to "
+                f"{', '.join(context.credential_hosts.get(cid, ())) or 'no host'}, not {first_host!r}",
+            )
+        secret = credentials.get(cid)
+        if secret is None:
+            raise HostError("RUN_CREDENTIAL_MISSING", f"credential {cid!r} is not available")
+        secrets[name] = secret
+
+    deadline = time.monotonic() + timeout_ms / 1000
+    content: bytes | None = body.encode("utf-8") if body is not None else None
+    first_scheme = url.scheme
+    client = _make_client(resolve or {}, timeout_ms / 1000)
+    try:
+        for hop in range(max_redirects + 1):
+            host = (
+                first_host
+                if hop == 0
+                else check_url(url, context, host_allow, what=f"{CAP} redirect")
+            )
+            headers = dict(plain)
+            if not any(k.lower() == "accept-encoding" for k in headers):
+                headers["accept-encoding"] = "gzip, deflate"  # the two `_decode` undoes
+            for name, cid in cred_headers.items():
+                downgraded = first_scheme == "https" and url.scheme != "https"
+                if host in context.credential_hosts.get(cid, ()) and not downgraded:
+                    headers[name] = secrets[name]
+            status, resp_headers, text, location = _send(
+                client, method, url, headers, content, deadline, timeout_ms
+            )
+            if status in (301, 302, 303, 307, 308) and location is not None:
+                try:
+                    url = url.join(location)
+                except (httpx.InvalidURL, ValueError):
+                    v.fail(f"{CAP}: the server redirected to an invalid URL")
+                if status == 303 or (status in (301, 302) and method not in ("GET", "HEAD")):
+                    method, content = "GET", None
+                continue
+            return {
+                "status": status,
+                "headers": resp_headers,
+                "body": text,
+            }
+        v.fail(f"{CAP}: more than {max_redirects} redirects")
+    finally:
+        client.close()
+
+
+def _send(
+    client: Any,
+    method: str,
+    url: Any,
+    headers: dict[str, str],
+    content: bytes | None,
+    deadline: float,
+    timeout_ms: int,
+) -> tuple[int, dict[str, str], str, str | None]:
+    import httpx
+
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        v.fail(f"{CAP}: timed out after {timeout_ms} ms", transient=True)
+    try:
+        with client.stream(
+            method, url, headers=headers, content=content, timeout=httpx.Timeout(remaining)
+        ) as resp:
+            chunks: list[bytes] = []
+            size = 0
+            for chunk in resp.iter_raw(16 * 1024):
+                size += len(chunk)
+                if size > MAX_BODY:
+                    raise HostError(
+                        "RUN_RESULT_TOO_LARGE",
+                        f"{CAP}: the response body is larger than 256 KiB; stopped reading",
+                    )
+                chunks.append(chunk)
+                if time.monotonic() > deadline:
+                    v.fail(f"{CAP}: timed out after {timeout_ms} ms", transient=True)
+            merged: dict[str, str] = {}
+            for name, value in resp.headers.multi_items():
+                key = name.lower()
+                merged[key] = f"{merged[key]}, {value}" if key in merged else value
+            data = b"".join(chunks)
+            encoding = resp.headers.get("content-encoding", "").lower()
+            if encoding and encoding != "identity":
+                data = _decode(data, encoding)
+            try:
+                text = data.decode(resp.charset_encoding or "utf-8", "replace")
+            except LookupError:
+                text = data.decode("utf-8", "replace")
+            return resp.status_code, merged, text, resp.headers.get("location")
+    except httpx.TimeoutException:
+        v.fail(f"{CAP}: timed out after {timeout_ms} ms", transient=True)
+    except httpx.HTTPError as exc:
+        v.fail(f"{CAP}: request failed: {type(exc).__name__}: {exc}", transient=True)
+
+
+def _decode(data: bytes, encoding: str) -> bytes:
+    """Undo gzip/deflate, itself capped at 256 KiB (a small zip bomb must not blow up)."""
+    import zlib
+
+    if encoding not in ("gzip", "deflate", "x-gzip"):
+        v.fail(f"{CAP}: unsupported response content-encoding {encoding!r}")
+    wbits = 47 if encoding != "deflate" else zlib.MAX_WBITS
+    decomp = zlib.decompressobj(wbits)
+    try:
+        out = decomp.decompress(data, MAX_BODY + 1)
+    except zlib.error:
+        v.fail(f"{CAP}: the response body is not valid {encoding}")
+    if len(out) > MAX_BODY:
+        raise HostError(
+            "RUN_RESULT_TOO_LARGE", f"{CAP}: the decoded response body is larger than 256 KiB"
+        )
+    return out

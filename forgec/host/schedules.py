@@ -1,0 +1,214 @@
+"""`schedule.manage`: durable cron schedules owned by the current persona.
+
+Schedules live in the `schedules` table, so a new host (a restart) sees them. `cronExpr` must be
+exactly five fields and valid for `croniter`; `prompt` and `promptFile` are exclusive, and a
+`promptFile` is a basename (`memory-grooming`), resolved in the persona's `prompts/` folder as
+`NAME`, `NAME.md` or `NAME.txt` — never a path. Every action sees only the persona's own rows,
+so another persona's schedule id is "not found", not "forbidden" (ids do not leak).
+
+`cancel` disables; `delete` removes. `update`, `cancel` and `delete` return the row as it was
+before under `previous`, which is what the compensation restores (SPEC §5: `schedule.manage` ⟲
+`schedule.manage`).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from forgec.host import validate as v
+from forgec.host.db import Tx, new_id, now_iso
+
+CAP = "schedule.manage"
+ACTIONS = ("create", "update", "cancel", "delete", "list")
+_BASENAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}(\.(md|txt))?$")
+
+
+def check_cron(expr: str) -> str:
+    from croniter import croniter
+
+    fields = expr.split()
+    if len(fields) != 5:
+        v.fail(f"{CAP}: `cronExpr` must have exactly 5 fields, not {len(fields)} ({expr!r})")
+    normalized = " ".join(fields)
+    try:
+        ok = croniter.is_valid(normalized)
+    except Exception:  # croniter raises assorted errors on odd input
+        ok = False
+    if not ok:
+        v.fail(f"{CAP}: `cronExpr` {expr!r} is not a valid cron expression")
+    return normalized
+
+
+def next_run(expr: str) -> str | None:
+    from croniter import croniter
+
+    try:
+        nxt = croniter(expr, _dt.datetime.now(_dt.UTC)).get_next(_dt.datetime)
+    except Exception:
+        return None
+    return nxt.astimezone(_dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def resolve_prompt_file(name: str, prompts_dir: Path | None) -> Path:
+    """The file a `promptFile` alias names in the persona's prompts/ folder."""
+    if "/" in name or "\\" in name or name.startswith(".") or not _BASENAME.match(name):
+        v.fail(
+            f"{CAP}: `promptFile` must be a prompt name such as 'memory-grooming', "
+            f"not a path ({name!r})"
+        )
+    if prompts_dir is None:
+        v.fail(f"{CAP}: no persona folder is configured, so `promptFile` {name!r} cannot be found")
+    candidates = [name] if name.endswith((".md", ".txt")) else [name, f"{name}.md", f"{name}.txt"]
+    for candidate in candidates:
+        path = prompts_dir / candidate
+        if path.is_file() and path.resolve().parent == prompts_dir.resolve():
+            return path
+    v.fail(f"{CAP}: no prompt {name!r} in the persona's prompts folder ({prompts_dir})")
+
+
+def row_json(row: sqlite3.Row) -> dict[str, Any]:
+    return {
+        "scheduleId": row["id"],
+        "cronExpr": row["cron_expr"],
+        "label": row["label"],
+        "enabled": bool(row["enabled"]),
+        "prompt": row["prompt"],
+        "promptFile": row["prompt_file"],
+        "threadId": row["thread_id"],
+        "nextRun": next_run(row["cron_expr"]) if row["enabled"] else None,
+        "createdAt": row["created_at"],
+        "updatedAt": row["updated_at"],
+    }
+
+
+def _get(conn: sqlite3.Connection, persona: str, sid: str) -> sqlite3.Row:
+    row = conn.execute(
+        "SELECT * FROM schedules WHERE id = ? AND persona = ?", (sid, persona)
+    ).fetchone()
+    if row is None:
+        v.fail(f"{CAP}: no schedule {sid!r} for this persona")
+    return row
+
+
+def manage(
+    conn: sqlite3.Connection,
+    inp: Any,
+    *,
+    persona: str,
+    thread: str,
+    prompts_dir: Path | None,
+) -> dict[str, Any]:
+    f = v.fields(
+        CAP,
+        inp,
+        allowed={"action", "scheduleId", "cronExpr", "label", "prompt", "promptFile"},
+        required=("action",),
+    )
+    action = v.req_string(CAP, f, "action", choices=ACTIONS)
+    sid = v.string(CAP, f, "scheduleId", min_len=1, max_len=200)
+    cron = v.string(CAP, f, "cronExpr", max_len=200)
+    label = v.string(CAP, f, "label", max_len=200)
+    prompt = v.string(CAP, f, "prompt", max_len=32 * 1024)
+    prompt_file = v.string(CAP, f, "promptFile", max_len=100)
+    if prompt is not None and prompt_file is not None:
+        v.fail(f"{CAP}: `prompt` and `promptFile` are mutually exclusive")
+    if cron is not None:
+        cron = check_cron(cron)
+    if prompt_file is not None:
+        resolve_prompt_file(prompt_file, prompts_dir)
+    if action in ("update", "cancel", "delete") and sid is None:
+        v.fail(f"{CAP}: `scheduleId` is required for {action}")
+
+    if action == "list":
+        rows = conn.execute(
+            "SELECT * FROM schedules WHERE persona = ? ORDER BY created_at, seq", (persona,)
+        ).fetchall()
+        return {"schedules": [row_json(r) for r in rows]}
+    if action == "create":
+        if cron is None:
+            v.fail(f"{CAP}: `cronExpr` is required for create")
+        if prompt is None and prompt_file is None:
+            v.fail(f"{CAP}: create needs a `prompt` or a `promptFile`")
+        new = new_id("sch")
+        now = now_iso()
+        with Tx(conn):
+            conn.execute(
+                "INSERT INTO schedules (id, persona, thread_id, cron_expr, label, prompt,"
+                " prompt_file, enabled, created_at, updated_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?)",
+                (new, persona, thread, cron, label, prompt, prompt_file, now, now),
+            )
+        return row_json(_get(conn, persona, new))
+    assert sid is not None
+    with Tx(conn):
+        before = _get(conn, persona, sid)
+        previous = row_json(before)
+        if action == "delete":
+            conn.execute("DELETE FROM schedules WHERE id = ?", (sid,))
+            return {"scheduleId": sid, "deleted": True, "previous": previous}
+        if action == "cancel":
+            conn.execute(
+                "UPDATE schedules SET enabled = 0, updated_at = ? WHERE id = ?", (now_iso(), sid)
+            )
+        else:  # update
+            if cron is None and label is None and prompt is None and prompt_file is None:
+                v.fail(f"{CAP}: update needs at least one of cronExpr, label, prompt, promptFile")
+            new_prompt, new_file = before["prompt"], before["prompt_file"]
+            if prompt is not None:
+                new_prompt, new_file = prompt, None
+            elif prompt_file is not None:
+                new_prompt, new_file = None, prompt_file
+            conn.execute(
+                "UPDATE schedules SET cron_expr = ?, label = ?, prompt = ?, prompt_file = ?,"
+                " updated_at = ? WHERE id = ?",
+                (
+                    cron or before["cron_expr"],
+                    label if label is not None else before["label"],
+                    new_prompt,
+                    new_file,
+                    now_iso(),
+                    sid,
+                ),
+            )
+    result = row_json(_get(conn, persona, sid))
+    result["previous"] = previous
+    return result
+
+
+def restore(conn: sqlite3.Connection, persona: str, previous: dict[str, Any]) -> None:
+    """Put a schedule back exactly as `previous` (a `row_json`), re-creating it if deleted."""
+    sid = previous["scheduleId"]
+    with Tx(conn):
+        exists = conn.execute("SELECT persona FROM schedules WHERE id = ?", (sid,)).fetchone()
+        if exists is not None and exists["persona"] != persona:
+            v.fail(f"{CAP}: schedule {sid!r} belongs to another persona")
+        values = (
+            previous["cronExpr"],
+            previous["label"],
+            previous["prompt"],
+            previous["promptFile"],
+            1 if previous["enabled"] else 0,
+            previous["threadId"],
+            now_iso(),
+        )
+        if exists is None:
+            conn.execute(
+                "INSERT INTO schedules (cron_expr, label, prompt, prompt_file, enabled, thread_id,"
+                " updated_at, id, persona, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (*values, sid, persona, previous["createdAt"]),
+            )
+        else:
+            conn.execute(
+                "UPDATE schedules SET cron_expr = ?, label = ?, prompt = ?, prompt_file = ?,"
+                " enabled = ?, thread_id = ?, updated_at = ? WHERE id = ?",
+                (*values, sid),
+            )
+
+
+def remove(conn: sqlite3.Connection, persona: str, sid: str) -> None:
+    with Tx(conn):
+        conn.execute("DELETE FROM schedules WHERE id = ? AND persona = ?", (sid, persona))
