@@ -383,8 +383,9 @@ def open_reference_host(options: ServeOptions) -> Any:
     """The reference host, with the persona's labels (what the bridge checks again)."""
     from forgec.store.running import open_host_for
 
+    # the persona's labels exactly: an empty tuple grants nothing (deny by default)
     return open_host_for(
-        db=options.db, host_config=options.host_config, labels=list(options.labels)
+        db=options.db, host_config=options.host_config, persona_labels=options.labels
     )
 
 

@@ -27,110 +27,87 @@ def open_host_for(
     *,
     db: str | Path | None = None,
     host_config: str | Path | None = None,
-    labels: list[str] | None = None,
+    persona_labels: list[str] | tuple[str, ...] | None = None,
+    default_labels: tuple[str, ...] = (),
     credentials: str | Path | None = None,
     resolve: list[str] | None = None,
     replay: str | Path | None = None,
 ) -> Any:
-    """The reference host (`forgec.host.open_host`) with these options; labels None = config."""
-    from forgec.host import HostOptions, open_host  # type: ignore[attr-defined]
+    """The reference host (`forgec.host.open_host`). PERSONA_LABELS None means: the host
+    config's labels, else DEFAULT_LABELS; an empty tuple grants nothing."""
+    from forgec.host import HostOptions, open_host
 
-    options = HostOptions(
-        db=Path(db) if db else None,
-        config=Path(host_config) if host_config else None,
-        labels=tuple(labels) if labels is not None else None,
-        credentials=Path(credentials) if credentials else None,
-        resolve=tuple(resolve or ()),
-        replay=Path(replay) if replay else None,
-    )
-    return open_host(options)
-
-
-def _read_input(spec: str | None) -> Any:
-    import orjson
-
-    from forgec.cli import UsageError
-
-    if spec is None:
-        return {}
-    if spec.startswith("@"):
-        try:
-            data = Path(spec[1:]).read_bytes()
-        except OSError as exc:
-            raise UsageError(f"{spec[1:]}: cannot read the input: {exc.strerror or exc}") from None
-    else:
-        data = spec.encode()
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise UsageError(f"--input is not valid JSON: {exc}") from None
+    # a plain dict: attrs converters confuse mypy about the field types
+    fields: dict[str, Any] = {
+        "db": db,
+        "host_config": host_config,
+        "persona_labels": tuple(persona_labels) if persona_labels is not None else None,
+        "default_labels": tuple(default_labels),
+        "credentials": credentials,
+        "resolve": tuple(resolve or ()),
+        "replay": replay,
+    }
+    return open_host(HostOptions(**fields))
 
 
 def run_stored_cli(
     stored: StoredVersion, args: argparse.Namespace, *, remembered_consent: bool
 ) -> int:
-    """`forgec tools run`: the same options, consent and output as `forgec run`."""
-    tool_input = _read_input(getattr(args, "input", None))
+    """`forgec tools run`: the same options, input, consent and output as `forgec run`."""
+    from forgec.cli import UsageError
+    from forgec.commands.run import read_input
+    from forgec.host import ConfigError
+
+    tool_input = read_input(getattr(args, "input", None))
     labels = getattr(args, "persona_labels", None)
-    label_list = (
-        [x.strip() for x in labels.split(",") if x.strip()]
-        if labels is not None
-        else list(stored.marks.labels)  # like `forgec run`: what the tool needs
-    )
+    label_list = [x.strip() for x in labels.split(",") if x.strip()] if labels is not None else None
 
     def consent(request: Any) -> bool:
         if remembered_consent and not stored.marks.always_asks:
             return True
         if getattr(args, "yes", False):
             return True
-        if sys.stdin.isatty():
+        if sys.stdin.isatty() and sys.stderr.isatty():
             from forgec.render.consent import render_consent_card
 
             print(render_consent_card(stored.manifest, stored.marks), file=sys.stderr)
-            try:
-                answer = input(f"Run {stored.name} v{stored.version}? [y/N] ")
-            except EOFError:
-                return False
-            return answer.strip().lower() in {"y", "yes"}
+            sys.stderr.write(f"Run {stored.name} v{stored.version}? [y/N] ")
+            sys.stderr.flush()
+            return sys.stdin.readline().strip().lower() in {"y", "yes"}
         from forgec.runtime import ConsentDenied
 
         raise ConsentDenied(
             f"{stored.name} v{stored.version} asks before every run (R4); pass --yes to consent"
             if stored.marks.always_asks
-            else f"{stored.name} needs consent; pass --yes to consent"
+            else f"consent to run {stored.name} was not given; pass --yes to grant it"
         )
 
-    host = open_host_for(
-        db=getattr(args, "db", None),
-        host_config=getattr(args, "host_config", None),
-        labels=label_list,
-        credentials=getattr(args, "credentials", None),
-        resolve=getattr(args, "resolve", None),
-        replay=getattr(args, "replay", None),
-    )
+    try:
+        host = open_host_for(
+            db=getattr(args, "db", None),
+            host_config=getattr(args, "host_config", None),
+            persona_labels=label_list,
+            default_labels=stored.marks.labels,  # like `forgec run`: what the tool needs
+            credentials=getattr(args, "credentials", None),
+            resolve=getattr(args, "resolve", None),
+            replay=getattr(args, "replay", None),
+        )
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
     try:
         result = run_stored(stored, tool_input, host=host, consent=consent)
     finally:
         close = getattr(host, "close", None)
         if close is not None:
             close()
-    out = result.to_json()
     if getattr(args, "format", "text") == "json":
         import orjson
 
-        sys.stdout.write(orjson.dumps(out, option=orjson.OPT_INDENT_2).decode() + "\n")
+        out = orjson.dumps(result.to_json(), option=orjson.OPT_INDENT_2).decode()
+        sys.stdout.write(out + "\n")
     else:
-        import orjson
+        from forgec.commands.run import render_text
+        from forgec.runtime import Program
 
-        if result.ok:
-            sys.stdout.write(
-                orjson.dumps(out["output"], option=orjson.OPT_INDENT_2).decode() + "\n"
-            )
-            print(f"ok: {out['transitions']} transitions", file=sys.stderr)
-        else:
-            err = out["error"] or {}
-            where = f" at node {err.get('node')}" if err.get("node") else ""
-            print(f"failed{where}: {err.get('code')}: {err.get('message')}", file=sys.stderr)
-            for c in out["compensations"]:
-                print(f"  undo {c['node']} ({c['capability']}): {c['status']}", file=sys.stderr)
+        sys.stdout.write(render_text(Program.from_json(stored.program), result))
     return 0 if result.ok else 1
