@@ -251,6 +251,9 @@ class _Builder:
         where: str,
     ) -> None:
         """Unknown fields (on their key) and missing required fields (at their pointer)."""
+        keys = obj.keys()
+        if keys <= _sets(allowed) and keys >= _sets(required):
+            return  # the common case, decided by two C-level set comparisons
         for key in obj:
             if key not in allowed:
                 shown = key if len(key) <= 60 else key[:57] + "..."
@@ -970,42 +973,34 @@ class _Builder:
         return built if built is not None else Literal(v, p)
 
     def value(self, v: Any, pointer: str) -> Value | None:
-        """The value's IR when it holds an expression; None when it is a plain literal."""
+        """The value's IR when it holds an expression; None when it is a plain literal.
+
+        Hot path: a literal subtree costs one type check per member and allocates nothing."""
         t = type(v)
         if t is dict:
-            if not v:
-                return None
             if len(v) == 1:
                 for k in v:
                     if type(k) is str and k[:1] == "$":
                         return self.expression(k, v[k], pointer)
             members: dict[str, Value] | None = None
             for k, x in v.items():
-                if type(k) is str and k[:1] == "$" and k in EXPRESSION_KEYS:
-                    self.value_bad = True
-                    self.diags.append(
-                        make(
-                            STRUCTURE,
-                            f"{pointer}/{escape(k)}",
-                            f"`{k}` must be the only key of its object; this one also has "
-                            + ", ".join(f"`{_short(o)}`" for o in v if o != k),
-                            hint="wrap the expression: put it as the value of its own field",
-                            key=True,
-                        )
-                    )
                 tx = type(x)
                 if tx is dict or tx is list:
-                    sub = self.value(x, f"{pointer}/{escape(k)}")
+                    sub = self.value(x, _child(pointer, k))
                     if sub is not None:
                         if members is None:
                             members = {}
                         members[k] = sub
+            if len(v) > 1 and ("$ref" in v or "$template" in v or "$credential" in v):
+                self.mixed_expression(v, pointer)
             if members is None:
                 return None
             return ObjectExpr(
                 fields=tuple(
-                    (k, members[k] if k in members else Literal(x, f"{pointer}/{escape(k)}"))
-                    for k, x in v.items()
+                    [
+                        (k, members[k] if k in members else Literal(x, _child(pointer, k)))
+                        for k, x in v.items()
+                    ]
                 ),
                 pointer=pointer,
             )
@@ -1023,43 +1018,62 @@ class _Builder:
                 return None
             return ListExpr(
                 items=tuple(
-                    items[i] if i in items else Literal(x, f"{pointer}/{i}")
-                    for i, x in enumerate(v)
+                    [
+                        items[i] if i in items else Literal(x, f"{pointer}/{i}")
+                        for i, x in enumerate(v)
+                    ]
                 ),
                 pointer=pointer,
             )
         return None
 
+    def mixed_expression(self, v: dict[str, Any], pointer: str) -> None:
+        self.value_bad = True
+        for k in EXPRESSION_KEYS:
+            if k in v:
+                others = ", ".join(f"`{_short(o)}`" for o in v if o != k)
+                self.diags.append(
+                    make(
+                        STRUCTURE,
+                        f"{pointer}/{k}",
+                        f"`{k}` must be the only key of its object; this one also has {others}",
+                        hint="wrap the expression: put it as the value of its own field",
+                        key=True,
+                    )
+                )
+
     def expression(self, key: str, operand: Any, pointer: str) -> Value:
-        op_pointer = f"{pointer}/{escape(key)}"
         if key == "$ref":
-            segments = parse_path(operand) if type(operand) is str else None
+            segments = _cached_path(operand) if type(operand) is str else None
             if segments is not None:
                 return Ref(text=operand, segments=segments, pointer=pointer)
             self.value_bad = True
             self.err(
                 "FORGE_REF_UNSAFE",
-                op_pointer,
+                f"{pointer}/$ref",
                 f"`$ref` {_show(operand)} is not a safe path: {path_problem(operand)}",
                 hint="write a path like `input.items[0].title`",
             )
             return Literal(None, pointer)
         if key == "$template":
-            parts, problem = split_template(operand)
+            parts, problem = _cached_template(operand)
             if parts is not None:
-                built: list[str | Ref] = []
-                for part in parts:
-                    if type(part) is str:
-                        built.append(part)
-                    else:
-                        built.append(
-                            Ref(text=format_path(part), segments=part, pointer=pointer)  # type: ignore[arg-type]
-                        )
-                return Template(text=operand, parts=tuple(built), pointer=pointer)
+                return Template(
+                    text=operand,
+                    parts=tuple(
+                        [
+                            part
+                            if type(part) is str
+                            else Ref(text=part[0], segments=part[1], pointer=pointer)
+                            for part in parts
+                        ]
+                    ),
+                    pointer=pointer,
+                )
             self.value_bad = True
             self.err(
                 "FORGE_REF_UNSAFE",
-                op_pointer,
+                f"{pointer}/$template",
                 f"`$template` {_show(operand)} is not a safe template: {problem}",
                 hint="placeholders look like `{{input.name}}`",
             )
@@ -1070,7 +1084,7 @@ class _Builder:
             self.value_bad = True
             self.err(
                 STRUCTURE,
-                op_pointer,
+                f"{pointer}/$credential",
                 f"`$credential` takes the id of a declared credential (a string); {_got(operand)}",
             )
             return Literal(None, pointer)
@@ -1078,7 +1092,7 @@ class _Builder:
         self.diags.append(
             make(
                 STRUCTURE,
-                op_pointer,
+                f"{pointer}/{escape(key)}",
                 f"`{_short(key)}` is not an expression: an object whose only key starts with `$` "
                 "must be `$ref`, `$template` or `$credential`",
                 hint=_suggest(key, EXPRESSION_KEYS),
@@ -1205,6 +1219,67 @@ class _Builder:
                                 )
                     values.append(UiValue(label=label, path=path, segments=segments, pointer=p))
         return Ui(title=title, values=tuple(values))
+
+
+_SET_CACHE: dict[tuple[str, ...], frozenset[str]] = {}
+
+
+def _sets(names: tuple[str, ...]) -> frozenset[str]:
+    try:
+        return _SET_CACHE[names]
+    except KeyError:
+        result = _SET_CACHE[names] = frozenset(names)
+        return result
+
+
+def _child(pointer: str, key: str) -> str:
+    if "~" in key or "/" in key:
+        return f"{pointer}/{escape(key)}"
+    return f"{pointer}/{key}"
+
+
+# Paths and templates repeat within a manifest and across checks in one process; parsing is
+# pure, so the results are memoised (bounded: cleared when full).
+_CACHE_LIMIT = 4096
+_PATHS: dict[str, tuple[Segment, ...] | None] = {}
+_TEMPLATES: dict[
+    str, tuple[tuple[str | tuple[str, tuple[Segment, ...]], ...] | None, str | None]
+] = {}
+
+
+def _cached_path(text: str) -> tuple[Segment, ...] | None:
+    try:
+        return _PATHS[text]
+    except KeyError:
+        pass
+    if len(_PATHS) >= _CACHE_LIMIT:
+        _PATHS.clear()
+    segments = _PATHS[text] = parse_path(text)
+    return segments
+
+
+def _cached_template(
+    text: Any,
+) -> tuple[tuple[str | tuple[str, tuple[Segment, ...]], ...] | None, str | None]:
+    if type(text) is not str:
+        return None, "a template must be a string; " + _got(text)
+    try:
+        return _TEMPLATES[text]
+    except KeyError:
+        pass
+    parts, problem = split_template(text)
+    result: tuple[tuple[str | tuple[str, tuple[Segment, ...]], ...] | None, str | None]
+    if parts is None:
+        result = (None, problem)
+    else:
+        result = (
+            tuple(p if type(p) is str else (format_path(p), p) for p in parts),  # type: ignore[arg-type]
+            None,
+        )
+    if len(_TEMPLATES) >= _CACHE_LIMIT:
+        _TEMPLATES.clear()
+    _TEMPLATES[text] = result
+    return result
 
 
 def cron_problem(expr: Any) -> str | None:
