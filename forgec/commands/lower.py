@@ -9,7 +9,7 @@ from typing import Any
 from forgec.commands.common import add_target
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "lower",
         help="lower a tool to its linear Program",

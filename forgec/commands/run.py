@@ -15,7 +15,7 @@ from typing import Any
 from forgec.commands.common import add_format, add_target
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "run",
         help="run a tool on the host",
