@@ -200,6 +200,7 @@ def test_credential_objects_reach_the_host_unresolved() -> None:
     result = go(m, h=Recording(credentials=["github"]))
     assert result.output == 200
     capability, sent, context = seen[0]
+    assert capability == "net.http"
     assert sent["headers"] == {"Authorization": {"$credential": "github"}}
     assert context.allowed_hosts == ("api.github.com",)
     assert context.credential_hosts == {"github": ("api.github.com",)}
