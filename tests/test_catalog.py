@@ -769,3 +769,14 @@ def test_docs_tables_match_the_catalogs() -> None:
         assert undo.strip("`") == (spec.undo or "—"), name
         if spec.mcp_name:
             assert cells[1].strip("`") == spec.mcp_name
+
+
+def test_messages_as_a_person_reads_them(snapshot: Any) -> None:
+    lines = []
+    for name, literal, _ in BAD_TALON:
+        for problem in TALON.capabilities[name].check_input(literal, NONE):
+            path = "/".join(map(str, problem.path))
+            lines.append(f"{name} /{path}: {problem.message}")
+    for sql, _ in SQL_REFUSED:
+        lines.append(f"sql {sql!r}: {'; '.join(check_select(sql))}")
+    assert "\n".join(lines) == snapshot

@@ -204,7 +204,7 @@ class Field:
             elif low is not None:
                 bounds = f"at least {_fmt_num(low)}"
             else:
-                bounds = f"at most {_fmt_num(high)}"  # type: ignore[arg-type]
+                bounds = f"at most {_fmt_num(high or 0)}"
             return [InputProblem(path, f"{where} is {_fmt_num(value)}, must be {bounds}")]
         return []
 
@@ -341,13 +341,19 @@ class Shape:
     def check(
         self, literal: Any, computed: frozenset[str] = frozenset(), *, runtime: bool = False
     ) -> list[InputProblem]:
+        if not runtime and is_expression(literal):
+            return []  # the whole input is computed: checked at run time
         if not isinstance(literal, Mapping):
             return [InputProblem((), f"the input must be an object, not {json_type_name(literal)}")]
         if not isinstance(computed, (set, frozenset)):
-            computed = frozenset()
+            try:
+                computed = frozenset(computed)
+            except TypeError:
+                computed = frozenset()
         out: list[InputProblem] = []
         present: set[str] = set()
-        for key in [*literal.keys(), *sorted(k for k in computed if k not in literal)]:
+        extra = sorted(str(k) for k in computed if k not in literal)
+        for key in [*literal.keys(), *extra]:
             name = key if isinstance(key, str) else str(key)
             present.add(name)
             if name not in self.fields:
