@@ -14,7 +14,8 @@ One cause, one code (SPEC §4.1):
   are redirects. A URL that is not acceptable at all is `FORGEC_CAPABILITY_INPUT`'s business.
 - Credentials — each host of each credential requirement must be in the allowlist (under
   `forbidden` none is), else `FORGE_CREDENTIAL_SCOPE`. This is independent of the host's own
-  validity (`FORGE_DOMAIN_INVALID`, reported by the structure pass): the comparison is exact.
+  validity (`FORGE_DOMAIN_INVALID`, reported by the structure pass): both lists are read as
+  written (the IR keeps only valid hosts) and compared exactly.
 
 A missing or unknown `network.mode` was reported by the structure pass; nothing is checked
 against it here.
@@ -22,11 +23,14 @@ against it here.
 
 from __future__ import annotations
 
+from typing import Any
+
 from forgec.catalog.urls import url_host
 from forgec.ir.nodes import CapabilityNode, Literal, ObjectExpr, Template, Value
 from forgec.ir.pointer import join
 from forgec.passes.capabilities import capability_nodes
 from forgec.passes.context import PassContext
+from forgec.passes.model import raw_at
 
 URL_FIELD = "url"
 
@@ -113,9 +117,22 @@ def check_network(ctx: PassContext) -> None:
             f"step `{node.id}` reaches `{host}`, which `network.hosts` does not list",
             hint=_host_hint(host, hosts),
         )
+    _check_credential_scope(ctx, forbidden)
+
+
+def _listed(raw: Any) -> list[tuple[int, str]]:
+    """The string entries of a host list as written, with their indexes (the IR keeps only the
+    valid hosts, once each, so its positions are not the manifest's)."""
+    return (
+        [(i, h) for i, h in enumerate(raw) if isinstance(h, str)] if isinstance(raw, list) else []
+    )
+
+
+def _check_credential_scope(ctx: PassContext, forbidden: bool) -> None:
+    allowed = set() if forbidden else {h for _, h in _listed(raw_at(ctx.raw, "/network/hosts"))}
     for cred in ctx.manifest.credential_requirements:
-        for i, host in enumerate(cred.hosts):
-            if not forbidden and host in hosts:
+        for i, host in _listed(raw_at(ctx.raw, join(cred.pointer, "hosts"))):
+            if host in allowed:
                 continue
             name = f"`{cred.id}`" if cred.id is not None else "a credential"
             why = (
