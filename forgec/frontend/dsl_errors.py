@@ -1,0 +1,207 @@
+"""Syntax errors of `.forge` text, said in words.
+
+lark reports a syntax error as the parser state, the unexpected token and the set of terminals
+it would have accepted. This module turns that into one `FORGE_MANIFEST_STRUCTURE` diagnostic:
+the accepted terminals named as a person would ("a value", "`->`", "a name"), what came before,
+and a span under the offending token. Common mistakes are recognised by lark's `match_examples`
+(the error is matched to the parser state of a known bad snippet) and get a targeted message.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from forgec.ir.diagnostics import Diagnostic, make
+from forgec.ir.span import Span
+
+_WORDS = {
+    "IDENT": "a name",
+    "STRING": "a string",
+    "TSTRING": 'a multi-line string (`"""`)',
+    "NUMBER": "a number",
+    "REF": "a reference like `$input.days`",
+    "CREDENTIAL": "`$credential(id)`",
+    "$END": "the end of the file",
+}
+_VALUE_START = {
+    "STRING",
+    "TSTRING",
+    "NUMBER",
+    "TRUE",
+    "FALSE",
+    "NULL",
+    "REF",
+    "CREDENTIAL",
+    "LBRACE",
+    "LSQB",
+}
+_NAME_START = {"IDENT", "STRING"}
+
+# Known mistakes, each a list of snippets that fail at the same parser state as the mistake.
+MISTAKES: dict[str, list[str]] = {
+    "to call a capability write `call` before its name: `x = call tasks.list {...}` "
+    "(and `x = llm summarize {...}` for a model step)": [
+        "tool t { flow { a: x = tasks.list {} } }",
+        "tool t { flow { a: x = notes.create {title: 1} -> b } }",
+    ],
+    "a node goes on to the next one with `-> id`, not `next id`": [
+        "tool t { flow { a: call tasks.list {} next b } }",
+        "tool t { flow { a: x = 1 next b } }",
+        "tool t { flow { a: x = 1 next: b } }",
+    ],
+    "`=` is not a comparison: write `==` (or `!=`, `<`, `<=`, `>`, `>=`, `contains`)": [
+        "tool t { flow { a: if $x = 1 then b else c } }",
+    ],
+    'header fields take no colon: write `title "Weekly review"`, `version 1`': [
+        'tool t { title: "x" }',
+        "tool t { version: 1 }",
+        'tool t { description: "x" }',
+        'tool t { created: "x" }',
+        "tool t { parent: null }",
+    ],
+    "object members are written `key: value`, separated by commas": [
+        "tool t { input {a = 1} }",
+        "tool t { flow { a: x = {a = 1} } }",
+    ],
+    "separate the members of an object (and the items of a list) with commas": [
+        "tool t { input {a: 1 b: 2} }",
+        'tool t { input {a: "x" b: 2} }',
+        "tool t { input [1 2] }",
+        'tool t { input ["a" "b"] }',
+    ],
+    "each node starts with its id and a colon, e.g. `fetch: x = call tasks.list {...}`": [
+        "tool t { flow { call tasks.list {} } }",
+        "tool t { flow { x = call tasks.list {} } }",
+        "tool t { flow { return 1 } }",
+        "tool t { flow { if $x then a else b } }",
+    ],
+    "after the condition write `then NODE else NODE`": [
+        "tool t { flow { a: if $x b else c } }",
+        "tool t { flow { a: if $x == 1 b else c } }",
+        "tool t { flow { a: if $x == 1 { } } }",
+    ],
+    "`else` names a node; put a second test in its own `if` node": [
+        "tool t { flow { a: if $x then b else if $y then c else d } }",
+    ],
+    "a capability step takes its input after the name, e.g. `call tasks.list {}`": [
+        "tool t { flow { a: call tasks.list } }",
+        "tool t { flow { a: call tasks.list -> b } }",
+        "tool t { flow { a: x = call tasks.list -> b } }",
+    ],
+}
+
+
+def _word(name: str, parser: Any) -> str:
+    if name in _WORDS:
+        return _WORDS[name]
+    try:
+        term = parser.get_terminal(name)
+    except KeyError:
+        return name.lower()
+    pattern = term.pattern
+    if type(pattern).__name__ == "PatternStr":
+        return f"`{pattern.value}`"
+    return name.lower()
+
+
+def _describe_expected(expected: set[str], parser: Any) -> str:
+    names = set(expected)
+    words: list[str] = []
+    if names >= _VALUE_START:
+        names -= _VALUE_START
+        words.append("a value")
+    elif names >= _NAME_START:
+        names -= _NAME_START
+        words.append("a name")
+    words.extend(sorted(_word(n, parser) for n in names if not n.startswith("__IGNORE")))
+    if not words:
+        return "something else"
+    if len(words) == 1:
+        return words[0]
+    if len(words) > 8:
+        return ", ".join(words[:8]) + " or another statement"
+    return ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def _shown(token: Any) -> str:
+    if token.type == "$END":
+        return "the end of the file"
+    text = str(token)
+    if len(text) > 30:
+        text = text[:27] + "..."
+    return f"`{text}`"
+
+
+def syntax_diagnostic(exc: Any, text: str, path: str | None, parser: Any) -> Diagnostic:
+    """One diagnostic for a lark `UnexpectedInput`, with a span under the offending input."""
+    from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedToken
+
+    label = None
+    if isinstance(exc, UnexpectedCharacters):
+        at = exc.pos_in_stream or 0
+        if at < len(text) and text[at] == "'":
+            label = "strings are written in double quotes"
+    else:
+        try:
+            label = exc.match_examples(parser.parse, MISTAKES, use_accepts=True)
+        except Exception:  # a failing example must never hide the user's own error
+            label = None
+    if isinstance(exc, UnexpectedCharacters):
+        line, col = exc.line, exc.column
+        at = exc.pos_in_stream or 0
+        char = text[at] if at < len(text) else ""
+        what = f"unexpected character `{char}`"
+        if exc.allowed:
+            what += f"; expected {_describe_expected(set(exc.allowed), parser)}"
+        span = Span(path, line, col, line, col + 1)
+    elif isinstance(exc, UnexpectedToken):
+        tok = exc.token
+        expected = _describe_expected(set(exc.accepts or exc.expected), parser)
+        prev = _previous(exc)
+        what = f"expected {expected}" + (f" after {prev}" if prev else "")
+        what += f", found {_shown(tok)}"
+        if tok.type == "$END" or not getattr(tok, "line", None):
+            span = _end_span(text, path)
+        else:
+            span = Span(
+                path,
+                tok.line,
+                tok.column,
+                tok.end_line or tok.line,
+                tok.end_column or tok.column + 1,
+            )
+    elif isinstance(exc, UnexpectedEOF):
+        what = f"the file ends early; expected {_describe_expected(set(exc.expected), parser)}"
+        span = _end_span(text, path)
+    else:  # pragma: no cover - lark has no other kind
+        what = str(exc).splitlines()[0]
+        span = _end_span(text, path)
+    return make(
+        "FORGE_MANIFEST_STRUCTURE",
+        "",
+        f"syntax error: {what}",
+        span=span,
+        hint=label,
+    )
+
+
+def _previous(exc: Any) -> str | None:
+    state: Any = getattr(exc, "state", None)
+    values = getattr(state, "value_stack", None)
+    if not values:
+        return None
+    last = values[-1]
+    if hasattr(last, "type"):  # a token
+        return _shown(last)
+    value = getattr(last, "v", None)  # a value the builder already made
+    if isinstance(value, str | int | float) and not isinstance(value, bool):
+        shown = str(value)
+        return f"`{shown if len(shown) <= 30 else shown[:27] + '...'}`"
+    return None
+
+
+def _end_span(text: str, path: str | None) -> Span:
+    lines = text.split("\n")
+    line = len(lines)
+    col = len(lines[-1]) + 1
+    return Span(path, line, col, line, col + 1)
