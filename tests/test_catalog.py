@@ -582,6 +582,7 @@ def test_authorizer_lets_sqlite_allow_only_reads_of_allowed_tables() -> None:
         "30 4 29 2 *",
         "0 12 * * 7",
         "  5   4 * * sun ",
+        "0\t9 * * *",
     ],
 )
 def test_cron_ok(expr: str) -> None:
@@ -609,6 +610,8 @@ def test_cron_ok(expr: str) -> None:
         ("0 0 30 2 *", "never run"),
         ("1,,2 * * * *", "empty item"),
         ("", "this one has 0"),
+        ("0\u3000 9 * * *", "plain ASCII"),
+        ("0 9 * * *\n0 10 * * *", "plain ASCII"),
     ],
 )
 def test_cron_bad(expr: str, expected: str) -> None:

@@ -77,6 +77,8 @@ def check_cron(expr: str) -> list[str]:
     """Problems with a 5-field cron expression (empty when valid)."""
     if not isinstance(expr, str):
         return ["a cron expression must be a string"]
+    if not expr.isascii() or any(ord(ch) < 0x20 and ch != "\t" for ch in expr):
+        return ["a cron expression is plain ASCII: digits, names, `* , - /`, spaces"]
     parts = expr.split()
     if expr.strip().startswith("@"):
         return [f"`{expr.strip()[:20]}` macros are not accepted: write the 5 fields"]
@@ -100,7 +102,7 @@ def check_cron(expr: str) -> list[str]:
     try:
         from croniter import croniter
 
-        if not croniter.is_valid(" ".join(parts)):
+        if not croniter.is_valid(expr.strip()):
             return ["the cron library refuses this expression"]
     except Exception as error:  # a library crash must not become a traceback
         return [f"the cron library refuses this expression ({type(error).__name__})"]
