@@ -260,7 +260,7 @@ def _send(
         ) as resp:
             chunks: list[bytes] = []
             size = 0
-            for chunk in resp.iter_raw(16 * 1024):
+            for chunk in resp.iter_raw():
                 size += len(chunk)
                 if size > MAX_BODY:
                     raise HostError(
