@@ -211,3 +211,70 @@ def test_r4_asks_every_time_or_is_refused(store_path: Path, tmp_path: Path) -> N
 
     no_elicitation = run_client(args, body)
     assert all("cannot ask" in _text(r) for r in no_elicitation)
+
+
+@needs_pipeline
+def test_r4_runs_after_elicitation_or_by_policy(store_path: Path, tmp_path: Path) -> None:
+    config = tmp_path / "host.toml"
+    # the name resolves to a closed local port: the run reaches the bridge and fails fast
+    config.write_text('[network]\nresolve = ["api.example.com:443:127.0.0.1"]\n')
+    asked: list[str] = []
+
+    async def accept(context: Any, params: Any) -> Any:
+        import mcp_types as types
+
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"allow": True})
+
+    async def body(session: Any) -> Any:
+        return await session.call_tool("dynamic_web_Dfetch", {})
+
+    args = [
+        "--store",
+        str(store_path),
+        "--db",
+        str(tmp_path / "h.db"),
+        "--host-config",
+        str(config),
+        "--persona-labels",
+        "net.http:egress",
+    ]
+    ran = run_client(args, body, elicitation=accept)
+    assert len(asked) == 1
+    # consent was given, so the tool ran; the request itself failed at the network
+    assert ran.is_error and "dynamic:web.fetch failed at node `s0`" in _text(ran)
+    assert ran.structured_content["status"] == "failed"
+    assert ran.structured_content["error"]["code"] == "RUN_CAPABILITY_FAILED"
+
+    policy = tmp_path / "policy.toml"
+    policy.write_text('[[allow]]\ntool = "dynamic_web_Dfetch"\nversion = 1\n')
+    by_policy = run_client([*args, "--consent-policy", str(policy)], body)
+    assert by_policy.structured_content["status"] == "failed"
+    assert "cannot ask" not in _text(by_policy)
+
+    policy.write_text('[[allow]]\ntool = "dynamic:web.fetch"\nversion = 2\n')
+    wrong_version = run_client([*args, "--consent-policy", str(policy)], body)
+    assert "cannot ask" in _text(wrong_version)
+
+
+@needs_pipeline
+def test_a_host_tool_call_returns_structured_rows(store_path: Path, tmp_path: Path) -> None:
+    async def body(session: Any) -> Any:
+        ok = await session.call_tool("db_query", {"sql": "SELECT count(*) AS n FROM memory_items"})
+        bad = await session.call_tool("db_query", {"sql": "DELETE FROM memory_items"})
+        return ok, bad
+
+    ok, bad = run_client(
+        [
+            "--store",
+            str(store_path),
+            "--db",
+            str(tmp_path / "h.db"),
+            "--persona-labels",
+            "db.query:own",
+        ],
+        body,
+    )
+    assert not ok.is_error, _text(ok)
+    assert ok.structured_content == {"rows": [{"n": 0}], "truncated": False}
+    assert bad.is_error and "SELECT" in _text(bad)

@@ -56,6 +56,7 @@ def test_label_grants() -> None:
     assert label_granted("channel.send:alerts", ["channel.send:*"])
     assert not label_granted("channel.send:*", ["channel.send:alerts"])
     assert not label_granted("channel.send:alerts", ["channel.send:other"])
+    assert not label_granted("db.query:own", ["db.query:*"])  # only channel.send has a family
     assert family_granted("channel.send:*", ["channel.send:alerts"])
     assert forged_visible(Marks(), [])  # a tool needing no label is listed without labels
     assert not forged_visible(Marks(labels=("net.http:egress",)), [])

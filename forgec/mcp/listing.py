@@ -8,8 +8,8 @@ same function decides again at call time, so a tool that is not listed is refuse
   that without `--persona-labels` only those are);
 - `tool_create`, with the label `tool.create`.
 
-Label grants: a persona label grants itself; a label ending in `:*` grants every label with the
-same prefix (`channel.send:*` grants `channel.send:alerts`). A host tool whose label has a
+Label grants follow the host's bridge (`forgec.host.bridge.grants`): a persona label grants
+itself, and `channel.send:*` also grants every `channel.send:<name>`. A host tool whose label has a
 parameter part (`channel.send:<channel>`, worst case `channel.send:*`) is listed when any label of that family is granted;
 the bridge then checks the actual channel on every call.
 
@@ -97,12 +97,12 @@ class ToolEntry:
 
 
 def label_granted(needed: str, granted: Iterable[str]) -> bool:
-    for label in granted:
-        if label == needed:
-            return True
-        if label.endswith(":*") and needed.startswith(label[:-1]):
-            return True
-    return False
+    """The bridge's rule, so a listed tool is never refused by the host for its label: a label
+    is held exactly, except `channel.send:<name>`, which `channel.send:*` also grants."""
+    labels = frozenset(granted)
+    if needed in labels:
+        return True
+    return needed.startswith("channel.send:") and "channel.send:*" in labels
 
 
 def family_granted(needed: str, granted: Iterable[str]) -> bool:
@@ -154,13 +154,18 @@ def forged_entry(manifest: Mapping[str, Any], marks: Marks) -> ToolEntry | None:
     in_schema = manifest.get("inputSchema")
     wraps_input = in_schema is not None and not _object_schema(in_schema)
     if in_schema is None:
-        input_schema: dict[str, Any] = {"type": "object", "properties": {}}
+        # no parameters: the model is offered exactly none
+        input_schema: dict[str, Any] = {
+            "type": "object",
+            "properties": {},
+            "additionalProperties": False,
+        }
     elif wraps_input:
         input_schema = {"type": "object", "properties": {"input": in_schema}, "required": ["input"]}
     else:
         input_schema = dict(in_schema)
     out_schema = manifest.get("outputSchema")
-    wraps_output = not _object_schema(out_schema)
+    wraps_output = out_schema is not None and not _object_schema(out_schema)
     output_schema: dict[str, Any] | None
     if out_schema is None:
         output_schema = None

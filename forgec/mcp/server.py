@@ -275,7 +275,13 @@ class ForgeServer:
             direct = getattr(host, "call_tool", None)
             if direct is not None:
                 return direct(entry.internal, args)
-            context = CallContext(tool_id="mcp", tool_version=0, node_id=entry.name)
+            # a direct call has no manifest: the host config's allowlist is the only one, and
+            # an empty one allows no host (deny by default)
+            config = getattr(host, "config", None)
+            allowed = tuple(getattr(config, "allow_hosts", ()) or ())
+            context = CallContext(
+                tool_id="mcp", tool_version=1, node_id=entry.name, allowed_hosts=allowed
+            )
             return host.call(entry.internal, args, context)
         finally:
             close = getattr(host, "close", None)
