@@ -1063,7 +1063,7 @@ class _Builder:
                     parts=tuple(
                         [
                             part
-                            if type(part) is str
+                            if isinstance(part, str)
                             else Ref(text=part[0], segments=part[1], pointer=pointer)
                             for part in parts
                         ]
@@ -1273,7 +1273,7 @@ def _cached_template(
         result = (None, problem)
     else:
         result = (
-            tuple(p if type(p) is str else (format_path(p), p) for p in parts),  # type: ignore[arg-type]
+            tuple([p if isinstance(p, str) else (format_path(p), p) for p in parts]),
             None,
         )
     if len(_TEMPLATES) >= _CACHE_LIMIT:
