@@ -53,42 +53,46 @@ class OperandKind(enum.Enum):
 
 @attrs.frozen
 class OpInfo:
+    """One row of the table. Stack slots are typed: V a JSON value, B a condition result,
+    I a loop iterator. `pops`/`pushes` hold the kinds, top of stack last."""
+
     op: Op
     name: str  # the disassembly name
     operand: OperandKind
-    # stack effect on the path that continues (fall-through); `jump_effect` when it jumps
-    effect: int
-    jump_effect: int | None = None  # None: the op never jumps
+    pops: str = ""
+    pushes: str = ""
+    jumps: bool = False  # may jump to its LABEL operand (with the stack its pops left)
     falls_through: bool = True  # False for RETURN, FAIL, JUMP
+
+    @property
+    def effect(self) -> int:
+        """Stack effect on the path that continues to the next instruction."""
+        return len(self.pushes) - len(self.pops)
+
+    @property
+    def jump_effect(self) -> int | None:
+        """Stack effect on the path that jumps; None when the op never jumps."""
+        return -len(self.pops) if self.jumps else None
 
 
 OPS: dict[Op, OpInfo] = {
     info.op: info
     for info in (
-        OpInfo(Op.ENTER, "enter", OperandKind.NODE, 0),
-        OpInfo(Op.EVAL, "eval", OperandKind.VALUE, +1),
-        OpInfo(Op.STORE, "store", OperandKind.PATH, -1),
-        OpInfo(Op.POP, "pop", OperandKind.NONE, -1),
-        OpInfo(Op.CALL, "call", OperandKind.CALL, 0),
-        OpInfo(Op.MODEL, "model", OperandKind.MODEL, 0),
-        OpInfo(Op.COMPARE, "compare", OperandKind.COND, +1),
-        OpInfo(Op.JUMP_IF_FALSE, "jump_if_false", OperandKind.LABEL, -1, jump_effect=-1),
-        OpInfo(Op.JUMP, "jump", OperandKind.LABEL, 0, jump_effect=0, falls_through=False),
-        OpInfo(Op.FOREACH_INIT, "foreach_init", OperandKind.LOOP, 0),
-        OpInfo(Op.FOREACH_NEXT, "foreach_next", OperandKind.LABEL, 0, jump_effect=-1),
-        OpInfo(Op.RETURN, "return", OperandKind.NONE, -1, falls_through=False),
-        OpInfo(Op.FAIL, "fail", OperandKind.FAIL, 0, falls_through=False),
+        OpInfo(Op.ENTER, "enter", OperandKind.NODE),
+        OpInfo(Op.EVAL, "eval", OperandKind.VALUE, pushes="V"),
+        OpInfo(Op.STORE, "store", OperandKind.PATH, pops="V"),
+        OpInfo(Op.POP, "pop", OperandKind.NONE, pops="V"),
+        OpInfo(Op.CALL, "call", OperandKind.CALL, pops="V", pushes="V"),
+        OpInfo(Op.MODEL, "model", OperandKind.MODEL, pops="V", pushes="V"),
+        OpInfo(Op.COMPARE, "compare", OperandKind.COND, pushes="B"),
+        OpInfo(Op.JUMP_IF_FALSE, "jump_if_false", OperandKind.LABEL, pops="B", jumps=True),
+        OpInfo(Op.JUMP, "jump", OperandKind.LABEL, jumps=True, falls_through=False),
+        OpInfo(Op.FOREACH_INIT, "foreach_init", OperandKind.LOOP, pops="V", pushes="I"),
+        # continues with the iterator still on the stack; jumps out having popped it
+        OpInfo(
+            Op.FOREACH_NEXT, "foreach_next", OperandKind.LABEL, pops="I", pushes="I", jumps=True
+        ),
+        OpInfo(Op.RETURN, "return", OperandKind.NONE, pops="V", falls_through=False),
+        OpInfo(Op.FAIL, "fail", OperandKind.FAIL, falls_through=False),
     )
-}
-
-# How many stack slots an op needs on entry (what it pops before pushing).
-NEEDS: dict[Op, int] = {
-    Op.STORE: 1,
-    Op.POP: 1,
-    Op.CALL: 1,
-    Op.MODEL: 1,
-    Op.JUMP_IF_FALSE: 1,
-    Op.FOREACH_INIT: 1,
-    Op.FOREACH_NEXT: 1,
-    Op.RETURN: 1,
 }

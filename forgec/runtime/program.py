@@ -29,7 +29,7 @@ from typing import Any
 
 import attrs
 
-from forgec.runtime.opcodes import NEEDS, OPS, Op, OperandKind
+from forgec.runtime.opcodes import OPS, Op, OperandKind
 
 FORMAT = "forgec.program.v1"
 # The schema keywords a manifest may use (SPEC §2.2); a Program with others is refused so a
@@ -294,37 +294,47 @@ def verify(program: Program) -> None:
 def stack_depths(code: list[list[int]]) -> list[int]:
     """The stack depth before each instruction; `ProgramError` when it is not consistent.
 
-    A worklist over the control-flow edges (fall-through and jump): every instruction must be
-    reached with one depth whatever the path, never pop an empty stack, and never fall off
-    the end of the code. Unreached instructions get -1. Used by `verify` and by the backend's
-    `stack_depth_consistent` invariant.
+    A worklist over the control-flow edges (fall-through and jump) carrying the abstract
+    stack (the kind of each slot): every instruction must be reached with one stack whatever
+    the path, pop only what it expects, and never fall off the end of the code. Unreached
+    instructions get -1. Used by `verify` and by the backend's `stack_depth_consistent`.
     """
-    depths = [-1] * len(code)
-    depths[0] = 0
+    shapes: list[str | None] = [None] * len(code)
+    shapes[0] = ""
     work = [0]
     while work:
         pc = work.pop()
         op = Op(code[pc][0])
         info = OPS[op]
-        depth = depths[pc]
-        if depth < NEEDS.get(op, 0):
-            raise ProgramError(f"code[{pc}] ({info.name}) pops an empty stack")
-        edges: list[tuple[int, int]] = []
+        shape = shapes[pc]
+        assert shape is not None
+        popped = info.pops
+        if popped and not shape.endswith(popped):
+            have = shape[-1:] or "nothing"
+            raise ProgramError(
+                f"code[{pc}] ({info.name}) pops {_KIND[popped]} but the stack has {_KIND.get(have, have)}"
+            )
+        below = shape[: len(shape) - len(popped)]
+        edges: list[tuple[int, str]] = []
         if info.falls_through:
             if pc + 1 >= len(code):
                 raise ProgramError(f"code[{pc}] ({info.name}) falls off the end of the code")
-            edges.append((pc + 1, depth + info.effect))
+            edges.append((pc + 1, below + info.pushes))
         if info.jump_effect is not None:
-            edges.append((code[pc][1], depth + info.jump_effect))
+            edges.append((code[pc][1], below))
         for target, after in edges:
-            if depths[target] == -1:
-                depths[target] = after
+            if shapes[target] is None:
+                shapes[target] = after
                 work.append(target)
-            elif depths[target] != after:
+            elif shapes[target] != after:
                 raise ProgramError(
-                    f"code[{target}] is reached with stack depth {depths[target]} and {after}"
+                    f"code[{target}] is reached with stack depth {len(shapes[target] or '')} "
+                    f"and {len(after)} (or different kinds of values)"
                 )
-    return depths
+    return [len(s) if s is not None else -1 for s in shapes]
+
+
+_KIND = {"V": "a value", "B": "a condition result", "I": "a loop iterator", "nothing": "nothing"}
 
 
 def _verify_value(p: Program, value: Any, where: str, depth: int) -> None:
