@@ -131,9 +131,15 @@ def _locate(d: Diagnostic, source_map: SourceMap) -> Diagnostic:
     return attrs.evolve(d, span=span) if span is not None else d
 
 
-def compile_dsl(text: str | bytes, *, path: str | None = None) -> dict[str, Any]:
-    """`.forge` text → canonical manifest dict; raises `CheckError` on any error."""
-    report = check(text, path=path or "<forge>.forge", target="talon")
+def compile_dsl(
+    text: str | bytes, *, path: str | None = None, target: str = "talon"
+) -> dict[str, Any]:
+    """`.forge` text → canonical manifest dict; raises `CheckError` on any error.
+
+    Checked against `target`; the default `talon` catalog holds every TALOS capability too, so
+    a tool of either target compiles unless a stricter target is asked for.
+    """
+    report = check(text, path=path or "<forge>.forge", target=target)
     if not report.ok or report.manifest is None:
         raise CheckError(report)
     return report.manifest

@@ -1,0 +1,45 @@
+"""`forgec compile SRC.forge [-o OUT] [--target]`: DSL → canonical `.talostool`; refuses on errors.
+
+The tool is checked in full against `--target` (default `talos`; a tool that calls Talon host
+tools needs `--target talon`). Errors are printed as `check` prints them and nothing is written;
+warnings are printed and the manifest is still written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from forgec.commands.common import add_target
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = subparsers.add_parser(
+        "compile",
+        help="compile a .forge file to a canonical .talostool manifest",
+        description="Compile .forge text to the canonical .talostool manifest (refuses on errors).",
+    )
+    p.add_argument("source", metavar="SRC", help=".forge file to compile (- for stdin)")
+    p.add_argument("-o", "--output", metavar="OUT", help="write here instead of standard output")
+    add_target(p)
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from forgec.api import check
+    from forgec.cli import EXIT_ERRORS, EXIT_OK
+    from forgec.commands.common import read_source, write_text
+    from forgec.frontend.canonical import dumps_canonical
+    from forgec.render.text import render_report, use_color
+
+    data = read_source(args.source)
+    path = None if args.source == "-" else args.source
+    report = check(data, path=path or "<stdin>.forge", target=args.target)
+    if report.diagnostics:
+        sys.stderr.write(render_report(report, color=use_color(sys.stderr)) + "\n")
+    if not report.ok or report.manifest is None:
+        count = len(report.errors)
+        print(f"forgec: not compiled: {count} error(s)", file=sys.stderr)
+        return EXIT_ERRORS
+    write_text(args.output, dumps_canonical(report.manifest))
+    return EXIT_OK

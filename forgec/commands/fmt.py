@@ -1,0 +1,79 @@
+"""`forgec fmt PATH [--to forge|talostool] [--write|--check]`: canonical text of either form.
+
+`.talostool` → `.forge` is the decompiler. Formatting needs only a readable document, not a
+valid tool, but it refuses a source with syntax-level problems (bad syntax, duplicate keys):
+rewriting those would silently pick one reading.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = subparsers.add_parser(
+        "fmt",
+        help="print the canonical text of a .forge or .talostool file",
+        description="Print the canonical .forge or .talostool text of a tool "
+        "(.talostool → .forge decompiles).",
+    )
+    p.add_argument("path", metavar="PATH", help="file to format (- for stdin)")
+    p.add_argument(
+        "--to",
+        choices=("forge", "talostool"),
+        help="output form (default: the form of PATH)",
+    )
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--write", action="store_true", help="rewrite PATH in place")
+    mode.add_argument(
+        "--check", action="store_true", help="exit 1 when PATH is not in canonical form"
+    )
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from forgec.api import is_forge_source, load
+    from forgec.cli import EXIT_ERRORS, EXIT_OK, UsageError
+    from forgec.commands.common import read_source, write_text
+    from forgec.frontend.canonical import dumps_canonical
+    from forgec.frontend.dsl_format import FormatError, format_forge
+    from forgec.render.text import render_diagnostic, use_color
+
+    data = read_source(args.path)
+    path = None if args.path == "-" else args.path
+    form = "forge" if is_forge_source(data, path) else "talostool"
+    to = args.to or form
+    if (args.write or args.check) and to != form:
+        raise UsageError("--write and --check keep the file's own form; drop --to")
+    if args.write and path is None:
+        raise UsageError("--write needs a file, not standard input")
+    loaded = load(data, path=path)
+    if loaded.diagnostics or loaded.value is None:
+        color = use_color(sys.stderr)
+        for d in loaded.diagnostics:
+            print(
+                render_diagnostic(d, path=path, source=loaded.source_map.text, color=color),
+                file=sys.stderr,
+            )
+        print(f"forgec: {args.path}: not formatted", file=sys.stderr)
+        return EXIT_ERRORS
+    try:
+        text = format_forge(loaded.value) if to == "forge" else dumps_canonical(loaded.value)
+    except FormatError as exc:
+        print(f"forgec: {args.path}: cannot write as .forge: {exc}", file=sys.stderr)
+        return EXIT_ERRORS
+    if args.check:
+        original = data.decode("utf-8", errors="replace")
+        if original != text:
+            print(f"{args.path}: not in canonical form (run `forgec fmt --write`)", file=sys.stderr)
+            return EXIT_ERRORS
+        return EXIT_OK
+    if args.write:
+        assert path is not None
+        if Path(path).read_bytes() != text.encode("utf-8"):
+            write_text(path, text)
+        return EXIT_OK
+    write_text(None, text)
+    return EXIT_OK

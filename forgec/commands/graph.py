@@ -1,0 +1,45 @@
+"""`forgec graph PATH [--format mermaid|dot] [--target]`: the flow as a picture.
+
+Capability steps show their power and risk from the target's catalog; nodes the entry cannot
+reach are grey. A flow with errors is still drawn as far as it goes (the errors go to stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from forgec.commands.common import add_format, add_target
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = subparsers.add_parser(
+        "graph",
+        help="draw a tool's flow (Mermaid or Graphviz DOT)",
+        description="Draw a tool's flow as a Mermaid flowchart or a Graphviz digraph.",
+    )
+    p.add_argument("path", metavar="PATH", help=".forge or .talostool file (- for stdin)")
+    add_format(p, "mermaid", "dot")
+    add_target(p)
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from forgec.api import load
+    from forgec.catalog import get_catalog
+    from forgec.cli import EXIT_ERRORS, EXIT_OK
+    from forgec.commands.common import read_source, write_text
+    from forgec.render.graph import to_dot, to_mermaid
+    from forgec.render.text import render_diagnostic
+
+    data = read_source(args.path)
+    path = None if args.path == "-" else args.path
+    loaded = load(data, path=path)
+    if loaded.value is None:
+        for d in loaded.diagnostics:
+            print(render_diagnostic(d, path=path, source=loaded.source_map.text), file=sys.stderr)
+        return EXIT_ERRORS
+    catalog = get_catalog(args.target)
+    draw = to_dot if args.format == "dot" else to_mermaid
+    write_text(None, draw(loaded.value, catalog=catalog))
+    return EXIT_OK

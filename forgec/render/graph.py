@@ -1,0 +1,274 @@
+"""A tool's flow as a picture: Mermaid (`flowchart`) or Graphviz DOT.
+
+Works on the manifest JSON (either front end), so a flow with errors is still drawn as far as it
+goes. Each node gets a name from its position (`n2`, `n2_0` for the first body node of node 2),
+never from its id, so odd or repeated ids cannot break the output. Shapes say the kind (a
+capability step is a subroutine box, a model step a stadium, a test a diamond, a loop a hexagon
+whose body is a subgraph/cluster, `return` a circle, `fail` a octagon); edges are labelled
+`next`/`then`/`else`/`body`, and a body node that ends the iteration has a dotted `repeat` edge
+back to its loop. Nodes the entry cannot reach are grey. Every capability step shows its power
+and risk from the target's catalog (the worst case when the deciding field is computed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+
+def _literal_fields(inp: Any) -> dict[str, Any]:
+    if not isinstance(inp, dict):
+        return {}
+    return {k: v for k, v in inp.items() if not _has_expr(v)}
+
+
+def _has_expr(v: Any) -> bool:
+    if isinstance(v, dict):
+        if len(v) == 1 and next(iter(v)) in ("$ref", "$template", "$credential"):
+            return True
+        return any(_has_expr(x) for x in v.values())
+    if isinstance(v, list):
+        return any(_has_expr(x) for x in v)
+    return False
+
+
+def step_risk(node: dict[str, Any], catalog: Any) -> str | None:
+    """`Read · R1` for a capability step the catalog knows, `unknown capability` otherwise."""
+    if catalog is None:
+        return None
+    spec = catalog.get(node.get("capability")) if isinstance(node.get("capability"), str) else None
+    if spec is None:
+        return "unknown capability"
+    try:
+        marks = spec.marks(_literal_fields(node.get("input")))
+    except Exception:  # a resolver must never stop the picture
+        return None
+    return f"{marks.power} · {marks.risk}"
+
+
+class _Flow:
+    """The flow flattened: each node with its drawing name, scope, edges and reachability."""
+
+    def __init__(self, manifest: Any, catalog: Any) -> None:
+        flow = manifest.get("flow") if isinstance(manifest, dict) else None
+        flow = flow if isinstance(flow, dict) else {}
+        nodes = flow.get("nodes") if isinstance(flow.get("nodes"), list) else []
+        self.entry = flow.get("entry")
+        self.top: list[tuple[str, dict[str, Any]]] = []
+        self.bodies: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+        for i, node in enumerate(nodes):
+            if not isinstance(node, dict):
+                continue
+            key = f"n{i}"
+            self.top.append((key, node))
+            body = node.get("body")
+            if node.get("type") == "foreach" and isinstance(body, list):
+                self.bodies[key] = [
+                    (f"{key}_{j}", b) for j, b in enumerate(body) if isinstance(b, dict)
+                ]
+        self.catalog = catalog
+        self.reachable: set[str] = set()
+        self._reach(self.top, self.entry)
+        for key in list(self.bodies):
+            if key in self.reachable and self.bodies[key]:
+                first = self.bodies[key][0][1].get("id")
+                self._reach(self.bodies[key], first)
+
+    @staticmethod
+    def _index(scope: list[tuple[str, dict[str, Any]]]) -> dict[Any, str]:
+        index: dict[Any, str] = {}
+        for key, node in scope:
+            nid = node.get("id")
+            if isinstance(nid, str):
+                index.setdefault(nid, key)
+        return index
+
+    def _reach(self, scope: list[tuple[str, dict[str, Any]]], start: Any) -> None:
+        index = self._index(scope)
+        by_key = dict(scope)
+        todo = [index[start]] if isinstance(start, str) and start in index else []
+        while todo:
+            key = todo.pop()
+            if key in self.reachable:
+                continue
+            self.reachable.add(key)
+            for _label, target in self.edges(by_key[key]):
+                if isinstance(target, str) and target in index:
+                    todo.append(index[target])
+
+    @staticmethod
+    def edges(node: dict[str, Any]) -> list[tuple[str, Any]]:
+        return [(label, node[label]) for label in ("next", "then", "else") if label in node]
+
+    def label(self, node: dict[str, Any]) -> str:
+        nid = node.get("id")
+        kind = node.get("type")
+        head = str(nid) if isinstance(nid, str) else "(no id)"
+        if kind == "capability":
+            line = f"call {node.get('capability')}"
+            risk = step_risk(node, self.catalog)
+            return f"{head}\n{line}" + (f"\n{risk}" if risk else "")
+        if kind == "llm":
+            return f"{head}\nllm {node.get('op')}"
+        if kind == "set":
+            return f"{head}\nset {node.get('target')}"
+        if kind == "if":
+            cond = node.get("condition")
+            op = cond.get("op") if isinstance(cond, dict) else None
+            return f"{head}\nif {op}"
+        if kind == "foreach":
+            return f"{head}\nfor each {node.get('itemVar')}"
+        if kind == "fail":
+            return f"{head}\nfail {node.get('code')}"
+        return f"{head}\n{kind}"
+
+
+def _walk_edges(
+    flow: _Flow, emit: Callable[[str, str, str, bool], None], missing: Callable[[str, str], str]
+) -> None:
+    """Call `emit(src, dst, label, dotted)` for every edge, in a stable order."""
+    scopes = [(flow.top, None)] + [(body, key) for key, body in flow.bodies.items()]
+    for scope, loop in scopes:
+        index = _Flow._index(scope)
+        for key, node in scope:
+            for label, target in _Flow.edges(node):
+                dst = index.get(target) if isinstance(target, str) else None
+                emit(key, dst if dst else missing(key, str(target)), label, False)
+            if flow.bodies.get(key):
+                emit(key, flow.bodies[key][0][0], "body", False)
+            ends = node.get("type") in ("set", "capability", "llm") and "next" not in node
+            if loop is not None and ends:
+                emit(key, loop, "repeat", True)
+
+
+# ---- Mermaid --------------------------------------------------------------------------------
+
+_MERMAID_SHAPES = {
+    "set": ("[", "]"),
+    "capability": ("[[", "]]"),
+    "llm": ("([", "])"),
+    "if": ("{", "}"),
+    "foreach": ("{{", "}}"),
+    "return": ("((", "))"),
+    "fail": ("[/", "\\]"),
+}
+
+
+def _mermaid_text(s: str) -> str:
+    out = s.replace("&", "#amp;").replace('"', "#quot;").replace("<", "#lt;").replace(">", "#gt;")
+    return out.replace("\n", "<br/>")
+
+
+def to_mermaid(manifest: Any, *, catalog: Any = None) -> str:
+    """The flow as a Mermaid flowchart (renders on GitHub and in most Markdown viewers)."""
+    flow = _Flow(manifest, catalog)
+    lines = ["flowchart TD"]
+    lines.append("  classDef unreachable fill:#eeeeee,stroke:#999999,color:#888888")
+    lines.append("  classDef missing stroke-dasharray:4 4,stroke:#cc0000,color:#cc0000")
+    lines.append("  start((start))")
+    unreachable: list[str] = []
+    missing_nodes: dict[str, str] = {}
+
+    def node_line(key: str, node: dict[str, Any], indent: str) -> str:
+        left, right = _MERMAID_SHAPES.get(str(node.get("type")), ("[", "]"))
+        if key not in flow.reachable:
+            unreachable.append(key)
+        return f'{indent}{key}{left}"{_mermaid_text(flow.label(node))}"{right}'
+
+    for key, node in flow.top:
+        lines.append(node_line(key, node, "  "))
+        if key in flow.bodies:
+            title = f"body of {node.get('id')}"
+            lines.append(f'  subgraph {key}_body ["{_mermaid_text(title)}"]')
+            for bkey, bnode in flow.bodies[key]:
+                lines.append(node_line(bkey, bnode, "    "))
+            lines.append("  end")
+    edges: list[str] = []
+    entry_index = _Flow._index(flow.top)
+    if isinstance(flow.entry, str) and flow.entry in entry_index:
+        edges.append(f"  start --> {entry_index[flow.entry]}")
+
+    def missing(src: str, target: str) -> str:
+        name = missing_nodes.setdefault(f"{src}:{target}", f"missing{len(missing_nodes)}")
+        return name
+
+    def emit(src: str, dst: str, label: str, dotted: bool) -> None:
+        arrow = f"-. {label} .->" if dotted else f"-->|{label}|"
+        edges.append(f"  {src} {arrow} {dst}")
+
+    _walk_edges(flow, emit, missing)
+    for where, name in missing_nodes.items():
+        lines.append(f'  {name}["{_mermaid_text("missing: " + where.split(":", 1)[1])}"]')
+    lines.extend(edges)
+    if unreachable:
+        lines.append(f"  class {','.join(unreachable)} unreachable")
+    if missing_nodes:
+        lines.append(f"  class {','.join(missing_nodes.values())} missing")
+    return "\n".join(lines) + "\n"
+
+
+# ---- Graphviz DOT ---------------------------------------------------------------------------
+
+_DOT_SHAPES = {
+    "set": "shape=box",
+    "capability": "shape=box, peripheries=2",
+    "llm": 'shape=box, style="rounded"',
+    "if": "shape=diamond",
+    "foreach": "shape=hexagon",
+    "return": "shape=doublecircle",
+    "fail": 'shape=octagon, color="#cc0000"',
+}
+
+
+def _dot_text(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def to_dot(manifest: Any, *, catalog: Any = None) -> str:
+    """The flow as a Graphviz digraph (`dot -Tsvg`); loop bodies are clusters."""
+    flow = _Flow(manifest, catalog)
+    title = manifest.get("id") if isinstance(manifest, dict) else None
+    lines = [f"digraph {_dot_text(str(title) if isinstance(title, str) else 'flow')} {{"]
+    lines.append('  node [fontname="Helvetica", fontsize=11];')
+    lines.append('  edge [fontname="Helvetica", fontsize=10];')
+    lines.append('  start [shape=circle, label="start", style=filled, fillcolor="#dddddd"];')
+
+    def node_line(key: str, node: dict[str, Any], indent: str) -> str:
+        attrs = _DOT_SHAPES.get(str(node.get("type")), "shape=box")
+        if key not in flow.reachable:
+            attrs += (
+                ', style="filled,dashed", fillcolor="#eeeeee", fontcolor="#888888", color="#999999"'
+            )
+        return f"{indent}{key} [label={_dot_text(flow.label(node))}, {attrs}];"
+
+    for key, node in flow.top:
+        lines.append(node_line(key, node, "  "))
+        if key in flow.bodies:
+            lines.append(f"  subgraph cluster_{key} {{")
+            lines.append(f"    label={_dot_text('body of ' + str(node.get('id')))};")
+            lines.append('    style="rounded,dashed";')
+            for bkey, bnode in flow.bodies[key]:
+                lines.append(node_line(bkey, bnode, "    "))
+            lines.append("  }")
+    missing_nodes: dict[str, str] = {}
+    edges: list[str] = []
+    entry_index = _Flow._index(flow.top)
+    if isinstance(flow.entry, str) and flow.entry in entry_index:
+        edges.append(f"  start -> {entry_index[flow.entry]};")
+
+    def missing(src: str, target: str) -> str:
+        return missing_nodes.setdefault(f"{src}:{target}", f"missing{len(missing_nodes)}")
+
+    def emit(src: str, dst: str, label: str, dotted: bool) -> None:
+        style = ", style=dotted" if dotted else ""
+        edges.append(f"  {src} -> {dst} [label={_dot_text(label)}{style}];")
+
+    _walk_edges(flow, emit, missing)
+    for where, name in missing_nodes.items():
+        text = "missing: " + where.split(":", 1)[1]
+        lines.append(
+            f'  {name} [label={_dot_text(text)}, shape=box, style=dashed, color="#cc0000"];'
+        )
+    lines.extend(edges)
+    lines.append("}")
+    return "\n".join(lines) + "\n"
