@@ -101,6 +101,25 @@ def visible_tools(labels: frozenset[str] | set[str] | tuple[str, ...]) -> list[s
     return out
 
 
+# host caps the seed says a computed value is capped at (a literal above is a compile error)
+CAPS = {("net.http", "timeoutMs"): 120_000, ("db.query", "limit"): 1000}
+
+
+def apply_caps(capability: str, input: Any) -> Any:
+    """The input with computed values above a host cap lowered to it (SPEC §12)."""
+    if capability == "persona.list" and input is None:
+        return {}
+    if not isinstance(input, Mapping):
+        return input
+    out = None
+    for (cap_name, field), cap in CAPS.items():
+        value = input.get(field) if cap_name == capability else None
+        if isinstance(value, int | float) and not isinstance(value, bool) and value > cap:
+            out = dict(input) if out is None else out
+            out[field] = cap
+    return input if out is None else out
+
+
 def _catalog_spec(capability: str) -> Any:
     """The catalog's spec for a capability, or None when the catalog is not available."""
     try:
@@ -205,6 +224,7 @@ class ReferenceHost:
                 v.fail(f"{capability}: {detail}")
 
     def call(self, capability: str, input: Any, context: CallContext) -> Any:
+        input = apply_caps(capability, input)
         self.check_call(capability, input)
         try:
             return self._dispatch(capability, input, context)
