@@ -11,9 +11,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.set_defaults(handler=run)
 
 
+def _wrap(text: str, *, width: int) -> str:
+    """Wrap prose without breaking inside `code spans` (they are copied as written)."""
+    import re
+    import textwrap
+
+    glue = "\x00"
+    protected = re.sub(r"`[^`]*`", lambda m: m.group(0).replace(" ", glue), text)
+    return textwrap.fill(protected, width=width, break_on_hyphens=False).replace(glue, " ")
+
+
 def run(args: argparse.Namespace) -> int:
     import difflib
-    import textwrap
 
     from forgec.cli import EXIT_OK, UsageError
     from forgec.ir.codes import REGISTRY
@@ -31,5 +40,5 @@ def run(args: argparse.Namespace) -> int:
     kind = "run-time error" if doc.kind == "run" else doc.severity.value
     print(f"{doc.code} ({kind})")
     print(f"{doc.summary}\n")
-    print(textwrap.fill(doc.doc, width=88))
+    print(_wrap(doc.doc, width=88))
     return EXIT_OK
