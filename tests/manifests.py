@@ -65,3 +65,140 @@ def manifest_with_nodes(
         "nodes": copy.deepcopy(nodes),
     }
     return _apply(manifest, overrides)
+
+
+def full_manifest() -> dict[str, Any]:
+    """A fresh valid manifest (talos target) that uses every field and every node type."""
+    nodes: list[dict[str, Any]] = [
+        {
+            "id": "find",
+            "type": "capability",
+            "capability": "tasks.list",
+            "input": {"status": "open", "query": {"$ref": "input.topic"}, "limit": 20},
+            "target": "found",
+            "retry": {"attempts": 2, "backoffMs": 100},
+            "next": "check",
+        },
+        {
+            "id": "check",
+            "type": "if",
+            "condition": {"op": "truthy", "left": {"$ref": "found.items"}},
+            "then": "loop",
+            "else": "none",
+        },
+        {
+            "id": "loop",
+            "type": "foreach",
+            "source": {"$ref": "found.items"},
+            "itemVar": "task",
+            "indexVar": "i",
+            "maxItems": 20,
+            "body": [
+                {
+                    "id": "label",
+                    "type": "set",
+                    "target": "line",
+                    "value": {"$template": "{{i}}: {{ task.title }}"},
+                }
+            ],
+            "next": "summarize",
+        },
+        {
+            "id": "summarize",
+            "type": "llm",
+            "op": "summarize",
+            "input": {"items": {"$ref": "found.items"}, "style": "short"},
+            "target": "summary",
+            "requirements": {"structuredOutput": True, "privacy": "local-only"},
+            "outputSchema": {
+                "type": "object",
+                "properties": {"text": {"type": "string", "maxLength": 2000}},
+                "required": ["text"],
+                "additionalProperties": False,
+            },
+            "next": "save",
+        },
+        {
+            "id": "save",
+            "type": "capability",
+            "capability": "notes.create",
+            "input": {"title": "Open tasks", "body": {"$ref": "summary.text"}},
+            "target": "note",
+            "next": "remember",
+        },
+        {
+            "id": "remember",
+            "type": "set",
+            "target": "state.lastNote",
+            "value": {"$ref": "note.id"},
+            "next": "done",
+        },
+        {"id": "done", "type": "return", "value": {"noteId": {"$ref": "note.id"}, "ok": True}},
+        {"id": "none", "type": "fail", "code": "NO_TASKS", "message": "No open task matched."},
+    ]
+    return manifest_with_nodes(
+        nodes,
+        max_transitions=64,
+        id="demo.full-tool",
+        version=3,
+        parentVersion=2,
+        network={"mode": "allowlist", "hosts": ["api.example.org"]},
+        credentialRequirements=[
+            {"id": "example-api", "purpose": "Read the example API.", "hosts": ["api.example.org"]}
+        ],
+        modelDefaults={
+            "structuredOutput": False,
+            "context": 4096,
+            "privacy": "local-preferred",
+            "reasoningEffort": "low",
+        },
+        inputSchema={
+            "type": "object",
+            "properties": {"topic": {"type": "string", "minLength": 1, "maxLength": 200}},
+            "required": ["topic"],
+            "additionalProperties": False,
+        },
+        outputSchema={
+            "type": "object",
+            "properties": {"noteId": {"type": "string"}, "ok": {"type": "boolean"}},
+        },
+        state={"fields": {"lastNote": {"type": ["string", "null"]}}, "maxBytes": 4096},
+        triggers=[{"type": "manual"}, {"type": "schedule", "cron": "0 9 * * 1-5"}],
+        ui={"title": "Task summary", "values": [{"label": "Note", "path": "noteId"}]},
+    )
+
+
+def pointers(value: Any, base: str = "") -> list[str]:
+    """Every JSON Pointer inside `value` (the root first), in document order."""
+    out = [base]
+    if isinstance(value, dict):
+        for key, member in value.items():
+            token = str(key).replace("~", "~0").replace("/", "~1")
+            out.extend(pointers(member, f"{base}/{token}"))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            out.extend(pointers(item, f"{base}/{i}"))
+    return out
+
+
+def mutate(manifest: dict[str, Any], where: int, action: str, new: Any = None) -> dict[str, Any]:
+    """A copy of `manifest` with one change at its `where`-th pointer (modulo their number):
+    action "replace" (the value becomes `new`), "delete" (the member or item is removed) or
+    "add" (an object gets a member `"x-extra": new`; elsewhere it is a replace)."""
+    out = copy.deepcopy(manifest)
+    ptrs = pointers(out)
+    target = ptrs[where % len(ptrs)]
+    if target == "":
+        return out if action != "replace" else new
+    tokens = [t.replace("~1", "/").replace("~0", "~") for t in target[1:].split("/")]
+    parent: Any = out
+    for token in tokens[:-1]:
+        parent = parent[int(token)] if isinstance(parent, list) else parent[token]
+    last: Any = int(tokens[-1]) if isinstance(parent, list) else tokens[-1]
+    if action == "delete":
+        del parent[last]
+    elif action == "add" and isinstance(parent[last], dict):
+        parent[last]["x-extra"] = copy.deepcopy(new)
+    else:
+        parent[last] = copy.deepcopy(new)
+    return out
