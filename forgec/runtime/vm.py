@@ -270,13 +270,17 @@ def compiled(program: Program) -> _Compiled:
 
 
 def schema_validator(program: Program, key: str, schema: dict[str, Any]) -> Callable[[Any], Any]:
-    """A compiled fastjsonschema validator, cached on the Program (imported lazily)."""
+    """A compiled fastjsonschema validator, cached on the Program (imported lazily).
+
+    Only the input's validator fills in `default`s of absent properties: a tool's parameters
+    are offered with their defaults, and a flow may rely on them. Outputs and model answers
+    are checked, never changed."""
     cache_key = f"schema:{key}"
     validator = program.cache.get(cache_key)
     if validator is None:
         import fastjsonschema
 
-        validator = fastjsonschema.compile(schema, use_default=False, use_formats=False)
+        validator = fastjsonschema.compile(schema, use_default=(key == "input"), use_formats=False)
         program.cache[cache_key] = validator
     return validator
 
