@@ -32,6 +32,12 @@ from forgec.frontend.schema import manifest_json_schema  # noqa: E402
 import forgec  # noqa: E402
 
 
+NOTES = (
+    "Created by the weekly planning tool. Review the linked items, update their status and "
+    "write down anything that blocks progress before the Friday meeting. "
+) * 17
+
+
 def big_manifest(target_bytes: int = 64_000) -> bytes:
     """64 nodes: a chain of capability, set, if and llm steps with realistic text."""
     nodes: list[dict[str, Any]] = []
@@ -46,7 +52,7 @@ def big_manifest(target_bytes: int = 64_000) -> bytes:
                     "capability": "tasks.create",
                     "input": {
                         "title": {"$template": f"Follow up {i} on {{{{input.topic}}}}"},
-                        "notes": "Created by the weekly planning tool. " * 3,
+                        "notes": NOTES,
                     },
                     "target": f"t{i}",
                     "retry": {"attempts": 2, "backoffMs": 250},

@@ -6,6 +6,7 @@ only by the functions that need them, so `forgec check x.talostool` stays fast.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -19,17 +20,27 @@ from forgec.ir.span import SourceMap
 DEFAULT_TARGET = "talos"
 
 
-@attrs.frozen
+@attrs.frozen(slots=False)
 class Report:
     path: str | None
     form: str  # "talostool" | "forge"
     diagnostics: tuple[Diagnostic, ...]
     marks: Marks | None
-    manifest: dict[str, Any] | None  # canonical manifest when there is no error
+    # the document as read (canonicalised lazily into `manifest`, which most callers never need)
+    raw: Any = attrs.field(default=None, repr=False, eq=False)
     ir: Manifest | None = attrs.field(default=None, repr=False, eq=False)
     facts: Any = attrs.field(default=None, repr=False, eq=False)
     source_map: SourceMap | None = attrs.field(default=None, repr=False, eq=False)
     target: str = DEFAULT_TARGET
+
+    @functools.cached_property
+    def manifest(self) -> dict[str, Any] | None:
+        """The canonical manifest dict when there is no error, else None."""
+        if not self.ok or not isinstance(self.raw, dict):
+            return None
+        from forgec.frontend.canonical import canonical_manifest
+
+        return canonical_manifest(self.raw)
 
     @property
     def ok(self) -> bool:
@@ -81,7 +92,6 @@ def load(source: str | bytes, *, path: str | None = None) -> Any:
 def check(source: str | bytes, *, path: str | None = None, target: str = DEFAULT_TARGET) -> Report:
     """Every diagnostic of one source, with the tool's marks when it could be analysed."""
     from forgec.catalog import get_catalog
-    from forgec.frontend.canonical import canonical_manifest
     from forgec.passes import run_passes
     from forgec.passes.context import PassContext
 
@@ -100,18 +110,12 @@ def check(source: str | bytes, *, path: str | None = None, target: str = DEFAULT
         marks = facts.marks
     located = [_locate(d, loaded.source_map) for d in diagnostics]
     located.sort(key=sort_key)
-    has_error = any(d.is_error for d in located)
-    manifest = (
-        canonical_manifest(loaded.value)
-        if not has_error and isinstance(loaded.value, dict)
-        else None
-    )
     return Report(
         path=path,
         form=loaded.form,
         diagnostics=tuple(located),
         marks=marks,
-        manifest=manifest,
+        raw=loaded.value,
         ir=ir,
         facts=facts,
         source_map=loaded.source_map,
