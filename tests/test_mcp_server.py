@@ -11,11 +11,11 @@ from typing import Any
 import anyio
 import orjson
 import pytest
-from test_store import REAL, install, open_store, tool
+from test_store import install, open_store, tool
+
+from forgec import format_dsl
 
 ROOT = Path(__file__).resolve().parent.parent
-
-needs_pipeline = pytest.mark.skipif(not REAL, reason="needs the real check, lowering and host")
 
 
 @pytest.fixture
@@ -134,7 +134,6 @@ def test_the_server_refuses_a_foreign_store(tmp_path: Path) -> None:
     assert "not a forgec tool store" in proc.stderr and "Traceback" not in proc.stderr
 
 
-@needs_pipeline
 def test_calling_a_forged_tool_returns_structured_content(store_path: Path, tmp_path: Path) -> None:
     async def body(session: Any) -> Any:
         await session.list_tools()
@@ -149,7 +148,6 @@ def test_calling_a_forged_tool_returns_structured_content(store_path: Path, tmp_
     assert bad.is_error and "invalid input" in _text(bad)
 
 
-@needs_pipeline
 def test_tool_create_installs_off(store_path: Path, tmp_path: Path) -> None:
     source = orjson.loads(tool(1, None, "tasks.list", tool_id="made.by.model"))
 
@@ -157,10 +155,13 @@ def test_tool_create_installs_off(store_path: Path, tmp_path: Path) -> None:
         created = await session.call_tool("tool_create", {"manifest": source, "target": "talos"})
         broken = dict(source, id="Bad Id", title="")
         failed = await session.call_tool("tool_create", {"manifest": broken})
+        text = format_dsl(dict(source, id="from.forge"))
+        from_text = await session.call_tool("tool_create", {"source": text})
+        both = await session.call_tool("tool_create", {"source": text, "manifest": source})
         listed = await session.list_tools()
-        return created, failed, [t.name for t in listed.tools]
+        return created, failed, from_text, both, [t.name for t in listed.tools]
 
-    created, failed, names = run_client(
+    created, failed, from_text, both, names = run_client(
         [
             "--store",
             str(store_path),
@@ -179,11 +180,14 @@ def test_tool_create_installs_off(store_path: Path, tmp_path: Path) -> None:
     assert failed.is_error
     codes = {d["code"] for d in failed.structured_content["report"]["diagnostics"]}
     assert {"FORGE_ID", "FORGE_TITLE"} <= codes
+    assert "FORGE_ID" in _text(failed)  # every issue in the text too, for the model
+    assert from_text.structured_content["name"] == "dynamic:from.forge", _text(from_text)
+    assert both.is_error and "exactly one" in _text(both)
     with open_store(store_path) as s:
         assert not s.tool("made.by.model").enabled
+        assert not s.tool("from.forge").enabled
 
 
-@needs_pipeline
 def test_r4_asks_every_time_or_is_refused(store_path: Path, tmp_path: Path) -> None:
     asked: list[str] = []
 
@@ -213,7 +217,6 @@ def test_r4_asks_every_time_or_is_refused(store_path: Path, tmp_path: Path) -> N
     assert all("cannot ask" in _text(r) for r in no_elicitation)
 
 
-@needs_pipeline
 def test_r4_runs_after_elicitation_or_by_policy(store_path: Path, tmp_path: Path) -> None:
     config = tmp_path / "host.toml"
     # the name resolves to a closed local port: the run reaches the bridge and fails fast
@@ -257,7 +260,6 @@ def test_r4_runs_after_elicitation_or_by_policy(store_path: Path, tmp_path: Path
     assert "cannot ask" in _text(wrong_version)
 
 
-@needs_pipeline
 def test_a_host_tool_call_returns_structured_rows(store_path: Path, tmp_path: Path) -> None:
     async def body(session: Any) -> Any:
         ok = await session.call_tool("db_query", {"sql": "SELECT count(*) AS n FROM memory_items"})
@@ -278,3 +280,40 @@ def test_a_host_tool_call_returns_structured_rows(store_path: Path, tmp_path: Pa
     assert not ok.is_error, _text(ok)
     assert ok.structured_content == {"rows": [{"n": 0}], "truncated": False}
     assert bad.is_error and "SELECT" in _text(bad)
+
+
+def test_listing_follows_the_store_and_instructions_follow_visibility(
+    store_path: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "templates" / "tool-instructions"
+    folder.mkdir(parents=True)
+    (folder / "dynamic.list.tasks.md").write_text("## List tasks\nUse it for open tasks.\n")
+    (folder / "net.http.md").write_text("## HTTP\nNot for this persona.\n")
+    (folder / "db.query.md").write_text("## Queries\nOnly SELECT.\n")
+
+    async def body(session: Any) -> Any:
+        before = [t.name for t in (await session.list_tools()).tools]
+        with open_store(store_path) as s:
+            s.enable("off.tool", consent=True)  # a person turns a tool on, server running
+            s.disable("list.tasks")
+        after = [t.name for t in (await session.list_tools()).tools]
+        refused = await session.call_tool("dynamic_list_Dtasks", {})
+        return session.instructions, before, after, refused
+
+    instructions, before, after, refused = run_client(
+        [
+            "--store",
+            str(store_path),
+            "--db",
+            str(tmp_path / "h.db"),
+            "--persona-labels",
+            "db.query:own",
+            "--templates",
+            str(tmp_path / "templates"),
+        ],
+        body,
+    )
+    assert instructions == "## Queries\nOnly SELECT.\n\n## List tasks\nUse it for open tasks."
+    assert "dynamic_list_Dtasks" in before and "dynamic_off_Dtool" not in before
+    assert "dynamic_off_Dtool" in after and "dynamic_list_Dtasks" not in after
+    assert refused.is_error and "not available" in _text(refused)

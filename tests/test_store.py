@@ -13,78 +13,16 @@ from typing import Any
 
 import orjson
 import pytest
-from manifests import manifest_with_nodes, minimal_manifest
+from manifests import manifest_with_nodes
 
-from forgec.ir.marks import Marks
 from forgec.store import ConsentRequired, Store, StoreError, ToolNotFound, content_hash
 
 TESTS = Path(__file__).parent
 
 
-# -- stand-in compiler, used only while the real check/lowering is not in this checkout -------
-
-_STANDIN_CAPS = {
-    "tasks.list": ("Read", "R1", None),
-    "tasks.create": ("Write", "R2", None),
-    "notes.list": ("Read", "R1", None),
-    "notes.create": ("Write", "R2", None),
-    "memory.create": ("Write", "R3", None),
-    "net.http": ("Network", "R4", "net.http:egress"),
-    "db.query": ("Read", "R2", "db.query:own"),
-}
-
-
-def _standin_check(source: Any, *, path: Any = None, target: str = "talos") -> Any:
-    from forgec.api import Report
-
-    manifest = orjson.loads(source)
-    caps = sorted({n["capability"] for n in manifest["flow"]["nodes"] if n["type"] == "capability"})
-    rows = [_STANDIN_CAPS[c] for c in caps]
-    risks = [r for _, r, _ in rows] or ["R0"]
-    risk = max(risks)
-    marks = Marks(
-        powers=tuple(sorted({p for p, _, _ in rows})),
-        risk=risk,
-        always_asks=risk == "R4",
-        labels=tuple(sorted({lab for _, _, lab in rows if lab})),
-        network=tuple(manifest["network"].get("hosts", [])),
-        capabilities=tuple(caps),
-    )
-    return Report(
-        path=path, form="talostool", diagnostics=(), marks=marks, manifest=manifest, target=target
-    )
-
-
-class _StandinProgram:
-    def __init__(self, manifest: dict[str, Any]) -> None:
-        self.manifest = manifest
-
-    def to_json(self) -> dict[str, Any]:
-        return {"standin": True, "nodes": [n["id"] for n in self.manifest["flow"]["nodes"]]}
-
-
-def _real_pipeline_available() -> bool:
-    try:
-        import forgec
-        from forgec.backend import lower_report  # noqa: F401
-
-        return bool(forgec.check(orjson.dumps(minimal_manifest())).ok)
-    except (ImportError, AttributeError):
-        return False
-
-
-REAL = _real_pipeline_available()
-
-
 def open_store(path: Path, **kw: Any) -> Store:
-    if REAL:
-        return Store(path, **kw)
-    return Store(
-        path,
-        checker=_standin_check,
-        lowerer=lambda report: _StandinProgram(report.manifest),
-        **kw,
-    )
+    """The real store: the real check, lowering and marks (the child process uses it too)."""
+    return Store(path, **kw)
 
 
 # -- manifests ---------------------------------------------------------------------------------
@@ -174,8 +112,6 @@ def test_hash_depends_on_manifest_program_and_version() -> None:
 
 
 def test_check_errors_install_nothing_and_list_every_issue(store: Store) -> None:
-    if not REAL:
-        pytest.skip("needs the real checker")
     bad = orjson.loads(tool(1, None, "tasks.list"))
     bad["id"] = "Bad Id"
     bad["title"] = ""

@@ -7,11 +7,9 @@ from typing import Any
 
 import orjson
 import pytest
-from test_store import REAL, tool
+from test_store import tool
 
 from forgec.cli import main
-
-pytestmark = pytest.mark.skipif(not REAL, reason="needs the real check and lowering")
 
 
 def forge(capsys: Any, *argv: str) -> tuple[int, str, str]:
