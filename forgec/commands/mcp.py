@@ -58,8 +58,13 @@ def serve(args: argparse.Namespace) -> int:
     except PolicyError as exc:
         raise UsageError(str(exc)) from None
     labels = tuple(sorted({x.strip() for x in (args.persona_labels or "").split(",") if x.strip()}))
-    if args.host_config and not Path(args.host_config).is_file():
-        raise UsageError(f"{args.host_config}: no such host config file")
+    if args.host_config:
+        from forgec.host import ConfigError, load_config
+
+        try:
+            load_config(args.host_config)  # a bad config is refused now, not on the first call
+        except ConfigError as exc:
+            raise UsageError(str(exc)) from None
     try:
         Store(args.store).close()  # refuse a foreign or damaged store before serving
     except StoreError as exc:

@@ -156,7 +156,10 @@ class ForgeServer:
         if refusal is not None:
             return refusal
         tool_input = args.get("input") if visible.entry.wraps_input else args
-        result = await _in_thread(self._run_forged, stored, tool_input)
+        try:
+            result = await _in_thread(self._run_forged, stored, tool_input)
+        except Exception as exc:  # the host could not be opened (bad db, config): say so
+            return _refusal(f"{stored.name} could not run: {exc}")
         out = result.to_json()
         if result.ok:
             output = out["output"]
