@@ -9,7 +9,7 @@ The scanner is a small iterative state machine over regex tokens (strings use th
 orjson already accepted, and on anything else it stops quietly with what it has. For every
 value it records the character range of the value and, for object members, of the key. The
 same walk reports duplicate keys (with the pointer and span of the second occurrence) and the
-first container nested deeper than the limit, which the loader uses on its slow path.
+first container nested deeper than the limit (where it stops), which the loader uses on its slow path.
 """
 
 from __future__ import annotations
@@ -97,8 +97,11 @@ def index_positions(text: str, *, max_depth: int = 64) -> PositionIndex:
             entries[pending_ptr] = (*pending_key, value_start, pos)
         elif punct in "{[":
             value_start = pos - 1
-            if too_deep is None and len(stack) + 1 > max_depth:
+            if len(stack) >= max_depth:
+                # Too deep: the document is refused whole, so stop here (pointers this deep
+                # would also cost quadratic time to build).
                 too_deep = (pending_ptr, value_start)
+                break
             is_object = punct == "{"
             stack.append(
                 [is_object, pending_ptr, value_start, *pending_key, 0, set() if is_object else None]
