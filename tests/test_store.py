@@ -13,6 +13,8 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from manifests import manifest_with_nodes
 
 from forgec.store import ConsentRequired, Store, StoreError, ToolNotFound, content_hash
@@ -367,3 +369,37 @@ def test_store_uses_wal(tmp_path: Path) -> None:
     conn = sqlite3.connect(db)
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     conn.close()
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 2**32) | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+_fields = st.sampled_from(
+    ["id", "version", "parentVersion", "title", "flow", "network", "inputSchema", "schema"]
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.binary(max_size=200) | st.tuples(_fields, _json))
+def test_install_never_raises_and_a_refusal_writes_nothing(case: Any) -> None:
+    import tempfile
+
+    if isinstance(case, bytes):
+        source = case
+    else:
+        manifest = orjson.loads(tool(2, 1, "tasks.list"))
+        manifest[case[0]] = case[1]
+        source = orjson.dumps(manifest)
+    with tempfile.TemporaryDirectory() as tmp, open_store(Path(tmp) / "t.db") as s:
+        install(s, 1, None, "tasks.list")
+        before = _snapshot(Path(tmp) / "t.db")
+        result = s.install(source)
+        if result.installed is None:
+            assert any(d.is_error for d in result.report.diagnostics)
+            assert _snapshot(Path(tmp) / "t.db") == before
+        else:
+            assert result.report.ok

@@ -267,11 +267,10 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def _ask(question: str) -> bool:
-    try:
-        answer = input(f"{question} [y/N] ")
-    except EOFError:
-        return False
-    return answer.strip().lower() in {"y", "yes"}
+    # the prompt goes to stderr, like the card, so stdout stays the command's output
+    sys.stderr.write(f"{question} [y/N] ")
+    sys.stderr.flush()
+    return sys.stdin.readline().strip().lower() in {"y", "yes"}
 
 
 @_guard
@@ -298,7 +297,7 @@ def cmd_enable(args: argparse.Namespace) -> int:
                 if status.growth:
                     print("\n".join(_growth_lines(status)), file=out)
             if not consent:
-                if sys.stdin.isatty():
+                if sys.stdin.isatty() and sys.stderr.isatty():
                     consent = _ask(f"Turn on {stored.name} v{stored.version}?")
                 if not consent:
                     return _fail(
