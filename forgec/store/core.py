@@ -293,7 +293,10 @@ class Store:
         ident = _identity(report)
         program_json: dict[str, Any] | None = None
         if report.ok and report.manifest is not None and report.marks is not None:
-            program_json = self._lower(report).to_json()
+            try:
+                program_json = self._lower(report).to_json()
+            except Exception as exc:  # a checked tool that cannot lower is a forgec bug
+                raise StoreError(f"cannot lower the checked tool (a forgec bug): {exc}") from exc
         with self._tx() as conn:
             refusals = self._version_refusals(conn, ident) if ident else []
             if refusals or program_json is None or not report.ok:
