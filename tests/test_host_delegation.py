@@ -294,6 +294,6 @@ def test_a2a_round_trip(tmp_path: Path, personas: Path) -> None:
         )
         assert failed["status"] == "failed" and "cannot do that" in failed["error"]
     cfg = HostConfig(persona="writer", personas_dir=personas)
-    with open_host(HostOptions(db=tmp_path / "h.db", config=cfg, persona_labels=LABELS)) as h:
-        with pytest.raises(HostError, match="no A2A task"):  # another persona's task
-            h.call("persona.task_status", {"task_id": queued["taskId"]}, CTX)
+    opts = HostOptions(db=tmp_path / "h.db", config=cfg, persona_labels=LABELS)
+    with open_host(opts) as h, pytest.raises(HostError, match="no A2A task"):
+        h.call("persona.task_status", {"task_id": queued["taskId"]}, CTX)  # another persona's
