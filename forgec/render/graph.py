@@ -52,7 +52,8 @@ class _Flow:
     def __init__(self, manifest: Any, catalog: Any) -> None:
         flow = manifest.get("flow") if isinstance(manifest, dict) else None
         flow = flow if isinstance(flow, dict) else {}
-        nodes = flow.get("nodes") if isinstance(flow.get("nodes"), list) else []
+        raw_nodes = flow.get("nodes")
+        nodes: list[Any] = raw_nodes if isinstance(raw_nodes, list) else []
         self.entry = flow.get("entry")
         self.top: list[tuple[str, dict[str, Any]]] = []
         self.bodies: dict[str, list[tuple[str, dict[str, Any]]]] = {}

@@ -1,0 +1,238 @@
+"""Hypothesis strategies for random VALID `.talostool` manifests (TALOS target).
+
+`manifests()` builds a tool that checks clean: unique node ids, edges only forward (so no
+cycle) and every node reachable, refs only into `input` (always defined) or into loop variables
+inside their loop, targets that are fresh names, literal capability inputs the catalog accepts.
+The values are chosen to be awkward for a text format: unicode, quotes and backslashes, `{{`
+and `$` in plain strings, line breaks, floats such as `1.0` and `-0.5`, empty objects and lists,
+and keys that need quoting. Other test modules may reuse it.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from hypothesis import strategies as st
+
+NAME = st.from_regex(r"[a-z][a-zA-Z0-9_]{0,7}", fullmatch=True).filter(
+    lambda s: s
+    not in {
+        "input", "state", "output", "result", "error", "env", "secrets", "credentials", "self",
+        "this", "prototype", "constructor",
+    }
+)  # fmt: skip
+AWKWARD_TEXT = st.one_of(
+    st.text(max_size=12),
+    st.sampled_from(
+        [
+            "",
+            "{{not a template}}",
+            "a {{ b",
+            "$input.days",
+            "line one\nline two",
+            "trailing newline\n",
+            '"quoted" and \\ backslash',
+            "tab\there",
+            "é ü 日本 😀",
+            "  leading spaces",
+            '"""',
+            "\\{",
+            "true",
+            "null",
+            "call",
+        ]
+    ),
+)
+KEY = st.one_of(
+    st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,6}", fullmatch=True),
+    st.sampled_from(["a b", "with-dash", "x.y", "$dollar", "", "if", "true", "max", "日本", "-x"]),
+)
+SCALAR = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**53), max_value=2**53),
+    st.floats(allow_nan=False, allow_infinity=False, width=64),
+    st.sampled_from([1.0, -0.5, 0.0, 1e16, 2.5e-7]),
+    AWKWARD_TEXT,
+)
+JSON = st.recursive(
+    SCALAR,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.dictionaries(KEY, inner, max_size=3),
+    ),
+    max_leaves=8,
+)
+
+
+def _input_ref(props: list[str]) -> st.SearchStrategy[Any]:
+    return st.sampled_from(props).map(lambda p: {"$ref": f"input.{p}"})
+
+
+@st.composite
+def values(draw: st.DrawFn, props: list[str], loop_vars: tuple[str, ...] = ()) -> Any:
+    """A value for a value position: JSON with refs and templates mixed in."""
+    roots = [f"input.{p}" for p in props] + list(loop_vars)
+    ref = st.sampled_from(roots).map(lambda r: {"$ref": r})
+    template = st.tuples(
+        AWKWARD_TEXT.filter(lambda s: "{" not in s and "}" not in s), st.sampled_from(roots)
+    ).map(lambda t: {"$template": f"{t[0]}{{{{{t[1]}}}}}"})
+    return draw(
+        st.recursive(
+            st.one_of(SCALAR, ref, template),
+            lambda inner: st.one_of(
+                st.lists(inner, max_size=3),
+                st.dictionaries(KEY.filter(lambda k: not k.startswith("$")), inner, max_size=3),
+            ),
+            max_leaves=6,
+        )
+    )
+
+
+@st.composite
+def _step(
+    draw: st.DrawFn, nid: str, props: list[str], loop_vars: tuple[str, ...]
+) -> dict[str, Any]:
+    kind = draw(st.sampled_from(["set", "capability", "llm"]))
+    target = draw(NAME)
+    if kind == "set":
+        return {"id": nid, "type": "set", "target": target, "value": draw(values(props, loop_vars))}
+    if kind == "capability":
+        cap = draw(st.sampled_from(["tasks.list", "notes.list", "memory.search", "notes.create"]))
+        inp: dict[str, Any]
+        if cap == "notes.create":
+            inp = {"title": draw(st.text(min_size=1, max_size=20)), "body": draw(AWKWARD_TEXT)}
+        elif cap == "memory.search":
+            inp = {"query": draw(AWKWARD_TEXT.filter(bool)), "limit": draw(st.integers(1, 50))}
+        else:
+            inp = {"query": draw(AWKWARD_TEXT), "limit": draw(st.integers(1, 100))}
+        node: dict[str, Any] = {
+            "id": nid,
+            "type": "capability",
+            "capability": cap,
+            "input": inp,
+            "target": target,
+        }
+        if draw(st.booleans()):
+            node["retry"] = {
+                "attempts": draw(st.integers(1, 3)),
+                "backoffMs": draw(st.integers(0, 5000)),
+            }
+        return node
+    node = {
+        "id": nid,
+        "type": "llm",
+        "op": draw(st.sampled_from(["classify", "extract", "summarize", "generate", "rank"])),
+        "input": draw(values(props, loop_vars)),
+        "target": target,
+    }
+    if draw(st.booleans()):
+        node["requirements"] = {"privacy": draw(st.sampled_from(["local-only", "remote-allowed"]))}
+    if draw(st.booleans()):
+        node["outputSchema"] = {"type": "object", "description": draw(AWKWARD_TEXT)}
+    return node
+
+
+@st.composite
+def manifests(draw: st.DrawFn) -> dict[str, Any]:
+    props = draw(st.lists(NAME, min_size=1, max_size=3, unique=True))
+    count = draw(st.integers(1, 8))
+    ids = [f"n{i}" for i in range(count)]
+    nodes: list[dict[str, Any]] = []
+    for i, nid in enumerate(ids):
+        nxt = ids[i + 1] if i + 1 < count else None
+        if nxt is None:
+            if draw(st.booleans()):
+                nodes.append({"id": nid, "type": "return", "value": draw(values(props))})
+            else:
+                nodes.append(
+                    {
+                        "id": nid,
+                        "type": "fail",
+                        "code": draw(st.from_regex(r"[A-Z][A-Z0-9_]{2,10}", fullmatch=True)),
+                        "message": draw(st.text(min_size=1, max_size=30)),
+                    }
+                )
+            continue
+        shape = draw(st.sampled_from(["step", "step", "if", "foreach"]))
+        if shape == "if":
+            op = draw(st.sampled_from(["eq", "neq", "lt", "gte", "contains", "truthy", "exists"]))
+            cond: dict[str, Any] = {"op": op, "left": draw(_input_ref(props))}
+            if op not in ("truthy", "exists"):
+                cond["right"] = draw(values(props))
+            nodes.append({"id": nid, "type": "if", "condition": cond, "then": nxt, "else": ids[-1]})
+        elif shape == "foreach":
+            item = draw(NAME)
+            loop: dict[str, Any] = {
+                "id": nid,
+                "type": "foreach",
+                "source": draw(_input_ref(props)),
+                "itemVar": item,
+            }
+            loop_vars: tuple[str, ...] = (item,)
+            if draw(st.booleans()):
+                index = draw(NAME.filter(lambda s, item=item: s != item))
+                loop["indexVar"] = index
+                loop_vars += (index,)
+            loop["maxItems"] = draw(st.integers(1, 5))
+            body = [
+                draw(_step(f"{nid}b{j}", props, loop_vars)) for j in range(draw(st.integers(1, 2)))
+            ]
+            for a, b in itertools.pairwise(body):
+                a["next"] = b["id"]
+            loop["body"] = body
+            loop["next"] = nxt
+            nodes.append(loop)
+        else:
+            step = draw(_step(nid, props, ()))
+            step["next"] = nxt
+            nodes.append(step)
+    manifest: dict[str, Any] = {
+        "schema": "talos.local-tool.v1",
+        "id": draw(st.from_regex(r"[a-z0-9][a-z0-9._-]{2,20}", fullmatch=True)),
+        "version": draw(st.integers(1, 100)),
+        "title": draw(st.text(min_size=1, max_size=40).filter(lambda s: s.strip())),
+        "description": draw(AWKWARD_TEXT.filter(bool)),
+        "createdAt": "2026-11-02T09:00:00Z",
+        "parentVersion": None,
+        "execution": "declarative-flow",
+        "installScope": "device",
+        "network": {"mode": "forbidden"},
+        "credentialRequirements": [],
+    }
+    if draw(st.booleans()):
+        manifest["modelDefaults"] = {
+            "privacy": "local-only",
+            "context": draw(st.integers(256, 131072)),
+        }
+    manifest["inputSchema"] = {
+        "type": "object",
+        "properties": {p: {"description": draw(AWKWARD_TEXT)} for p in props},
+        "required": props,
+    }
+    manifest["flow"] = {"entry": ids[0], "maxTransitions": 256, "nodes": nodes}
+    if draw(st.booleans()):
+        manifest["state"] = {
+            "fields": {"last": {"type": "string"}},
+            "maxBytes": draw(st.integers(1, 65536)),
+        }
+    if draw(st.booleans()):
+        manifest["triggers"] = draw(
+            st.lists(
+                st.sampled_from(
+                    [
+                        {"type": "manual"},
+                        {"type": "schedule", "cron": "0 9 * * 1"},
+                        {"type": "app-resume"},
+                    ]
+                ),
+                max_size=2,
+            )
+        )
+    if draw(st.booleans()):
+        manifest["ui"] = {
+            "title": "Result",
+            "values": [{"label": draw(AWKWARD_TEXT.filter(bool)), "path": "a.b[0]"}],
+        }
+    return manifest
