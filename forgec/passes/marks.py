@@ -14,7 +14,8 @@ the worst case. Then:
   otherwise. It is not narrowed to the hosts of literal URLs: a request may be redirected to
   any allowlisted host (redirects are followed only within the allowlist), so each listed host
   is one the tool may reach. Deny by default: `forbidden` (or a broken `network`) gives none.
-- `credentials`: the declared credential ids that reachable steps use.
+- `credentials`: the declared credential ids that reachable network steps use (a credential
+  may stand nowhere else).
 - `model`: the strictest privacy of the reachable model steps (local-only > local-preferred >
   remote-allowed; each step's own requirement, else `modelDefaults`), the highest reasoning
   effort, whether any asks for structured output, and how many there are; None with no model
@@ -26,11 +27,11 @@ the worst case. Then:
 from __future__ import annotations
 
 from forgec.ir.marks import RISK_ORDER, Marks, ModelNeeds, risk_rank
-from forgec.ir.nodes import CredentialRef, ForeachNode, Node, node_values
+from forgec.ir.nodes import CapabilityNode
 from forgec.passes.capabilities import capability_nodes, literal_fields
 from forgec.passes.context import PassContext
 from forgec.passes.model import effective_structured_output, llm_nodes
-from forgec.passes.references import walk_keyed
+from forgec.passes.references import values_of
 
 PRIVACY_STRICTNESS = ("remote-allowed", "local-preferred", "local-only")
 EFFORT_ORDER = ("low", "medium", "high")
@@ -47,7 +48,7 @@ def derive_marks(ctx: PassContext) -> None:
     capabilities: set[str] = set()
     risk = RISK_ORDER[0]
     compensated = True
-    uses_network = False
+    net_nodes: list[CapabilityNode] = []
     for node in capability_nodes(flow.nodes):
         if node.pointer not in reachable or node.capability is None:
             continue
@@ -61,22 +62,20 @@ def derive_marks(ctx: PassContext) -> None:
         if step.label is not None:
             labels.add(step.label)
         capabilities.add(spec.name)
-        uses_network = uses_network or spec.needs_network
+        if spec.needs_network:
+            net_nodes.append(node)
         if step.power == "Write" and node.compensation is None:
             compensated = False
 
     network = manifest.network
     hosts: tuple[str, ...] = ()
-    if uses_network and network is not None and network.mode == "allowlist":
+    if net_nodes and network is not None and network.mode == "allowlist":
         hosts = tuple(sorted(set(network.hosts)))
 
     declared = {c.id for c in manifest.credential_requirements if c.id is not None}
+    # Credentials stand only in net.http headers; one anywhere else is already an error.
     used = {
-        cred.id
-        for node in _reachable_nodes(flow.nodes, reachable)
-        for _, root in node_values(node)
-        for cred, _ in walk_keyed(root)
-        if isinstance(cred, CredentialRef) and cred.id in declared
+        cred.id for node in net_nodes for cred, _, _ in values_of(node)[1] if cred.id in declared
     }
 
     ctx.facts.marks = Marks(
@@ -90,16 +89,6 @@ def derive_marks(ctx: PassContext) -> None:
         capabilities=tuple(sorted(capabilities)),
         compensated=compensated,
     )
-
-
-def _reachable_nodes(nodes: tuple[Node, ...], reachable: set[str]) -> list[Node]:
-    out: list[Node] = []
-    for node in nodes:
-        if node.pointer in reachable:
-            out.append(node)
-        if isinstance(node, ForeachNode):
-            out.extend(_reachable_nodes(node.body, reachable))
-    return out
 
 
 def _model_needs(ctx: PassContext) -> ModelNeeds | None:

@@ -31,6 +31,7 @@ Three checks, in one pass because they share the value walk:
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 
@@ -41,6 +42,7 @@ from forgec.ir.nodes import (
     FailNode,
     ForeachNode,
     ListExpr,
+    Literal,
     LlmNode,
     Node,
     ObjectExpr,
@@ -60,7 +62,8 @@ LEADING_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*", re.ASCII)
 # Roots that are always defined; every other reserved name is never a variable.
 ALWAYS_DEFINED = ("input", "state")
 
-Defs = tuple[frozenset[str], frozenset[str]]  # (written on every path, written on some path)
+# (written on every path, written on some path), as bit sets over the flow's variables
+Defs = tuple[int, int]
 
 
 def check_references(ctx: PassContext) -> None:
@@ -69,13 +72,17 @@ def check_references(ctx: PassContext) -> None:
         return
     state_fields = set(manifest.state.fields) if manifest.state is not None else set()
     declared = {c.id for c in manifest.credential_requirements if c.id is not None}
+    reads: dict[str, list[Ref]] = {}
     for node in _all_nodes(manifest.flow.nodes):
         _check_target(ctx, node, state_fields)
         if isinstance(node, ForeachNode):
             _check_loop_vars(ctx, node)
-        _check_credentials(ctx, node, declared)
+        refs, creds = values_of(node)
+        reads[node.pointer] = refs
+        if creds:
+            _check_credentials(ctx, node, creds, declared)
     _record_writers(ctx)
-    _definite_assignment(ctx, state_fields)
+    _definite_assignment(ctx, state_fields, reads)
 
 
 def _all_nodes(nodes: tuple[Node, ...]) -> Iterator[Node]:
@@ -94,6 +101,7 @@ def target_of(node: Node) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=1024)
 def written_root(target: str) -> str | None:
     """The variable a target writes for definedness: its leading NAME, None for `state.X` (state
     is always defined) or when it has no leading name at all."""
@@ -107,6 +115,8 @@ def _check_target(ctx: PassContext, node: Node, state_fields: set[str]) -> None:
     target = target_of(node)
     if target is None:
         return
+    if NAME_RE.fullmatch(target) and target not in RESERVED:
+        return  # the common case, decided without parsing
     pointer = join(node.pointer, "target")
     segments = parse_path(target)
     if segments is not None and len(segments) == 1:
@@ -181,17 +191,41 @@ def _check_loop_vars(ctx: PassContext, loop: ForeachNode) -> None:
 Keys = tuple[str | int, ...]
 
 
-def walk_keyed(value: Value | None, keys: Keys = ()) -> Iterator[tuple[Value, Keys]]:
-    """Every value of a tree with the object keys / list indexes leading to it."""
-    if value is None:
-        return
-    yield value, keys
-    if isinstance(value, ObjectExpr):
-        for key, member in value.fields:
-            yield from walk_keyed(member, (*keys, key))
-    elif isinstance(value, ListExpr):
-        for i, item in enumerate(value.items):
-            yield from walk_keyed(item, (*keys, i))
+def values_of(node: Node) -> tuple[list[Ref], list[tuple[CredentialRef, str, Keys]]]:
+    """Every read of a node (template placeholders included) and every credential with the
+    value slot and keys leading to it, in field order. One plain recursive walk: this runs on
+    every node of every check."""
+    refs: list[Ref] = []
+    creds: list[tuple[CredentialRef, str, Keys]] = []
+
+    def walk(value: Value, slot: str, keys: Keys) -> None:
+        kind = type(value)
+        if kind is Literal:
+            return
+        if kind is Ref:
+            refs.append(value)  # type: ignore[arg-type]
+        elif kind is Template:
+            refs.extend(p for p in value.parts if type(p) is Ref)  # type: ignore[union-attr]
+        elif kind is ObjectExpr:
+            for key, member in value.fields:  # type: ignore[union-attr]
+                walk(member, slot, (*keys, key))
+        elif kind is ListExpr:
+            for i, item in enumerate(value.items):  # type: ignore[union-attr]
+                walk(item, slot, (*keys, i))
+        elif kind is CredentialRef:
+            creds.append((value, slot, keys))  # type: ignore[arg-type]
+
+    kind = type(node)
+    if kind is SetNode or kind is ReturnNode:
+        if node.value is not None:  # type: ignore[union-attr]
+            walk(node.value, "value", ())  # type: ignore[union-attr]
+    elif kind is CapabilityNode or kind is LlmNode:
+        if node.input is not None:  # type: ignore[union-attr]
+            walk(node.input, "input", ())  # type: ignore[union-attr]
+    else:
+        for slot, root in node_values(node):
+            walk(root, slot, ())
+    return refs, creds
 
 
 def credential_allowed(node: Node, slot: str, keys: Keys) -> bool:
@@ -205,45 +239,32 @@ def credential_allowed(node: Node, slot: str, keys: Keys) -> bool:
     )
 
 
-def _check_credentials(ctx: PassContext, node: Node, declared: set[str]) -> None:
-    for slot, root in node_values(node):
-        for value, keys in walk_keyed(root):
-            if not isinstance(value, CredentialRef):
-                continue
-            if not credential_allowed(node, slot, keys):
-                ctx.report(
-                    "FORGE_REF_UNSAFE",
-                    value.pointer,
-                    f"`$credential` `{value.id}` is not allowed here: a credential may only be "
-                    "a header value of a `net.http` step, so it never reaches a variable, a "
-                    "model, a result or a log",
-                    hint='use it as `"headers": {"Authorization": {"$credential": "ID"}}`',
-                )
-            if value.id not in declared:
-                names = ", ".join(f"`{d}`" for d in sorted(declared)) or "none"
-                ctx.report(
-                    "FORGEC_CREDENTIAL_UNDECLARED",
-                    value.pointer,
-                    f"credential `{value.id}` is not declared in `credentialRequirements` "
-                    f"(declared: {names})",
-                    hint=_did_you_mean(value.id, sorted(declared))
-                    or "declare it with its purpose and the hosts it may reach",
-                )
-
-
-# --- definite assignment --------------------------------------------------------------------
-
-
-def refs_of(node: Node) -> list[Ref]:
-    """Every read of a node, template placeholders included, in field order."""
-    out: list[Ref] = []
-    for _, root in node_values(node):
-        for value, _ in walk_keyed(root):
-            if isinstance(value, Ref):
-                out.append(value)
-            elif isinstance(value, Template):
-                out.extend(part for part in value.parts if isinstance(part, Ref))
-    return out
+def _check_credentials(
+    ctx: PassContext,
+    node: Node,
+    creds: list[tuple[CredentialRef, str, Keys]],
+    declared: set[str],
+) -> None:
+    for value, slot, keys in creds:
+        if not credential_allowed(node, slot, keys):
+            ctx.report(
+                "FORGE_REF_UNSAFE",
+                value.pointer,
+                f"`$credential` `{value.id}` is not allowed here: a credential may only be "
+                "a header value of a `net.http` step, so it never reaches a variable, a "
+                "model, a result or a log",
+                hint='use it as `"headers": {"Authorization": {"$credential": "ID"}}`',
+            )
+        if value.id not in declared:
+            names = ", ".join(f"`{d}`" for d in sorted(declared)) or "none"
+            ctx.report(
+                "FORGEC_CREDENTIAL_UNDECLARED",
+                value.pointer,
+                f"credential `{value.id}` is not declared in `credentialRequirements` "
+                f"(declared: {names})",
+                hint=_did_you_mean(value.id, sorted(declared))
+                or "declare it with its purpose and the hosts it may reach",
+            )
 
 
 def _record_writers(ctx: PassContext) -> None:
@@ -257,88 +278,111 @@ def _record_writers(ctx: PassContext) -> None:
             facts.writers.setdefault(name, []).append(node.id)
 
 
-def _definite_assignment(ctx: PassContext, state_fields: set[str]) -> None:
+def _definite_assignment(
+    ctx: PassContext, state_fields: set[str], reads: dict[str, list[Ref]]
+) -> None:
     facts = ctx.facts
     flow = ctx.manifest.flow
     if flow is None or not facts.ordered or facts.cycles or flow.entry not in facts.nodes_by_id:
         return
-    if sum(1 for _ in _all_nodes(flow.nodes)) != len(facts.nodes_by_id):
+    if len(reads) != len(facts.nodes_by_id):
         return  # a duplicated id makes edges ambiguous: FORGE_NODE_DUPLICATE comes first
-    analysis = _Analysis(ctx, state_fields)
-    analysis.scope(facts.topo_order, flow.entry, (frozenset(), frozenset()), frozenset())
+    analysis = _Analysis(ctx, state_fields, reads)
+    analysis.scope(facts.topo_order, flow.entry, (0, 0), frozenset())
 
 
 class _Analysis:
-    """The dataflow over one flow; `scope` runs it over one scope's topological order."""
+    """The dataflow over one flow; `scope` runs it over one scope's topological order.
 
-    def __init__(self, ctx: PassContext, state_fields: set[str]) -> None:
+    Variable sets are Python ints used as bit sets (one bit per variable name): intersection
+    and union of 64 nodes' sets then cost a machine word each, not a set allocation."""
+
+    def __init__(self, ctx: PassContext, state_fields: set[str], reads: dict[str, list[Ref]]):
         self.ctx = ctx
         self.facts = ctx.facts
         self.state_fields = state_fields
+        self.reads = reads
+        self.bits: dict[str, int] = {}
+
+    def bit(self, name: str) -> int:
+        b = self.bits.get(name)
+        if b is None:
+            b = self.bits[name] = 1 << len(self.bits)
+        return b
+
+    def names(self, bits: int) -> set[str]:
+        return {name for name, b in self.bits.items() if bits & b}
 
     def scope(self, order: list[str], start: str, entry: Defs, loop_vars: frozenset[str]) -> Defs:
-        """Run over `order` from `start`; return the union of the `P` sets where it ends."""
+        """Run over `order` from `start`; return (must, may) where the scope's runs end."""
         nodes = self.facts.nodes_by_id
         ids = set(order)
         preds: dict[str, list[str]] = {node_id: [] for node_id in order}
+        has_succ: set[str] = set()
         for node_id in order:
             for _, succ in edge_fields(nodes[node_id]):
                 if succ in ids:
                     preds[succ].append(node_id)
+                    has_succ.add(node_id)
         out: dict[str, Defs] = {}
-        ended: set[str] = set()
+        ended: list[Defs] = []
         for node_id in order:
             node = nodes[node_id]
             if node_id == start:
-                defs = entry
-            elif preds[node_id]:
-                sets = [out[p] for p in preds[node_id] if p in out]
-                defs = (
-                    frozenset.intersection(*(d for d, _ in sets)),
-                    frozenset.union(*(p for _, p in sets)),
-                )
+                must, may = entry
             else:
-                continue  # unreachable in this scope: not analysed
-            for ref in refs_of(node):
-                self.read(ref, node, defs, loop_vars)
+                incoming = [out[p] for p in preds[node_id] if p in out]
+                if not incoming:
+                    continue  # unreachable in this scope: not analysed
+                must, may = incoming[0]
+                for d, p in incoming[1:]:
+                    must &= d
+                    may |= p
+            for ref in self.reads.get(node.pointer, ()):
+                self.read(ref, node, (must, may), loop_vars)
             if isinstance(node, ForeachNode):
-                defs = self.loop(node, defs)
+                must, may = self.loop(node, (must, may))
             target = target_of(node)
             root = written_root(target) if target is not None else None
             if root is not None:
-                defs = (defs[0] | {root}, defs[1] | {root})
-            out[node_id] = defs
-            if not isinstance(node, (ReturnNode, FailNode)) and not any(
-                succ in ids for _, succ in edge_fields(node)
-            ):
-                ended.add(node_id)
-        may: frozenset[str] = frozenset().union(*(out[e][1] for e in ended))
-        must: frozenset[str] = (
-            frozenset.intersection(*(out[e][0] for e in ended)) if ended else frozenset()
-        )
-        return must, may
+                b = self.bit(root)
+                must |= b
+                may |= b
+            out[node_id] = (must, may)
+            if node_id not in has_succ and not isinstance(node, (ReturnNode, FailNode)):
+                ended.append((must, may))
+        end_must = ended[0][0] if ended else 0
+        end_may = 0
+        for d, p in ended:
+            end_must &= d
+            end_may |= p
+        return end_must, end_may
 
     def loop(self, loop: ForeachNode, defs: Defs) -> Defs:
         order = self.facts.body_order.get(loop.id, [])
         if not loop.body or not order:
             return defs
         loop_vars = frozenset(v for v in (loop.item_var, loop.index_var) if v is not None)
-        body_writes: set[str] = set()
+        var_bits = 0
+        for name in loop_vars:
+            var_bits |= self.bit(name)
+        body_writes = 0
         for node in loop.body:
             target = target_of(node)
             root = written_root(target) if target is not None else None
             if root is not None and node.pointer in self.facts.reachable_pointers:
-                body_writes.add(root)
-        entry = (defs[0] | loop_vars, defs[1] | loop_vars | body_writes)
+                body_writes |= self.bit(root)
+        entry = (defs[0] | var_bits, defs[1] | var_bits | body_writes)
         _, may = self.scope(order, loop.body[0].id, entry, loop_vars)
-        return defs[0], defs[1] | (may - loop_vars)
+        return defs[0], defs[1] | (may & ~var_bits)
 
     def read(self, ref: Ref, node: Node, defs: Defs, loop_vars: frozenset[str]) -> None:
         if not ref.segments or not isinstance(ref.segments[0], str):
             return
         root = ref.segments[0]
         must, may = defs
-        if root == "input" or root in loop_vars or (root in must and root not in RESERVED):
+        b = self.bits.get(root, 0)
+        if root == "input" or root in loop_vars or (must & b and root not in RESERVED):
             return
         if root == "state":
             self.read_state(ref)
@@ -354,7 +398,7 @@ class _Analysis:
         writers = self.facts.writers.get(root, [])
         shown = ", ".join(f"`{w}`" for w in writers)
         subject = f"`{root}`" if ref.text == root else f"`{ref.text}` reads `{root}`, which"
-        if root in may:
+        if may & b:
             self.ctx.report(
                 "FORGEC_REF_MAYBE_UNDEFINED",
                 ref.pointer,
@@ -367,7 +411,7 @@ class _Analysis:
         if writers:
             hint = f"`{root}` is written by {shown}, which never runs before this read"
         else:
-            hint = self.suggest(root, loop_vars, must | may)
+            hint = self.suggest(root, loop_vars, self.names(must | may))
         self.ctx.report(
             "FORGEC_REF_UNDEFINED",
             ref.pointer,
@@ -401,7 +445,7 @@ class _Analysis:
             or "declare the field in `state.fields`",
         )
 
-    def suggest(self, root: str, loop_vars: frozenset[str], known: frozenset[str]) -> str | None:
+    def suggest(self, root: str, loop_vars: frozenset[str], known: set[str]) -> str | None:
         candidates = sorted({*self.facts.writers, *loop_vars, *known, "input", "state"})
         found = closest(root, [c for c in candidates if not c.startswith("state.")])
         if found is not None:
