@@ -88,6 +88,7 @@ MIGRATIONS: tuple[str, ...] = (
         thread_id TEXT NOT NULL REFERENCES threads (id),
         persona TEXT NOT NULL,
         channel_id TEXT NOT NULL,
+        role TEXT NOT NULL DEFAULT 'assistant' CHECK (role IN ('user', 'assistant', 'system')),
         connector TEXT NOT NULL,
         content TEXT NOT NULL,
         markdown TEXT NOT NULL,
