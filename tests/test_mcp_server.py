@@ -317,3 +317,81 @@ def test_listing_follows_the_store_and_instructions_follow_visibility(
     assert "dynamic_list_Dtasks" in before and "dynamic_off_Dtool" not in before
     assert "dynamic_off_Dtool" in after and "dynamic_list_Dtasks" not in after
     assert refused.is_error and "not available" in _text(refused)
+
+
+def test_r4_consent_over_the_multi_round_protocol(store_path: Path, tmp_path: Path) -> None:
+    """A 2026-07-28 client: consent comes back as an `input_required` round, single use."""
+    import mcp_types as types
+    from mcp.client.client import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    config = tmp_path / "host.toml"
+    config.write_text('[network]\nresolve = ["api.example.com:443:127.0.0.1"]\n')
+    answers = iter([True, False])
+    asked: list[str] = []
+
+    async def answer(context: Any, params: Any) -> Any:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"allow": next(answers)})
+
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=[
+            "-m",
+            "forgec",
+            "mcp",
+            "serve",
+            "--store",
+            str(store_path),
+            "--db",
+            str(tmp_path / "h.db"),
+            "--host-config",
+            str(config),
+            "--persona-labels",
+            "net.http:egress",
+        ],
+        env={"PYTHONPATH": str(ROOT)},
+        cwd=str(ROOT),
+    )
+
+    async def main() -> Any:
+        with anyio.fail_after(60), open(os.devnull, "w") as errlog:
+            from mcp.client.stdio import stdio_client
+
+            async with Client(
+                stdio_client(params, errlog=errlog), elicitation_callback=answer
+            ) as c:
+                assert c.protocol_version in ("2026-07-28",)
+                ran = await c.call_tool("dynamic_web_Dfetch", {})
+                declined = await c.call_tool("dynamic_web_Dfetch", {})
+                # drive the rounds by hand: a token answers one call, once
+                first = await c.session.call_tool(
+                    "dynamic_web_Dfetch", {}, allow_input_required=True
+                )
+                yes = {
+                    "forgec_consent": types.ElicitResult(action="accept", content={"allow": True})
+                }
+                token = first.request_state
+                once = await c.session.call_tool(
+                    "dynamic_web_Dfetch",
+                    {},
+                    input_responses=yes,
+                    request_state=token,
+                    allow_input_required=True,
+                )
+                again = await c.session.call_tool(
+                    "dynamic_web_Dfetch",
+                    {},
+                    input_responses=yes,
+                    request_state=token,
+                    allow_input_required=True,
+                )
+                return ran, declined, first, once, again
+
+    ran, declined, first, once, again = anyio.run(main)
+    assert len(asked) == 2
+    assert ran.structured_content["error"]["code"] == "RUN_CAPABILITY_FAILED"  # consented, ran
+    assert declined.is_error and "did not consent" in _text(declined)
+    assert isinstance(first, types.InputRequiredResult)
+    assert once.structured_content["status"] == "failed"  # ran (and failed at the network)
+    assert isinstance(again, types.InputRequiredResult)  # the used token is forgotten: ask again

@@ -73,6 +73,8 @@ class ForgeServer:
     def __init__(self, options: ServeOptions, *, host_factory: HostFactory | None = None) -> None:
         self.options = options
         self.host_factory = host_factory or open_reference_host
+        # multi-round consent tokens: token → (digest of tool + arguments, expiry)
+        self._pending: dict[str, tuple[str, float]] = {}
 
     def _store(self) -> Any:
         from forgec.store import Store
@@ -229,13 +231,48 @@ class ForgeServer:
             },
             "required": ["allow"],
         }
+        if _modern(ctx):
+            return self._ask_multi_round(ctx, who, message, schema)
         try:
             answer = await ctx.session.elicit_form(message, schema, ctx.request_id)
         except Exception as exc:
             return _refusal(f"{who} was not run: asking for consent failed ({exc})")
-        if answer.action == "accept" and (answer.content or {}).get("allow") is True:
-            return None
-        return _refusal(f"{who} was not run: the person did not consent (RUN_CONSENT_DENIED)")
+        return _answer(answer, who)
+
+    def _ask_multi_round(self, ctx: Any, who: str, message: str, schema: dict[str, Any]) -> Any:
+        """MCP 2026-07-28: no server-to-client request mid-call. The first call returns an
+        `input_required` result carrying the elicitation and a single-use token; the client
+        asks the person and calls again with the answer and the token. A token is bound to the
+        tool and arguments it was minted for, expires, and is forgotten once used, so one yes
+        is never replayed for another run."""
+        import secrets
+        import time
+
+        import mcp_types as types
+
+        raw = ctx.params or {}
+        binding = _binding(raw)
+        now = time.monotonic()
+        for token, (_, expires) in list(self._pending.items()):
+            if expires < now:
+                del self._pending[token]
+        echoed = raw.get("requestState")
+        if isinstance(echoed, str) and echoed in self._pending:
+            bound, _ = self._pending.pop(echoed)
+            if bound != binding:
+                return _refusal(f"{who} was not run: the consent answer is for another call")
+            responses = raw.get("inputResponses") or {}
+            try:
+                answer = types.ElicitResult.model_validate(responses.get(CONSENT_KEY))
+            except Exception:
+                return _refusal(f"{who} was not run: no consent answer came back")
+            return _answer(answer, who)
+        token = secrets.token_urlsafe(24)
+        self._pending[token] = (binding, now + CONSENT_TTL_S)
+        request = types.ElicitRequest(
+            params=types.ElicitRequestFormParams(message=message, requested_schema=schema)
+        )
+        return types.InputRequiredResult(input_requests={CONSENT_KEY: request}, request_state=token)
 
     def _run_forged(self, stored: Any, tool_input: Any) -> Any:
         from forgec.store.running import run_stored
@@ -347,9 +384,34 @@ def _host_risk(entry: ToolEntry) -> str:
     return spec.marks({}).risk if spec is not None else "R4"
 
 
+CONSENT_KEY = "forgec_consent"
+CONSENT_TTL_S = 600.0
+
+
+def _modern(ctx: Any) -> bool:
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    return getattr(ctx, "protocol_version", None) in MODERN_PROTOCOL_VERSIONS
+
+
+def _binding(raw: Any) -> str:
+    import hashlib
+
+    data = orjson.dumps([raw.get("name"), raw.get("arguments")], option=orjson.OPT_SORT_KEYS)
+    return hashlib.sha256(data).hexdigest()
+
+
+def _answer(answer: Any, who: str) -> Any:
+    if answer.action == "accept" and (answer.content or {}).get("allow") is True:
+        return None
+    return _refusal(f"{who} was not run: the person did not consent (RUN_CONSENT_DENIED)")
+
+
 def _can_elicit(ctx: Any) -> bool:
     session = getattr(ctx, "session", None)
-    if session is None or not getattr(session, "can_send_request", False):
+    if session is None:
+        return False
+    if not _modern(ctx) and not getattr(session, "can_send_request", False):
         return False
     caps = session.client_capabilities
     elicitation = getattr(caps, "elicitation", None) if caps is not None else None
