@@ -169,3 +169,13 @@ def test_talon_undo_pairs() -> None:
     assert diags(check([bad, DONE], target="talon")) == [
         ("FORGE_COMPENSATION_MISMATCH", "/flow/nodes/0/compensation")
     ]
+
+
+def test_unknown_capability_still_gets_an_unknown_compensation_name() -> None:
+    node = step("tasks.lst", {}, compensation="tasks.undo")
+    assert [c for c, _ in diags(check([node, DONE]))] == [
+        "FORGE_CAPABILITY_UNKNOWN",
+        "FORGE_COMPENSATION_UNKNOWN",
+    ]
+    known = step("tasks.lst", {}, compensation="notes.update")  # match cannot be judged
+    assert [c for c, _ in diags(check([known, DONE]))] == ["FORGE_CAPABILITY_UNKNOWN"]

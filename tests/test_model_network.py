@@ -200,3 +200,8 @@ def test_credential_scope_points_at_the_host_as_written() -> None:
     report = check([DONE], network=allow("api.example.org"), credentialRequirements=hosts)
     scope = [p for c, p in diags(report) if c == "FORGE_CREDENTIAL_SCOPE"]
     assert scope == ["/credentialRequirements/0/hosts/0", "/credentialRequirements/0/hosts/2"]
+
+
+def test_unacceptable_url_is_an_input_problem_not_an_undeclared_host() -> None:
+    report = check([http("ftp://files.example.net/x"), DONE], target="talon", network=allow())
+    assert diags(report) == [("FORGEC_CAPABILITY_INPUT", "/flow/nodes/0/input/url")]
