@@ -178,23 +178,54 @@ def missing_message(env: Env, segments: list[str | int] | tuple[str | int, ...])
 
 
 def compile_ref(segments: list[str | int]) -> Evaluator:
+    """A path → a closure reading it (RUN_REF_MISSING when absent). The common shapes (a
+    root, `root.key`) get their own closures: reads are most of what a flow does."""
     segs = tuple(segments)
-    root = segs[0]
+    root = str(segs[0])
+
+    def missing(env: Env) -> RunFailure:
+        return RunFailure("RUN_REF_MISSING", missing_message(env, segs))
+
     if len(segs) == 1:
 
         def read_root(env: Env) -> Any:
             try:
-                return env[root]  # type: ignore[index]
+                return env[root]
             except KeyError:
-                raise RunFailure("RUN_REF_MISSING", missing_message(env, segs)) from None
+                raise missing(env) from None
 
         return read_root
+    if len(segs) == 2 and type(segs[1]) is str:
+        key = segs[1]
+
+        def read_key(env: Env) -> Any:
+            cur = env.get(root, MISSING)
+            if type(cur) is dict:
+                value = cur.get(key, MISSING)
+                if value is not MISSING:
+                    return value
+            raise missing(env)
+
+        return read_key
+    # (is_index, segment) pairs, so the loop tests a bool, not a type
+    rest: tuple[tuple[bool, Any], ...] = tuple((type(seg) is int, seg) for seg in segs[1:])
 
     def read_path(env: Env) -> Any:
-        value = resolve(env, segs)
-        if value is MISSING:
-            raise RunFailure("RUN_REF_MISSING", missing_message(env, segs))
-        return value
+        cur = env.get(root, MISSING)
+        for is_index, seg in rest:
+            if is_index:
+                if type(cur) is not list or seg >= len(cur):
+                    raise missing(env)
+                cur = cur[seg]
+            else:
+                if type(cur) is not dict:
+                    raise missing(env)
+                cur = cur.get(seg, MISSING)
+                if cur is MISSING:
+                    raise missing(env)
+        if cur is MISSING:
+            raise missing(env)
+        return cur
 
     return read_path
 
@@ -213,7 +244,7 @@ def compile_value(desc: Any, consts: list[Any], paths: list[list[str | int]]) ->
         ]
 
         def template(env: Env) -> str:
-            return "".join(p if type(p) is str else render(p(env)) for p in parts)  # type: ignore[operator]
+            return "".join([p if type(p) is str else render(p(env)) for p in parts])  # type: ignore[operator]
 
         return template
     if kind == "obj":
