@@ -197,7 +197,7 @@ class ForgeServer:
                 return None
             return await self._ask(ctx, entry, f"{stored.name} v{stored.version}", stored)
         with self._store() as store:
-            if store.has_consent(stored.tool_id):
+            if store.has_consent(stored.tool_id, stored.version):
                 return None
         return _refusal(
             f"{stored.name} v{stored.version} has no recorded consent; a person must turn it "

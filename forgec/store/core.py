@@ -555,9 +555,10 @@ class Store:
             )
         return int(previous)
 
-    def has_consent(self, tool: str) -> bool:
-        """Whether the current version may run without asking (recorded, non-R4 consent)."""
-        stored = self.get(tool)
+    def has_consent(self, tool: str, version: int | None = None) -> bool:
+        """Whether a version (the current one by default) may run without asking: its
+        consent is on record and it is not R4."""
+        stored = self.get(tool, version)
         if stored.marks.always_asks:
             return False
         rows = self._read(
