@@ -15,7 +15,7 @@ from forgec.frontend.canonical import dumps_canonical
 from forgec.frontend.dsl import load_forge
 from forgec.frontend.dsl_format import FormatError, format_forge
 
-SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+SETTINGS = settings(max_examples=50, deadline=None, suppress_health_check=list(HealthCheck))
 
 
 def _compile(text: str) -> dict:

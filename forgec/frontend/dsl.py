@@ -388,8 +388,14 @@ class _Builder:
         return ("member", name.v, val)
 
     # ---- the flow -----------------------------------------------------------------------
+    def items(self, c: list) -> list:
+        return c
+
+    def nodes(self, c: list) -> list:
+        return c
+
     def flow(self, c: list) -> tuple:
-        kw, entry, max_t, *nodes = c
+        kw, entry, max_t, nodes = c
         members: dict[str, Any] = {}
         kids: dict[str, _N] = {}
         if entry is not None:
@@ -518,9 +524,8 @@ class _Builder:
         )
 
     def for_node(self, c: list) -> _N:
-        id_n, kw, item, index, source, max_items, *rest = c
-        nxt = rest.pop()
-        body = [x for x in rest if x is not None]
+        id_n, kw, item, index, source, max_items, nodes, nxt = c
+        body = [x for x in nodes if x is not None]
         body_n = _N([x.v for x in body], _join(body[0].s, body[-1].s) if body else _tpos(kw), body)
         return self._mk_node(
             id_n,
@@ -553,7 +558,7 @@ class _Builder:
 
     # ---- the whole tool ---------------------------------------------------------------
     def start(self, c: list) -> _N:
-        kw, id_n, *items = c
+        kw, id_n, items = c
         members: dict[str, Any] = {"schema": SCHEMA}
         kids: dict[str, _N] = {}
         head = _tpos(kw)
@@ -628,22 +633,51 @@ class ForgeSourceMap:
 _LOCK = threading.RLock()
 
 
+_LARK_OPTIONS: dict[str, Any] = {
+    "parser": "lalr",
+    "lexer": "contextual",
+    "propagate_positions": True,
+    "maybe_placeholders": True,
+}
+
+
+def cache_key(grammar: str) -> str:
+    """What the shipped tables depend on: the grammar, the options and lark's version."""
+    import hashlib
+
+    import lark
+
+    text = grammar + repr(sorted(_LARK_OPTIONS.items())) + lark.__version__
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 @lru_cache(maxsize=1)
 def _parser() -> tuple[Any, _Builder]:
-    """The one LALR parser of the process, loaded from the shipped table cache."""
+    """The one LALR parser of the process, loaded from the shipped table cache.
+
+    lark's own `cache=` keys the file on its path too, so a copy installed elsewhere would always
+    look stale; `Lark.save`/`Lark.load` with our own key (first line of the file) does not.
+    A missing, stale or unreadable cache is rebuilt and, where the directory is writable,
+    rewritten.
+    """
     from lark import Lark
 
     builder = _Builder()
     grammar = GRAMMAR_PATH.read_text(encoding="utf-8")
-    parser = Lark(
-        grammar,
-        parser="lalr",
-        lexer="contextual",
-        propagate_positions=True,
-        maybe_placeholders=True,
-        transformer=builder,
-        cache=str(CACHE_PATH),
-    )
+    key = cache_key(grammar).encode("ascii")
+    try:
+        with CACHE_PATH.open("rb") as f:
+            if f.readline().rstrip(b"\n") == key:
+                return Lark.load(f, transformer=builder), builder
+    except Exception:
+        pass
+    parser = Lark(grammar, transformer=builder, **_LARK_OPTIONS)
+    try:
+        with CACHE_PATH.open("wb") as f:
+            f.write(key + b"\n")
+            parser.save(f)
+    except OSError:
+        pass  # a read-only install: build per process, still correct
     return parser, builder
 
 

@@ -91,6 +91,56 @@ MISTAKES: dict[str, list[str]] = {
 }
 
 
+_EXAMPLE_STATES: list[tuple[str, int, frozenset[str], str, str]] | None = None
+
+
+def _example_states(parser: Any) -> list[tuple[str, int, frozenset[str], str, str]]:
+    """Where each known mistake leaves the parser: (label, state, accepted, token type, text)."""
+    global _EXAMPLE_STATES
+    if _EXAMPLE_STATES is None:
+        from lark.exceptions import UnexpectedInput
+
+        found = []
+        for label, snippets in MISTAKES.items():
+            for snippet in snippets:
+                try:
+                    parser.parse(snippet)
+                except UnexpectedInput as ut:
+                    tok = getattr(ut, "token", None)
+                    found.append(
+                        (
+                            label,
+                            ut.state.position if ut.state is not None else -1,
+                            frozenset(getattr(ut, "accepts", None) or ()),
+                            getattr(tok, "type", ""),
+                            str(tok) if tok is not None else "",
+                        )
+                    )
+        _EXAMPLE_STATES = found
+    return _EXAMPLE_STATES
+
+
+def match_mistake(exc: Any, parser: Any) -> str | None:
+    """lark's `match_examples`, but matching the parser state alone, not the stack depth: the
+    same mistake inside `flow entry a max 9 {` and inside `flow {` is the same mistake."""
+    state = getattr(exc, "state", None)
+    if state is None:
+        return None
+    tok = getattr(exc, "token", None)
+    accepts = frozenset(getattr(exc, "accepts", None) or ())
+    by_type = None
+    fallback = None
+    for label, position, ex_accepts, tok_type, tok_text in _example_states(parser):
+        if position != state.position or (accepts and ex_accepts and accepts != ex_accepts):
+            continue
+        if tok is not None and tok.type == tok_type and str(tok) == tok_text:
+            return label
+        if tok is not None and tok.type == tok_type and by_type is None:
+            by_type = label
+        fallback = fallback or label
+    return by_type or fallback
+
+
 def _word(name: str, parser: Any) -> str:
     if name in _WORDS:
         return _WORDS[name]
@@ -142,17 +192,21 @@ def syntax_diagnostic(exc: Any, text: str, path: str | None, parser: Any) -> Dia
         if at < len(text) and text[at] == "'":
             label = "strings are written in double quotes"
     else:
-        try:
-            label = exc.match_examples(parser.parse, MISTAKES, use_accepts=True)
-        except Exception:  # a failing example must never hide the user's own error
-            label = None
+        label = match_mistake(exc, parser)
     if isinstance(exc, UnexpectedCharacters):
         line, col = exc.line, exc.column
         at = exc.pos_in_stream or 0
         char = text[at] if at < len(text) else ""
-        what = f"unexpected character `{char}`"
-        if exc.allowed:
-            what += f"; expected {_describe_expected(set(exc.allowed), parser)}"
+        if char == '"':
+            what = "this string is not closed on its line"
+            label = (
+                label
+                or 'a string ends on the line it starts; use `"""` for text over several lines'
+            )
+        elif char == "\n" or not char:
+            what = "unexpected end of line"
+        else:
+            what = f"unexpected character `{char}`"
         span = Span(path, line, col, line, col + 1)
     elif isinstance(exc, UnexpectedToken):
         tok = exc.token
