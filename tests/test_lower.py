@@ -258,7 +258,7 @@ def test_any_mutation_of_a_program_is_a_program_or_a_program_error(data: st.Data
 
 
 def example_paths() -> list[Path]:
-    return sorted(EXAMPLES.glob("*.talostool"))
+    return sorted([*EXAMPLES.glob("*.talostool"), *EXAMPLES.glob("*.forge")])
 
 
 def target_of(path: Path) -> str:
@@ -276,7 +276,7 @@ def _check(path: Path) -> Any:
         pytest.skip(f"checker incomplete: {exc}")
 
 
-@pytest.mark.parametrize("path", example_paths(), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", example_paths(), ids=lambda p: p.name)
 def test_example_disassembly(path: Path, snapshot: Any) -> None:
     report = _check(path)
     assert report.ok, [d.code for d in report.errors]
@@ -288,3 +288,27 @@ def test_example_disassembly(path: Path, snapshot: Any) -> None:
     assert Program.from_json(program.to_bytes()).to_bytes() == program.to_bytes()
     assert all(isinstance(n["line"], int) for n in program.nodes)
     assert disassemble(program) == snapshot
+
+
+@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.forge")), ids=lambda p: p.stem)
+def test_both_forms_of_an_example_lower_to_the_same_program(path: Path) -> None:
+    from forgec.backend import lower_report
+
+    def without_lines(program: Program) -> dict[str, Any]:
+        data = program.to_json()
+        data["nodes"] = [{**n, "line": None} for n in data["nodes"]]
+        return data
+
+    dsl = lower_report(_check(path))
+    manifest = lower_report(_check(path.with_suffix(".talostool")))
+    assert without_lines(dsl) == without_lines(manifest)
+
+
+def test_api_lower_returns_a_runnable_program() -> None:
+    import forgec
+
+    tool = orjson.loads((EXAMPLES / "weekly-review.talostool").read_bytes())
+    program = forgec.lower(tool)
+    assert isinstance(program, Program) and program.id == "weekly-review"
+    with pytest.raises(forgec.CheckError):
+        forgec.lower({**tool, "version": 0})
