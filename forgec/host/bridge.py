@@ -23,6 +23,7 @@ Label matching: a tool's label must be held exactly, except `channel.send:<name>
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,9 @@ TALON_INPUT_LIMITS = {
     "persona.task_status": 1024,
     "persona.list": 1024,
 }
+
+# memory.access undo records kept per (tool, node): more than a run can make (256 transitions)
+JOURNAL_DEPTH = 512
 
 # compensation pairs (SPEC §5): step capability → the capability that undoes it
 UNDO = {
@@ -161,6 +165,8 @@ class ReferenceHost:
         self.persona_handlers = dict(persona_handlers or {})
         self.background_runner = background_runner
         self.conn = connect(self.db_path)
+        # one connection, callers possibly on several threads (an MCP server): one at a time
+        self._lock = threading.RLock()
         # (tool, node) → stack of (key, item before) for memory.access compensation
         self._memory_journal: dict[tuple[str, str], list[tuple[str, dict[str, Any] | None]]] = {}
         delegation.resume_queued(self.db_path, self.conn, self.persona_handlers)
@@ -227,7 +233,8 @@ class ReferenceHost:
         input = apply_caps(capability, input)
         self.check_call(capability, input)
         try:
-            return self._dispatch(capability, input, context)
+            with self._lock:
+                return self._dispatch(capability, input, context)
         except sqlite3.OperationalError as exc:
             busy = "locked" in str(exc) or "busy" in str(exc)
             v.fail(f"{capability}: database error: {exc}", transient=busy)
@@ -266,7 +273,9 @@ class ReferenceHost:
                 self.conn, inp, persona=self.persona, thread=self.thread
             )
             if undo is not None:
-                self._memory_journal.setdefault((context.tool_id, context.node_id), []).append(undo)
+                stack = self._memory_journal.setdefault((context.tool_id, context.node_id), [])
+                stack.append(undo)
+                del stack[:-JOURNAL_DEPTH]  # a long-lived host must not grow without bound
             return result
         if capability == "db.query":
             return dbquery.run_query(
@@ -335,11 +344,13 @@ class ReferenceHost:
         return self.credentials.has(credential_id)
 
     def load_state(self, tool_id: str) -> dict[str, Any] | None:
-        return talos.load_state(self.conn, tool_id)
+        with self._lock:
+            return talos.load_state(self.conn, tool_id)
 
     def save_state(self, tool_id: str, state: dict[str, Any]) -> None:
         try:
-            talos.save_state(self.conn, tool_id, state)
+            with self._lock:
+                talos.save_state(self.conn, tool_id, state)
         except sqlite3.Error as exc:
             raise HostError(
                 "RUN_CAPABILITY_FAILED", f"cannot save the tool's state: {exc}", transient=True
@@ -378,6 +389,16 @@ class ReferenceHost:
             )
         # the Talon pairs undo through the host directly, behind the same label
         self.check_call(capability, inp)
+        with self._lock:
+            return self._undo_talon(step_capability, inp, res, context)
+
+    def _undo_talon(
+        self,
+        step_capability: str,
+        inp: Mapping[str, Any],
+        res: Mapping[str, Any],
+        context: CallContext,
+    ) -> Any:
         if step_capability == "schedule.manage":
             action = inp.get("action")
             if action == "create":

@@ -202,7 +202,7 @@ def connect(path: Path | str) -> sqlite3.Connection:
     p = Path(path).expanduser()
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(str(p), timeout=5.0, isolation_level=None)
+        conn = sqlite3.connect(str(p), timeout=5.0, isolation_level=None, check_same_thread=False)
     except (OSError, sqlite3.Error) as exc:
         raise DatabaseError(f"cannot open database {p}: {exc}") from None
     conn.row_factory = sqlite3.Row
