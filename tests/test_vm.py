@@ -763,3 +763,29 @@ def test_host_error_codes_that_are_not_run_codes_are_normalized() -> None:
     h.fail("tasks.list", code="EOF")
     result = go(manifest([cap("ls", "tasks.list", {}, "r"), ret(1)]), h=h)
     assert code_of(result) == "RUN_CAPABILITY_FAILED"
+
+
+def test_input_schema_defaults_fill_absent_parameters() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"limit": {"type": "integer", "default": 50}, "q": {"type": "string"}},
+    }
+    m = manifest([ret({"limit": ref("input.limit")})], inputSchema=schema)
+    assert go(m, {}).output == {"limit": 50}
+    assert go(m, {"limit": 3}).output == {"limit": 3}
+
+
+def test_the_state_limit_failing_after_the_flow_still_undoes_its_steps() -> None:
+    m = manifest(
+        [
+            cap("mk", "tasks.create", {"title": "x"}, "big", compensation="tasks.setStatus"),
+            setn("big", "state.log", "x" * 100, "r"),
+            ret(1),
+        ],
+        state=STATE,
+    )
+    h = host()
+    result = go(m, h=h)
+    assert code_of(result) == "RUN_STATE_TOO_LARGE"
+    assert [c.status for c in result.compensations] == ["undone"]
+    assert h.tasks["task-1"]["status"] == "cancelled" and "test-tool" not in h.states
