@@ -143,3 +143,22 @@ def test_text_output_a_person_reads(capsys: Any, env: dict[str, Any], snapshot: 
     shown = shown.replace(hash_line.split(", ")[-1], "sha256:<hash>")
     assert listing == snapshot(name="list")
     assert shown == snapshot(name="show")
+
+
+def test_r4_tool_asks_every_run_from_the_cli(capsys: Any, env: dict[str, Any]) -> None:
+    store = ["--store", env["store"]]
+    v1 = env["write"]("web", 1, None, "net.http")
+    assert forge(capsys, "tools", "install", v1, *store, "--target", "talon")[0] == 0
+    code, out, err = forge(capsys, "tools", "enable", "demo.tool", *store, "--yes")
+    assert code == 0 and "ask before every run" in err
+    code, out, _ = forge(capsys, "tools", "show", "demo.tool", *store, "--format", "json")
+    shown = orjson.loads(out)
+    assert shown["card"]["alwaysAsks"] is True and shown["enabled"] is True
+    assert shown["consent"]["needed"] is True and shown["consent"]["reason"] == "always"
+    # enabled, yet a run without --yes is refused: R4 consent is never remembered
+    code, out, _ = forge(
+        capsys, "tools", "run", "demo.tool", *store, "--db", env["db"], "--format", "json"
+    )
+    assert code == 1
+    error = orjson.loads(out)["error"]
+    assert error["code"] == "RUN_CONSENT_DENIED" and "--yes" in error["message"]
