@@ -12,22 +12,34 @@ from typing import Any
 import attrs
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from manifests import manifest_with_nodes
 
 import forgec
 from forgec.catalog import get_catalog
+from forgec.ir.codes import REGISTRY
 from forgec.ir.nodes import (
+    CapabilityNode,
     Condition,
+    CredentialRef,
     Flow,
     ForeachNode,
     IfNode,
+    ListExpr,
     Literal,
+    LlmNode,
     Manifest,
+    ModelRequirements,
     Network,
     Node,
+    ObjectExpr,
+    Ref,
     ReturnNode,
     SetNode,
+    Template,
 )
+from forgec.passes import PASSES
 from forgec.passes.context import PassContext
 from forgec.passes.graph import check_graph
 
@@ -316,3 +328,101 @@ def test_e2e_transitions_count_loop_iterations(limit: int, warned: bool) -> None
     report = check(manifest_with_nodes([each, DONE], max_transitions=limit))
     assert report.facts.worst_case_transitions == 32  # 1 + 15 × 2 + 1
     assert ("FORGEC_TRANSITIONS_MAY_EXCEED" in report_codes(report)) is warned
+
+
+# --- never raises on a best-effort IR --------------------------------------------------------
+
+IDS = st.sampled_from(["a", "b", "c", "done", "each"])
+MAYBE_ID = st.none() | IDS
+VALUES = st.none() | st.sampled_from(
+    [
+        Literal(1, "/v"),
+        Literal({"url": "https://x.example.org/"}, "/v"),
+        Ref("x", ("x",), "/v"),
+        Ref("", (), "/v"),
+        Ref("state.n", ("state", "n"), "/v"),
+        Ref("output", ("output",), "/v"),
+        Template("{{x}}", ("p", Ref("x", ("x",), "/v")), "/v"),
+        CredentialRef("k", "/v"),
+        ObjectExpr((("headers", ObjectExpr((("A", CredentialRef("k", "/v")),), "/v")),), "/v"),
+        ObjectExpr((("url", Template("", ("https://a.org/", Ref("x", ("x",), "")), "")),), "/v"),
+        ListExpr((Ref("x", ("x",), "/v"),), "/v"),
+    ]
+)
+TARGETS = st.none() | st.sampled_from(["x", "state.n", "input", "a.b", ""])
+CAPS = st.none() | st.sampled_from(["tasks.create", "net.http", "nope", "memory.access"])
+
+
+def leaf_nodes() -> st.SearchStrategy[Node]:
+    return st.one_of(
+        st.builds(SetNode, IDS, st.just(""), TARGETS, VALUES, MAYBE_ID),
+        st.builds(
+            CapabilityNode,
+            IDS,
+            st.just(""),
+            CAPS,
+            VALUES,
+            TARGETS,
+            st.none(),
+            st.none() | CAPS,
+            MAYBE_ID,
+        ),
+        st.builds(
+            LlmNode,
+            IDS,
+            st.just(""),
+            st.none(),
+            VALUES,
+            TARGETS,
+            st.none() | st.just(ModelRequirements(structured_output=True, privacy="local-only")),
+            st.none(),
+            MAYBE_ID,
+        ),
+        st.builds(
+            IfNode,
+            IDS,
+            st.just(""),
+            st.none() | st.builds(Condition, st.none(), VALUES, VALUES, st.just("")),
+            MAYBE_ID,
+            MAYBE_ID,
+        ),
+        st.builds(ReturnNode, IDS, st.just(""), VALUES),
+    )
+
+
+def any_nodes() -> st.SearchStrategy[Node]:
+    loops = st.builds(
+        ForeachNode,
+        IDS,
+        st.just(""),
+        VALUES,
+        st.none() | st.sampled_from(["item", "input", "x"]),
+        st.none() | st.sampled_from(["i", "item"]),
+        st.none() | st.integers(1, 100),
+        st.lists(leaf_nodes(), max_size=4).map(tuple),
+        MAYBE_ID,
+    )
+    return leaf_nodes() | loops
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(any_nodes(), max_size=8),
+    MAYBE_ID,
+    st.none() | st.integers(1, 256),
+    st.sampled_from(["talos", "talon"]),
+    st.none() | st.sampled_from([Network("forbidden", ()), Network("allowlist", ("a.org",))]),
+)
+def test_passes_never_raise_on_a_best_effort_ir(
+    nodes: list[Node], entry: str | None, limit: int | None, target: str, network: Network | None
+) -> None:
+    manifest = attrs.evolve(
+        ir(nodes or [r("done")], entry=entry or "done", max_transitions=limit or 1),
+        network=network,
+        model_defaults=None,
+    )
+    ctx = PassContext(raw={}, catalog=get_catalog(target), manifest_or_none=manifest)
+    for name, run in PASSES:
+        if name not in ("structure", "secrets"):
+            run(ctx)
+    assert all(d.code in REGISTRY for d in ctx.diagnostics)
