@@ -13,7 +13,7 @@ import sys
 from forgec.commands.common import add_target
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "compile",
         help="compile a .forge file to a canonical .talostool manifest",

@@ -12,7 +12,7 @@ import sys
 from forgec.commands.common import add_format, add_target
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "graph",
         help="draw a tool's flow (Mermaid or Graphviz DOT)",

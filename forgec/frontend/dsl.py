@@ -668,7 +668,7 @@ def _parser() -> tuple[Any, _Builder]:
     try:
         with CACHE_PATH.open("rb") as f:
             if f.readline().rstrip(b"\n") == key:
-                return Lark.load(f, transformer=builder), builder
+                return Lark.load(f, transformer=builder), builder  # type: ignore[call-arg]
     except Exception:
         pass
     parser = Lark(grammar, transformer=builder, **_LARK_OPTIONS)

@@ -1,0 +1,77 @@
+"""`forgec graph`: Mermaid snapshots (read by people) and DOT that Graphviz accepts."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import orjson
+import pytest
+
+from forgec.catalog import get_catalog
+from forgec.render.graph import to_dot, to_mermaid
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+NAMES = sorted(p.stem for p in EXAMPLES.glob("*.talostool"))
+
+
+def _manifest(name: str) -> dict:
+    return orjson.loads((EXAMPLES / f"{name}.talostool").read_bytes())
+
+
+def _catalog(name: str):
+    return get_catalog("talon" if name.startswith("talon-") else "talos")
+
+
+@pytest.mark.parametrize("name", ["weekly-review", "talon-status-check", "task-triage"])
+def test_mermaid_snapshot(name: str, snapshot) -> None:
+    assert to_mermaid(_manifest(name), catalog=_catalog(name)) == snapshot
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz `dot` is not installed")
+@pytest.mark.parametrize("name", NAMES)
+def test_dot_renders_with_graphviz(name: str) -> None:
+    source = to_dot(_manifest(name), catalog=_catalog(name))
+    done = subprocess.run(
+        ["dot", "-Tsvg"], input=source.encode(), capture_output=True, timeout=20, check=False
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    assert b"<svg" in done.stdout
+
+
+def _broken() -> dict:
+    return {
+        "id": "broken",
+        "flow": {
+            "entry": "a",
+            "nodes": [
+                {"id": "a", "type": "capability", "capability": "net.http",
+                 "input": {"method": "GET", "url": {"$ref": "input.url"}}, "next": "gone"},
+                {"id": 'q"uote\\', "type": "return", "value": 1},
+                {"id": "loop", "type": "foreach", "source": [], "itemVar": "x",
+                 "body": [{"id": "b", "type": "set", "target": "y", "value": 1}], "next": "a"},
+                "not a node",
+            ],
+        },
+    }  # fmt: skip
+
+
+def test_unreachable_missing_and_risk_are_shown() -> None:
+    mermaid = to_mermaid(_broken(), catalog=get_catalog("talon"))
+    assert "Network · R4" in mermaid
+    assert "class n1,n2,n2_0 unreachable" in mermaid
+    assert "missing: gone" in mermaid
+    assert "n2 -->|body| n2_0" in mermaid
+    assert "n2_0 -. repeat .-> n2" in mermaid
+    dot = to_dot(_broken(), catalog=get_catalog("talos"))
+    assert "unknown capability" in dot
+    assert "cluster_n2" in dot
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz `dot` is not installed")
+def test_dot_of_a_broken_flow_with_odd_ids_still_renders() -> None:
+    done = subprocess.run(
+        ["dot", "-Tsvg"], input=to_dot(_broken()).encode(), capture_output=True, check=False
+    )
+    assert done.returncode == 0, done.stderr.decode()
