@@ -204,6 +204,8 @@ def _got(v: Any) -> str:
 
 
 def _suggest(word: str, choices: tuple[str, ...] | frozenset[str] | list[str]) -> str | None:
+    if len(word) > 64:
+        return None  # nothing we know is that long; spare difflib the work
     import difflib
 
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
