@@ -297,3 +297,23 @@ def test_a2a_round_trip(tmp_path: Path, personas: Path) -> None:
     opts = HostOptions(db=tmp_path / "h.db", config=cfg, persona_labels=LABELS)
     with open_host(opts) as h, pytest.raises(HostError, match="no A2A task"):
         h.call("persona.task_status", {"task_id": queued["taskId"]}, CTX)  # another persona's
+
+
+def test_registered_subagent_failure_is_a_run_error(tmp_path: Path) -> None:
+    def broken(inp, ctx):
+        raise KeyError("oops")
+
+    def opaque(inp, ctx):
+        return object()
+
+    with _open(tmp_path, subagents={"broken": broken, "opaque": opaque}) as h:
+        for name in ("broken", "opaque"):
+            with pytest.raises(HostError) as info:
+                h.call("subagent.invoke", {"name": name}, CTX)
+            assert info.value.code == "RUN_CAPABILITY_FAILED" and name in info.value.message
+
+
+def test_labels_given_as_text(tmp_path: Path) -> None:
+    opts = HostOptions(db=tmp_path / "h.db", persona_labels="persona.send:*, subagent.invoke")
+    with open_host(opts) as h:
+        assert h.labels == frozenset({"persona.send:*", "subagent.invoke"})

@@ -46,6 +46,9 @@ class _Chat(http.server.BaseHTTPRequestHandler):
             status, reply = 200, _completion("not json at all")
         elif "wrongshape" in user:
             status, reply = 200, _completion(json.dumps({"label": "someday"}))
+        elif body["model"] == "spark":
+            ops = {"operations": [{"op": "write", "path": "hello.py", "content": "print(1)\n"}]}
+            status, reply = 200, _completion(json.dumps(ops))
         elif "response_format" in body:
             status, reply = 200, _completion(json.dumps({"label": "urgent"}))
         else:
@@ -199,3 +202,19 @@ def test_host_uses_replay_option_and_config_model(tmp_path: Path, chat) -> None:
             "label": "urgent"
         }
     assert chat.requests[-1]["auth"] == "Bearer abc"
+
+
+def test_spark_coder_with_a_key_calls_its_endpoint(tmp_path: Path, chat, monkeypatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key")
+    cfg = parse_config(
+        {"subagents": {"spark_coder": {"base_url": _base(chat), "model": "spark"}}}, base=tmp_path
+    )
+    chat.requests.clear()
+    opts = HostOptions(db=tmp_path / "h.db", config=cfg, persona_labels=("subagent.invoke",))
+    with open_host(opts) as h:
+        res = h.call("subagent.invoke", {"name": "spark-coder", "input": {"task": "say 1"}}, CTX)
+    assert res == {
+        "result": {"operations": [{"op": "write", "path": "hello.py", "content": "print(1)\n"}]}
+    }
+    assert chat.requests[-1]["auth"] == "Bearer sk-test-key"
+    assert chat.requests[-1]["body"]["response_format"]["type"] == "json_schema"

@@ -25,8 +25,14 @@ import attrs
 from forgec.host.config import ConfigError, HostConfig, load_config
 
 
-def _tuple_or_none(value: Any) -> tuple[str, ...] | None:
-    return None if value is None else tuple(value)
+def _labels(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):  # "a,b" as typed on the command line
+        return tuple(x.strip() for x in value.split(",") if x.strip())
+    return tuple(value)
+
+
+def _labels_or_none(value: Any) -> tuple[str, ...] | None:
+    return None if value is None else _labels(value)
 
 
 @attrs.frozen
@@ -34,8 +40,8 @@ class HostOptions:
     db: Path | str | None = None
     host_config: Path | str | None = None
     config: HostConfig | None = None  # for embedders: used instead of reading host_config
-    persona_labels: tuple[str, ...] | None = attrs.field(default=None, converter=_tuple_or_none)
-    default_labels: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    persona_labels: tuple[str, ...] | None = attrs.field(default=None, converter=_labels_or_none)
+    default_labels: tuple[str, ...] = attrs.field(default=(), converter=_labels)
     credentials: Path | str | None = None
     resolve: tuple[str, ...] = attrs.field(default=(), converter=tuple)
     replay: Path | str | None = None

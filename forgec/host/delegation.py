@@ -36,6 +36,7 @@ import attrs
 from forgec.host import db as dbm
 from forgec.host import validate as v
 from forgec.host.db import Tx, new_id, now_iso
+from forgec.runtime.host import HostError
 
 
 @attrs.frozen
@@ -337,7 +338,13 @@ def invoke(inp: Any, registry: Mapping[str, SubagentFn], ctx: DelegationContext)
     if fn is None:
         known = ", ".join(sorted(registry)) or "none"
         v.fail(f"{cap}: no sub-agent named {name!r} is registered (registered: {known})")
-    return {"result": _json_safe(fn(dict(payload), ctx), f"sub-agent {name!r}")}
+    try:
+        answer = fn(dict(payload), ctx)
+    except HostError:
+        raise
+    except Exception as exc:  # an embedder's bug is this call's failure, not the host's
+        v.fail(f"{cap}: sub-agent {name!r} failed: {type(exc).__name__}: {exc}")
+    return {"result": _json_safe(answer, f"sub-agent {name!r}")}
 
 
 # --- background tasks ------------------------------------------------------------------------
