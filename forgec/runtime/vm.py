@@ -36,8 +36,7 @@ from forgec.runtime.values import (
     RunFailure,
     compile_condition,
     compile_value,
-    path_text,
-    resolve,
+    type_name,
 )
 
 INPUT_LIMIT = 65_536
@@ -296,8 +295,8 @@ def _validate(
     except fastjsonschema.JsonSchemaValueException as exc:
         message = str(exc.message)
         return what + message[4:] if message.startswith("data") else message
-    except fastjsonschema.JsonSchemaDefinitionException as exc:
-        return f"the schema cannot be used: {exc}"
+    except Exception as exc:  # a schema fastjsonschema cannot compile: refuse, do not crash
+        return f"the schema cannot be used: {type(exc).__name__}: {exc}"
     return None
 
 
@@ -604,8 +603,6 @@ class _Run:
 def _foreach_init(env: Env, loop: tuple[str, str | None, int, str], source: Any) -> list[Any]:
     item_var, index_var, max_items, node = loop
     if type(source) is not list:
-        from forgec.runtime.values import type_name
-
         raise RunFailure(
             "RUN_TYPE", f"foreach {node!r} needs a list to loop over, got {type_name(source)}"
         )
@@ -648,7 +645,5 @@ __all__ = [
     "RunError",
     "RunResult",
     "consent_request",
-    "path_text",
-    "resolve",
     "run",
 ]
