@@ -426,3 +426,19 @@ def test_passes_never_raise_on_a_best_effort_ir(
         if name not in ("structure", "secrets"):
             run(ctx)
     assert all(d.code in REGISTRY for d in ctx.diagnostics)
+
+
+def test_edges_to_a_node_with_a_broken_type_or_id_are_not_missing() -> None:
+    broken_type = {"id": "done", "type": "retrun", "value": 1}
+    report = check(manifest_with_nodes([SET_X, broken_type]))
+    assert report_codes(report) == ["FORGE_MANIFEST_STRUCTURE"]
+    broken_id = {"id": "1st", "type": "return", "value": 1}
+    report = check(manifest_with_nodes([{**SET_X, "next": "1st"}, broken_id]))
+    assert report_codes(report) == ["FORGE_NODE_ID"]
+    assert report.facts.incomplete
+
+
+def test_entry_naming_a_broken_node_or_an_empty_flow_is_not_missing() -> None:
+    broken = {"id": "done", "type": "retrun", "value": 1}
+    assert report_codes(check(manifest_with_nodes([broken]))) == ["FORGE_MANIFEST_STRUCTURE"]
+    assert report_codes(check(manifest_with_nodes([], entry="done"))) == ["FORGE_NODE_BOUNDS"]

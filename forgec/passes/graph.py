@@ -9,7 +9,8 @@ a node:
    node of each id (`nodes_by_id`, `scope_of`) and report each later one as
    `FORGE_NODE_DUPLICATE`.
 2. Resolve each edge to the node of that id in the same scope. An id that is not in the scope is
-   `FORGE_EDGE_MISSING` (with a different message when the id lives in another scope, and a
+   `FORGE_EDGE_MISSING` (unless it is the id of a node the IR left out for an unusable id or
+   type: that node has its own error) (with a different message when the id lives in another scope, and a
    "did you mean" hint for the closest id in scope). An edge to an id that two nodes of the
    scope share is ambiguous: it already has its error, so it is followed for reachability (to
    every candidate) but not for cycles.
@@ -116,10 +117,12 @@ def check_graph(ctx: PassContext) -> None:
     where: dict[str, ForeachNode | None] = {}
     for node, scope in walk:
         where.setdefault(node.id, scope.loop)
+    dropped = dropped_ids(ctx.raw, {node.pointer for node, _ in walk})
+    facts.incomplete = bool(dropped)
     for scope in scopes:
-        _resolve_edges(ctx, scope, where)
+        _resolve_edges(ctx, scope, where, dropped)
 
-    entry_ok = _check_entry(ctx, top, flow.entry, flow.pointer, where)
+    entry_ok = _check_entry(ctx, top, flow.entry, flow.pointer, where, dropped)
     facts.reachability_known = entry_ok
     cycles = [c for scope in scopes for c in _check_cycles(ctx, scope, flow.entry)]
 
@@ -174,7 +177,31 @@ def _check_duplicates(ctx: PassContext, walk: list[tuple[Node, Scope]]) -> set[s
     return duplicated
 
 
-def _resolve_edges(ctx: PassContext, scope: Scope, where: dict[str, ForeachNode | None]) -> None:
+def dropped_ids(raw: Any, kept: set[str]) -> set[str]:
+    """Ids written on nodes the IR left out (an unusable id or type, already reported): an edge
+    or the entry naming one is not missing, it names a broken node."""
+    out: set[str] = set()
+
+    def walk(items: Any, base: str) -> None:
+        if not isinstance(items, list):
+            return
+        for i, item in enumerate(items):
+            if not isinstance(item, dict):
+                continue
+            pointer = f"{base}/{i}"
+            node_id = item.get("id")
+            if isinstance(node_id, str) and pointer not in kept:
+                out.add(node_id)
+            walk(item.get("body"), pointer + "/body")
+
+    flow = raw.get("flow") if isinstance(raw, dict) else None
+    walk(flow.get("nodes") if isinstance(flow, dict) else None, "/flow/nodes")
+    return out
+
+
+def _resolve_edges(
+    ctx: PassContext, scope: Scope, where: dict[str, ForeachNode | None], dropped: set[str]
+) -> None:
     index = scope.index
     for node in scope.nodes:
         succ: list[int] = []
@@ -187,6 +214,8 @@ def _resolve_edges(ctx: PassContext, scope: Scope, where: dict[str, ForeachNode 
                     plain.append((field, positions[0]))
                 continue
             scope.missing_edge = True
+            if target in dropped:
+                continue  # it names a node whose own error says why it is unusable
             ctx.report(
                 "FORGE_EDGE_MISSING",
                 join(node.pointer, field),
@@ -232,11 +261,14 @@ def _check_entry(
     entry: str | None,
     flow_pointer: str,
     where: dict[str, ForeachNode | None],
+    dropped: set[str],
 ) -> bool:
     if entry is None:
         return False  # missing or ill-typed: the structure pass said so
     if entry in top.index:
         return True
+    if entry in dropped or not where:
+        return False  # a broken entry node, or no node at all: reported by the structure pass
     pointer = join(flow_pointer, "entry")
     loop = where.get(entry)
     if loop is not None:

@@ -25,8 +25,8 @@ Three checks, in one pass because they share the value walk:
 
   A target writes its ROOT (`state.X` writes state, which is always defined). An unsafe target
   still counts as a write of its leading name, so one bad target gives one error, not a trail
-  of undefined reads after it. The analysis needs a well-formed order; with a cycle or a
-  duplicated id (already errors) it is skipped.
+  of undefined reads after it. The analysis needs a well-formed order; with a cycle, a
+  duplicated id or a node the IR left out (all already errors) it is skipped.
 """
 
 from __future__ import annotations
@@ -283,7 +283,9 @@ def _definite_assignment(
 ) -> None:
     facts = ctx.facts
     flow = ctx.manifest.flow
-    if flow is None or not facts.ordered or facts.cycles or flow.entry not in facts.nodes_by_id:
+    if flow is None or not facts.ordered or facts.cycles or facts.incomplete:
+        return
+    if flow.entry not in facts.nodes_by_id:
         return
     if len(reads) != len(facts.nodes_by_id):
         return  # a duplicated id makes edges ambiguous: FORGE_NODE_DUPLICATE comes first
