@@ -108,3 +108,43 @@ def test_run_text_lists_compensations(capsys: Any, tmp_path: Path) -> None:
     assert code == 1, out
     assert "error: GIVE_UP at node 'stop' (line " in out
     assert "mk" in out and "tasks.create" in out and "undone" in out
+
+
+def sample(schema: Any) -> Any:
+    """A small value valid for a SPEC §2.2 schema (required properties only)."""
+    if not isinstance(schema, dict):
+        return {}
+    if "const" in schema:
+        return schema["const"]
+    if "enum" in schema:
+        return schema["enum"][0]
+    kind = schema.get("type", "object")
+    kind = kind[0] if isinstance(kind, list) else kind
+    if kind == "object":
+        props = schema.get("properties", {})
+        return {k: sample(props.get(k, {})) for k in schema.get("required", [])}
+    if kind == "array":
+        return [sample(schema.get("items", {})) for _ in range(schema.get("minItems", 0))]
+    if kind in ("integer", "number"):
+        return schema.get("minimum", 1)
+    if kind == "boolean":
+        return True
+    if kind == "null":
+        return None
+    return "x" * max(1, schema.get("minLength", 1))
+
+
+@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.talostool")), ids=lambda p: p.stem)
+def test_every_example_runs_to_a_spec_result(capsys: Any, path: Path) -> None:
+    tool = orjson.loads(path.read_bytes())
+    target = "talon" if path.name.startswith("talon-") else "talos"
+    given = orjson.dumps(sample(tool.get("inputSchema"))).decode()
+    code, out, err = cli(
+        capsys, "run", "--yes", "--target", target, "--format", "json", "--input", given, str(path)
+    )
+    result = orjson.loads(out)
+    assert set(result) == {"status", "output", "error", "transitions", "compensations"}
+    assert code == (0 if result["status"] == "ok" else 1), err
+    if result["error"] is not None:
+        assert result["error"]["code"] != "RUN_INPUT_INVALID", result["error"]
+        assert result["transitions"] == 0 or result["error"]["node"]
