@@ -415,8 +415,17 @@ class ReferenceHost:
         stack = self._memory_journal.get((context.tool_id, context.node_id))
         if inp.get("operation") not in ("write", "delete"):
             return {"undone": False, "reason": f"{inp.get('operation')} changes nothing"}
-        if not stack:
+        # the latest record for this step's key (steps are undone last first)
+        index = next(
+            (
+                i
+                for i in range(len(stack or []) - 1, -1, -1)
+                if stack and stack[i][0] == res.get("key")
+            ),
+            None,
+        )
+        if stack is None or index is None:
             v.fail("memory.access: this host did not record the item's prior value; cannot undo")
-        key, before = stack.pop()
+        key, before = stack.pop(index)
         memory_access.put_back(self.conn, self.persona, self.thread, key, before)
         return {"key": key, "restored": before is not None, "deleted": before is None}
