@@ -442,3 +442,12 @@ def test_entry_naming_a_broken_node_or_an_empty_flow_is_not_missing() -> None:
     broken = {"id": "done", "type": "retrun", "value": 1}
     assert report_codes(check(manifest_with_nodes([broken]))) == ["FORGE_MANIFEST_STRUCTURE"]
     assert report_codes(check(manifest_with_nodes([], entry="done"))) == ["FORGE_NODE_BOUNDS"]
+
+
+def test_an_unusable_or_missing_successor_hides_no_unreachable_cascade() -> None:
+    bad_next = {**SET_X, "next": 5}
+    assert report_codes(check(manifest_with_nodes([bad_next, DONE]))) == [
+        "FORGE_MANIFEST_STRUCTURE"
+    ]
+    no_next = {k: v for k, v in SET_X.items() if k != "next"}
+    assert report_codes(check(manifest_with_nodes([no_next, DONE]))) == ["FORGE_MANIFEST_STRUCTURE"]

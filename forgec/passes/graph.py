@@ -25,7 +25,8 @@ a node:
    topological order later passes follow (None when the reachable part has a cycle). Every
    other node is `FORGE_UNREACHABLE_NODE` (warning), except where reachability is unknown:
    with no usable entry, or in a scope with a missing edge (the missing target would decide
-   it). A duplicate is not warned about either: its id already has its error.
+   it, and so would a `next`/`then`/`else` that is missing or ill-typed). A duplicate is not
+   warned about either: its id already has its error.
 5. Worst case (SPEC §12): W(node) = weight + the largest W of its successors, where a node's
    weight is 1 and a `foreach`'s is 1 + maxItems × (longest path through its body). Computed
    over the reachable acyclic graph; above `maxTransitions` it is
@@ -38,9 +39,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from forgec.ir.nodes import ForeachNode, IfNode, Node
+from forgec.ir.nodes import FailNode, ForeachNode, IfNode, Node, ReturnNode
 from forgec.ir.pointer import join
 from forgec.passes.context import Facts, LoopFacts, PassContext
+from forgec.passes.model import ABSENT, raw_at
 
 # Guard for the worst-case recursion: a cycle the caller did not rule out.
 _CYCLIC = -1
@@ -222,8 +224,20 @@ def _resolve_edges(
                 _missing_edge_message(node, field, target, scope, where),
                 hint=_did_you_mean(target, [i for i in index if i != node.id]),
             )
+        if _edge_unknown(ctx.raw, node, scope.loop is None):
+            scope.missing_edge = True
         scope.succ.append(succ)
         scope.plain.append(plain)
+
+
+def _edge_unknown(raw: Any, node: Node, top_level: bool) -> bool:
+    """Whether a successor the node should have is unusable or missing (the structure pass
+    reported it): then nobody can tell what follows the node."""
+    if isinstance(node, IfNode):
+        return node.then is None or node.else_ is None
+    if isinstance(node, (ReturnNode, FailNode)) or getattr(node, "next", None) is not None:
+        return False
+    return top_level or raw_at(raw, join(node.pointer, "next")) is not ABSENT
 
 
 def _missing_edge_message(

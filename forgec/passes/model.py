@@ -17,7 +17,7 @@ from forgec.ir.nodes import ForeachNode, LlmNode, Manifest, Node
 from forgec.ir.pointer import join, split
 from forgec.passes.context import PassContext
 
-_ABSENT = object()
+ABSENT = object()  # what `raw_at` returns for a pointer that leads nowhere
 
 
 def llm_nodes(nodes: tuple[Node, ...]) -> Iterator[LlmNode]:
@@ -30,7 +30,7 @@ def llm_nodes(nodes: tuple[Node, ...]) -> Iterator[LlmNode]:
 
 
 def raw_at(raw: Any, pointer: str) -> Any:
-    """The JSON value at `pointer` in the document as written, or `_ABSENT`."""
+    """The JSON value at `pointer` in the document as written, or `ABSENT`."""
     value = raw
     for token in split(pointer):
         if isinstance(value, dict) and token in value:
@@ -38,7 +38,7 @@ def raw_at(raw: Any, pointer: str) -> Any:
         elif isinstance(value, list) and token.isdigit() and int(token) < len(value):
             value = value[int(token)]
         else:
-            return _ABSENT
+            return ABSENT
     return value
 
 
@@ -61,7 +61,7 @@ def check_model_steps(ctx: PassContext) -> None:
         wanted, source = effective_structured_output(manifest, node)
         if not wanted or node.output_schema is not None:
             continue
-        if raw_at(ctx.raw, join(node.pointer, "outputSchema")) is not _ABSENT:
+        if raw_at(ctx.raw, join(node.pointer, "outputSchema")) is not ABSENT:
             continue  # present but malformed: reported by the structure pass
         ctx.report(
             "FORGE_LLM_STRUCTURED_OUTPUT_MISSING_SCHEMA",
