@@ -636,8 +636,10 @@ _LOCK = threading.RLock()
 _LARK_OPTIONS: dict[str, Any] = {
     "parser": "lalr",
     "lexer": "contextual",
-    "propagate_positions": True,
     "maybe_placeholders": True,
+    # Positions come from the tokens themselves: in tree-less mode lark's
+    # `propagate_positions` only wraps every reduction in a call that finds no tree to mark.
+    "propagate_positions": False,
 }
 
 
@@ -668,7 +670,9 @@ def _parser() -> tuple[Any, _Builder]:
     try:
         with CACHE_PATH.open("rb") as f:
             if f.readline().rstrip(b"\n") == key:
-                return Lark.load(f, transformer=builder), builder  # type: ignore[call-arg]
+                # `Lark.load` takes no options; `_load` is what it calls, with the transformer
+                loaded = Lark.__new__(Lark)._load(f, transformer=builder)
+                return loaded, builder
     except Exception:
         pass
     parser = Lark(grammar, transformer=builder, **_LARK_OPTIONS)
