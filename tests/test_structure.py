@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from manifests import DELETE, full_manifest, manifest_with_nodes, minimal_manifest, mutate
 
-from forgec.frontend.build import build_manifest
+from forgec.frontend.build import _Builder, build_manifest
 from forgec.frontend.names import (
     is_iso_datetime,
     is_valid_host,
@@ -505,3 +505,21 @@ def test_arbitrary_json_never_raises(raw: Any) -> None:
 )
 def test_mutated_manifests_never_raise(base: Any, where: int, action: str, new: Any) -> None:
     _assert_sane(mutate(base, where, action, new))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.sampled_from([full_manifest(), minimal_manifest()]),
+    st.integers(0, 10_000),
+    st.sampled_from(["replace", "delete", "add"]),
+    json_values,
+)
+def test_fast_path_builds_what_the_checking_path_builds(
+    base: Any, where: int, action: str, new: Any
+) -> None:
+    raw = mutate(base, where, action, new)
+    fast = build_manifest(raw)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_Builder, "fast_node", lambda *args: None)
+        slow = build_manifest(raw)
+    assert fast == slow

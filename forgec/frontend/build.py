@@ -781,15 +781,129 @@ class _Builder:
                 hint=_suggest(typ, tuple(NODE_FIELDS)) if type(typ) is str else None,
             )
             return None
+        allowed, required = _NODE_KEYS[typ, loop is None]
+        if id_ok and typ != "foreach":
+            keys = n.keys()
+            if keys <= _sets(allowed) and keys >= _sets(required):
+                fast = self.fast_node(typ, n, str(node_id), pointer)
+                if fast is not None:
+                    return fast
         where = f"{typ} node {shown_id}"
-        required = NODE_REQUIRED[typ]
-        if loop is None and typ in NEEDS_NEXT:
-            required = (*required, "next")
-        self.fields(n, pointer, NODE_FIELDS[typ], required, where)
+        self.fields(n, pointer, allowed, required, where)
         built = self.node_body(
             typ, n, node_id if id_ok and type(node_id) is str else "", pointer, loop, where
         )
         return built if id_ok else None
+
+    def fast_node(self, typ: str, n: dict[str, Any], node_id: str, p: str) -> Node | None:
+        """The happy path for a node whose fields are known to be the right ones.
+
+        Checks each non-value field inline and returns None at the first doubt, before
+        reporting anything; the caller then takes the checking path (`node_body`), which
+        reports. Values are built last: `value_field` reports its own problems and never
+        causes a fall-back, so nothing is reported twice. Must build exactly what
+        `node_body` builds for the same input (tested)."""
+        get = n.get
+        nxt = get("next", _ABSENT)
+        if nxt is _ABSENT:
+            nxt = None
+        elif type(nxt) is not str:
+            return None
+        if typ == "set":
+            target = n["target"]
+            if type(target) is not str:
+                return None
+            return SetNode(
+                id=node_id,
+                pointer=p,
+                target=target,
+                value=self.value_field(n, "value", p),
+                next=nxt,
+            )
+        if typ == "capability":
+            capability = n["capability"]
+            target = get("target", _ABSENT)
+            compensation = get("compensation", _ABSENT)
+            if type(capability) is not str:
+                return None
+            if target is _ABSENT:
+                target = None
+            elif type(target) is not str:
+                return None
+            if compensation is _ABSENT:
+                compensation = None
+            elif type(compensation) is not str:
+                return None
+            retry = None
+            if "retry" in n:
+                r = n["retry"]
+                if type(r) is not dict or r.keys() != _RETRY_KEYS:
+                    return None
+                attempts, backoff = r["attempts"], r["backoffMs"]
+                if not (
+                    type(attempts) is int
+                    and 1 <= attempts <= 3
+                    and type(backoff) is int
+                    and 0 <= backoff <= 5000
+                ):
+                    return None
+                retry = Retry(attempts=attempts, backoff_ms=backoff, pointer=f"{p}/retry")
+            return CapabilityNode(
+                id=node_id,
+                pointer=p,
+                capability=capability,
+                input=self.value_field(n, "input", p),
+                target=target,
+                retry=retry,
+                compensation=compensation,
+                next=nxt,
+            )
+        if typ == "if":
+            then, else_, c = n["then"], n["else"], n["condition"]
+            if type(then) is not str or type(else_) is not str or type(c) is not dict:
+                return None
+            op = c.get("op")
+            if (
+                not c.keys() <= _CONDITION_KEYS
+                or op not in CONDITION_OPS
+                or type(op) is not str
+                or "left" not in c
+                or ("right" in c) == (op in UNARY_OPS)
+            ):
+                return None
+            cp = f"{p}/condition"
+            left = self.value_field(c, "left", cp)
+            right = self.value_field(c, "right", cp) if op not in UNARY_OPS else None
+            return IfNode(
+                id=node_id,
+                pointer=p,
+                condition=Condition(op=op, left=left, right=right, pointer=cp),
+                then=then,
+                else_=else_,
+            )
+        if typ == "llm":
+            op, target = n["op"], n["target"]
+            if (
+                type(op) is not str
+                or op not in LLM_OPS
+                or type(target) is not str
+                or "requirements" in n
+                or "outputSchema" in n
+            ):
+                return None
+            return LlmNode(
+                id=node_id,
+                pointer=p,
+                op=op,
+                input=self.value_field(n, "input", p),
+                target=target,
+                requirements=None,
+                output_schema=None,
+                next=nxt,
+            )
+        if typ == "return":
+            return ReturnNode(id=node_id, pointer=p, value=self.value_field(n, "value", p))
+        return None
 
     def node_body(
         self, typ: str, n: dict[str, Any], node_id: str, p: str, loop: str | None, where: str
@@ -1222,6 +1336,19 @@ class _Builder:
                     values.append(UiValue(label=label, path=path, segments=segments, pointer=p))
         return Ui(title=title, values=tuple(values))
 
+
+_ABSENT: Any = object()
+_RETRY_KEYS = frozenset({"attempts", "backoffMs"})
+_CONDITION_KEYS = frozenset({"op", "left", "right"})
+# (type, at top level) → (allowed fields, required fields)
+_NODE_KEYS: dict[tuple[str, bool], tuple[tuple[str, ...], tuple[str, ...]]] = {
+    (typ, top): (
+        NODE_FIELDS[typ],
+        (*NODE_REQUIRED[typ], "next") if top and typ in NEEDS_NEXT else NODE_REQUIRED[typ],
+    )
+    for typ in NODE_FIELDS
+    for top in (True, False)
+}
 
 _SET_CACHE: dict[tuple[str, ...], frozenset[str]] = {}
 
