@@ -312,3 +312,40 @@ def test_api_lower_returns_a_runnable_program() -> None:
     assert isinstance(program, Program) and program.id == "weekly-review"
     with pytest.raises(forgec.CheckError):
         forgec.lower({**tool, "version": 0})
+
+
+any_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 300) | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_any_field_replaced_is_a_program_or_a_program_error(data: st.DataObject) -> None:
+    """Whatever a stored Program holds, loading it refuses or running it gives a result."""
+    from forgec.runtime import run
+    from forgec.runtime.memory_host import MemoryHost
+
+    base = orjson.loads(lower_dict(loop_manifest()).to_bytes())
+    base["ui"] = {"title": "t", "values": [{"label": "x", "path": "x", "segments": ["x"]}]}
+    key = data.draw(st.sampled_from(sorted(base)))
+    target: Any = base
+    if isinstance(base[key], (list, dict)) and base[key] and data.draw(st.booleans()):
+        target = base[key]
+        key = data.draw(
+            st.sampled_from(
+                list(range(len(target))) if isinstance(target, list) else sorted(target)
+            )
+        )
+    target[key] = data.draw(any_json)
+    try:
+        program = Program.from_json(base)
+    except ProgramError:
+        return
+    result = run(program, {"items": [1, 2]}, host=MemoryHost(), consent=lambda r: True)
+    assert result.status in ("ok", "failed")
+    disassemble(program)

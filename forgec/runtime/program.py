@@ -250,6 +250,7 @@ def verify(program: Program) -> None:
             and isinstance(fail.get("message"), str)
         ):
             raise ProgramError(f"fails[{i}] is malformed")
+    _verify_outside(p)
     for name, schema in (("inputSchema", p.input_schema), ("outputSchema", p.output_schema)):
         if schema is not None:
             verify_schema(schema, name)
@@ -335,6 +336,47 @@ def stack_depths(code: list[list[int]]) -> list[int]:
 
 
 _KIND = {"V": "a value", "B": "a condition result", "I": "a loop iterator", "nothing": "nothing"}
+
+
+def _verify_outside(p: Program) -> None:
+    """What the VM hands the host and the consent callback: network, credentials, marks, ui."""
+    net = p.network
+    if net.get("mode") not in ("forbidden", "allowlist") or not _strings(net.get("hosts")):
+        raise ProgramError("network must be {mode: forbidden|allowlist, hosts: [str]}")
+    for i, cred in enumerate(p.credentials):
+        if not (
+            isinstance(cred, dict)
+            and isinstance(cred.get("id"), str)
+            and isinstance(cred.get("purpose"), (str, type(None)))
+            and _strings(cred.get("hosts"))
+        ):
+            raise ProgramError(f"credentials[{i}] must be {{id, purpose, hosts: [str]}}")
+    marks = p.marks
+    if (
+        not isinstance(marks.get("risk", "R0"), str)
+        or not isinstance(marks.get("alwaysAsks", False), bool)
+        or not _strings(marks.get("powers", []))
+    ):
+        raise ProgramError("marks must hold risk (str), alwaysAsks (bool), powers ([str])")
+    if p.ui is not None:
+        entries = p.ui.get("values")
+        if not isinstance(p.ui.get("title"), str) or not isinstance(entries, list):
+            raise ProgramError("ui must be {title, values: [..]}")
+        for i, entry in enumerate(entries):
+            segments = entry.get("segments") if isinstance(entry, dict) else None
+            if not isinstance(entry, dict) or not (
+                segments is None
+                or (isinstance(segments, list) and all(_is_segment(s) for s in segments))
+            ):
+                raise ProgramError(f"ui.values[{i}] is malformed")
+    for i, node in enumerate(p.nodes):
+        line = node.get("line")
+        if line is not None and type(line) is not int:
+            raise ProgramError(f"nodes[{i}].line must be an integer or null")
+
+
+def _strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(x, str) for x in value)
 
 
 def _verify_value(p: Program, value: Any, where: str, depth: int) -> None:
