@@ -148,3 +148,30 @@ def test_every_example_runs_to_a_spec_result(capsys: Any, path: Path) -> None:
     if result["error"] is not None:
         assert result["error"]["code"] != "RUN_INPUT_INVALID", result["error"]
         assert result["transitions"] == 0 or result["error"]["node"]
+
+
+class _Terminal:
+    def __init__(self, answer: str) -> None:
+        self.answer = answer
+
+    def isatty(self) -> bool:
+        return True
+
+    def readline(self) -> str:
+        return self.answer
+
+
+@pytest.mark.parametrize(("answer", "status"), [("y\n", "ok"), ("\n", "failed")])
+def test_run_asks_on_a_terminal_showing_the_consent_card(
+    capsys: Any, monkeypatch: Any, answer: str, status: str
+) -> None:
+    import sys
+
+    monkeypatch.setattr(sys, "stdin", _Terminal(answer))
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    code, out, err = cli(capsys, "run", "--format", "json", "--input", TODAY, WEEKLY)
+    assert "dynamic:weekly-review" in err and "Run dynamic:weekly-review? [y/N]" in err
+    result = orjson.loads(out)
+    assert result["status"] == status
+    if status == "failed":
+        assert code == 1 and result["error"]["code"] == "RUN_CONSENT_DENIED"
