@@ -293,6 +293,7 @@ class ReferenceHost:
                 host_allow=self.config.allow_hosts,
                 resolve=self.resolve,
                 max_redirects=self.config.max_redirects,
+                ca_file=self.config.ca_file,
             )
         if capability == "channel.send":
             return channels.send(

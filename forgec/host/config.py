@@ -54,6 +54,7 @@ class HostConfig:
     allow_hosts: tuple[str, ...] = ()  # host-side allowlist; empty = the manifest's only
     resolve: tuple[str, ...] = ()  # curl-style HOST:PORT:ADDR overrides
     max_redirects: int = 5
+    ca_file: Path | None = None  # an extra trusted CA for https (PEM)
     credentials_file: Path | None = None
     model: ModelConfig | None = None
     file_searcher_roots: tuple[Path, ...] = ()
@@ -165,7 +166,9 @@ def parse_config(data: Mapping[str, Any], *, base: Path) -> HostConfig:
             parsed[name] = ChannelConfig(name=name, connector=connector, thread=thread)
         kw["channels"] = parsed
     if "network" in top:
-        net = _expect(top["network"], "[network]", {"allow", "resolve", "max_redirects"})
+        net = _expect(top["network"], "[network]", {"allow", "resolve", "max_redirects", "ca_file"})
+        if "ca_file" in net:
+            kw["ca_file"] = _path(net["ca_file"], "network.ca_file", base)
         if "allow" in net:
             kw["allow_hosts"] = tuple(h.lower() for h in _strs(net["allow"], "network.allow"))
         if "resolve" in net:

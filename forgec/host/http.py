@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from forgec.host import validate as v
@@ -66,9 +67,21 @@ def parse_resolve(entries: tuple[str, ...] | list[str]) -> dict[tuple[str, int],
     return out
 
 
-def _make_client(resolve: Mapping[tuple[str, int], str], timeout_s: float) -> Any:
+def _make_client(
+    resolve: Mapping[tuple[str, int], str], timeout_s: float, ca_file: Path | None = None
+) -> Any:
+    import ssl
+
     import httpcore
     import httpx
+
+    ssl_context = httpx.create_ssl_context(trust_env=False)
+    if ca_file is not None:
+        # an extra trusted CA (a private one), on top of the system's
+        try:
+            ssl_context.load_verify_locations(cafile=str(ca_file))
+        except (OSError, ssl.SSLError) as exc:
+            v.fail(f"{CAP}: cannot load the CA file {ca_file}: {exc}")
 
     class ResolvingBackend(httpcore.SyncBackend):
         def connect_tcp(
@@ -91,7 +104,7 @@ def _make_client(resolve: Mapping[tuple[str, int], str], timeout_s: float) -> An
     transport = httpx.HTTPTransport(trust_env=False)
     # httpx does not expose the network backend: give its transport a pool that has ours
     transport._pool = httpcore.ConnectionPool(
-        ssl_context=httpx.create_ssl_context(trust_env=False),
+        ssl_context=ssl_context,
         network_backend=ResolvingBackend(),
         max_connections=4,
     )
@@ -165,6 +178,7 @@ def request(
     host_allow: tuple[str, ...] = (),
     resolve: Mapping[tuple[str, int], str] | None = None,
     max_redirects: int = 5,
+    ca_file: Path | None = None,
 ) -> dict[str, Any]:
     import httpx
 
@@ -204,7 +218,7 @@ def request(
     deadline = time.monotonic() + timeout_ms / 1000
     content: bytes | None = body.encode("utf-8") if body is not None else None
     first_scheme = url.scheme
-    client = _make_client(resolve or {}, timeout_ms / 1000)
+    client = _make_client(resolve or {}, timeout_ms / 1000, ca_file)
     try:
         for hop in range(max_redirects + 1):
             host = (

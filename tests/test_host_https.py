@@ -1,0 +1,150 @@
+"""`net.http` over real TLS on 127.0.0.1 through the `--resolve` override: the certificate is
+checked against the name in the URL (SNI and hostname), never against the loopback address.
+The test makes its own CA and a leaf certificate for api.example.com."""
+
+from __future__ import annotations
+
+import datetime as dt
+import http.server
+import ssl
+import threading
+from pathlib import Path
+
+import pytest
+
+from forgec.host import HostOptions, open_host
+from forgec.host.config import HostConfig
+from forgec.runtime.host import CallContext, HostError
+
+crypto = pytest.importorskip("cryptography")
+
+NAME = "api.example.com"
+OTHER = "other.example.com"
+
+
+def _certs(folder: Path) -> tuple[Path, Path, Path]:
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = dt.datetime.now(dt.UTC)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "forgec test CA")])
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(days=1))
+        .not_valid_after(now + dt.timedelta(days=2))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                key_cert_sign=True,
+                crl_sign=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(
+            x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    key = ec.generate_private_key(ec.SECP256R1())
+    leaf = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, NAME)]))
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(days=1))
+        .not_valid_after(now + dt.timedelta(days=2))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(NAME)]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    pem = serialization.Encoding.PEM
+    ca_file, cert_file, key_file = folder / "ca.pem", folder / "leaf.pem", folder / "leaf.key"
+    ca_file.write_bytes(ca.public_bytes(pem))
+    cert_file.write_bytes(leaf.public_bytes(pem))
+    key_file.write_bytes(
+        key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return ca_file, cert_file, key_file
+
+
+class _Hello(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self.server.hosts.append(self.headers.get("Host"))  # type: ignore[attr-defined]
+        body = b"over tls"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@pytest.fixture(scope="module")
+def tls(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("tls")
+    ca_file, cert_file, key_file = _certs(folder)
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Hello)
+    srv.daemon_threads = True
+    srv.hosts = []  # type: ignore[attr-defined]
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert_file, key_file)
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield srv, ca_file
+    srv.shutdown()
+    srv.server_close()
+
+
+def _call(tmp_path: Path, srv, ca_file: Path | None, host: str):
+    port = srv.server_address[1]
+    opts = HostOptions(
+        db=tmp_path / "h.db",
+        config=HostConfig(ca_file=ca_file),
+        persona_labels=("net.http:egress",),
+        resolve=(f"{NAME}:{port}:127.0.0.1", f"{OTHER}:{port}:127.0.0.1"),
+    )
+    ctx = CallContext(tool_id="t", tool_version=1, node_id="n", allowed_hosts=(NAME, OTHER))
+    with open_host(opts) as h:
+        return h.call(
+            "net.http", {"method": "GET", "url": f"https://{host}:{port}/x", "timeoutMs": 5000}, ctx
+        )
+
+
+def test_https_with_the_override_checks_the_real_name(tmp_path: Path, tls) -> None:
+    srv, ca_file = tls
+    res = _call(tmp_path, srv, ca_file, NAME)
+    assert res["status"] == 200 and res["body"] == "over tls"
+    assert srv.hosts[-1] == f"{NAME}:{srv.server_address[1]}"
+
+
+def test_https_certificate_for_another_name_is_refused(tmp_path: Path, tls) -> None:
+    srv, ca_file = tls
+    with pytest.raises(HostError) as info:
+        _call(tmp_path, srv, ca_file, OTHER)  # same server, but the cert names api.example.com
+    assert info.value.code == "RUN_CAPABILITY_FAILED"
+
+
+def test_https_untrusted_ca_is_refused(tmp_path: Path, tls) -> None:
+    srv, _ = tls
+    with pytest.raises(HostError) as info:
+        _call(tmp_path, srv, None, NAME)
+    assert info.value.code == "RUN_CAPABILITY_FAILED"
