@@ -205,3 +205,13 @@ def test_credential_scope_points_at_the_host_as_written() -> None:
 def test_unacceptable_url_is_an_input_problem_not_an_undeclared_host() -> None:
     report = check([http("ftp://files.example.net/x"), DONE], target="talon", network=allow())
     assert diags(report) == [("FORGEC_CAPABILITY_INPUT", "/flow/nodes/0/input/url")]
+
+
+def test_allowlist_without_hosts_is_one_structure_error() -> None:
+    report = check(
+        [http(URL), DONE],
+        target="talon",
+        network={"mode": "allowlist"},
+        credentialRequirements=creds("api.example.org"),
+    )
+    assert [c for c, _ in diags(report)] == ["FORGE_MANIFEST_STRUCTURE"]

@@ -269,3 +269,10 @@ def test_input_is_always_defined() -> None:
 def test_unreachable_readers_are_not_analysed() -> None:
     nodes = [DONE, ret("stray", {"$ref": "nothing"})]
     assert codes(check(manifest_with_nodes(nodes, entry="done"))) == ["FORGE_UNREACHABLE_NODE"]
+
+
+def test_reads_in_a_loop_without_a_usable_item_var_are_not_judged() -> None:
+    body = [set_node("b", "last", {"$ref": "item"}, None)]
+    loop = each(body)
+    del loop["itemVar"]
+    assert codes(check(manifest_with_nodes([loop, DONE]))) == ["FORGE_MANIFEST_STRUCTURE"]

@@ -17,8 +17,8 @@ One cause, one code (SPEC §4.1):
   validity (`FORGE_DOMAIN_INVALID`, reported by the structure pass): both lists are read as
   written (the IR keeps only valid hosts) and compared exactly.
 
-A missing or unknown `network.mode` was reported by the structure pass; nothing is checked
-against it here.
+A missing or unknown `network.mode`, or an allowlist without a usable `hosts` list, was
+reported by the structure pass; nothing is checked against it here (one cause, one code).
 """
 
 from __future__ import annotations
@@ -95,6 +95,8 @@ def check_network(ctx: PassContext) -> None:
         return
     hosts = set(network.hosts)
     forbidden = network.mode == "forbidden"
+    if not forbidden and not isinstance(raw_at(ctx.raw, "/network/hosts"), list):
+        return  # an allowlist without a usable `hosts`: its structure error is the one cause
     for node in network_steps(ctx):
         if forbidden:
             if maybe_reachable(ctx, node.pointer):

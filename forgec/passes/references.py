@@ -304,6 +304,9 @@ class _Analysis:
         self.facts = ctx.facts
         self.state_fields = state_fields
         self.reads = reads
+        # inside a loop whose `itemVar` is unusable (a structure error) reads are not judged:
+        # the variable they most likely mean has no name we could know
+        self.silent = False
         self.bits: dict[str, int] = {}
 
     def bit(self, name: str) -> int:
@@ -340,7 +343,7 @@ class _Analysis:
                 for d, p in incoming[1:]:
                     must &= d
                     may |= p
-            for ref in self.reads.get(node.pointer, ()):
+            for ref in () if self.silent else self.reads.get(node.pointer, ()):
                 self.read(ref, node, (must, may), loop_vars)
             if isinstance(node, ForeachNode):
                 must, may = self.loop(node, (must, may))
@@ -375,7 +378,9 @@ class _Analysis:
             if root is not None and node.pointer in self.facts.reachable_pointers:
                 body_writes |= self.bit(root)
         entry = (defs[0] | var_bits, defs[1] | var_bits | body_writes)
+        self.silent = loop.item_var is None
         _, may = self.scope(order, loop.body[0].id, entry, loop_vars)
+        self.silent = False
         return defs[0], defs[1] | (may & ~var_bits)
 
     def read(self, ref: Ref, node: Node, defs: Defs, loop_vars: frozenset[str]) -> None:
