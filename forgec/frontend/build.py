@@ -467,12 +467,11 @@ class _Builder:
                 f"{what} must be a list of host names like `api.example.org`; {_got(v)}",
             )
             return None
-        good: list[str] = []
+        good: dict[str, None] = {}  # ordered and de-duplicated
         for i, host in enumerate(v):
             problem = host_problem(host)
             if problem is None:
-                if host not in good:
-                    good.append(host)
+                good[host] = None
             else:
                 self.err(
                     "FORGE_DOMAIN_INVALID",
