@@ -224,14 +224,8 @@ def compiled(program: Program) -> _Compiled:
             decoded = values[arg]
         elif op == _STORE:
             path = p.paths[arg]
-            decoded = (
-                (True, str(path[1]))
-                if path[0] == "state" and len(path) == 2
-                else (
-                    False,
-                    str(path[0]),
-                )
-            )
+            in_state = path[0] == "state" and len(path) == 2
+            decoded = (True, str(path[1])) if in_state else (False, str(path[0]))
         elif op == _COMPARE:
             decoded = compile_condition(p.conds[arg], p.values, p.consts, p.paths)
         elif op in (_CALL, _MODEL):
