@@ -451,3 +451,10 @@ def test_an_unusable_or_missing_successor_hides_no_unreachable_cascade() -> None
     ]
     no_next = {k: v for k, v in SET_X.items() if k != "next"}
     assert report_codes(check(manifest_with_nodes([no_next, DONE]))) == ["FORGE_MANIFEST_STRUCTURE"]
+
+
+def test_body_of_a_loop_cut_off_by_a_missing_edge_is_not_warned_about() -> None:
+    nodes: list[Node] = [s("a", "eahc"), loop("each", [s("b1")], "done"), r("done")]
+    ctx = run_graph(ir(nodes))
+    assert codes(ctx) == ["FORGE_EDGE_MISSING"]
+    assert ctx.facts.reachable == {"a"}

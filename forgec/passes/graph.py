@@ -391,14 +391,21 @@ def _warn_unreachable(
     if not entry_ok:
         return  # no entry, no reachability to speak of: FORGE_ENTRY_MISSING says it all
     unreachable_loops: set[str] = set()
+    silent_loops: set[str] = set()  # unreachable loops not warned about: nor are their bodies
     for scope in scopes:
         loop_dead = scope.loop is not None and scope.loop.pointer in unreachable_loops
+        loop_silent = scope.loop is not None and scope.loop.pointer in silent_loops
         for i, node in enumerate(scope.nodes):
             if scope.reachable[i]:
                 continue
+            silent = (
+                loop_silent or node.pointer in duplicates or (scope.missing_edge and not loop_dead)
+            )
             if isinstance(node, ForeachNode):
                 unreachable_loops.add(node.pointer)
-            if node.pointer in duplicates or (scope.missing_edge and not loop_dead):
+                if silent:
+                    silent_loops.add(node.pointer)
+            if silent:
                 continue
             if loop_dead and scope.loop is not None:
                 message = f"node `{node.id}` is never reached: its loop `{scope.loop.id}` is not"
