@@ -523,3 +523,10 @@ def test_fast_path_builds_what_the_checking_path_builds(
         patch.setattr(_Builder, "fast_node", lambda *args: None)
         slow = build_manifest(raw)
     assert fast == slow
+
+
+def test_hints_say_where_a_misplaced_field_belongs() -> None:
+    _, found = build_manifest(minimal_manifest(nodes=[]))
+    assert [d.hint for d in found] == ["`nodes` belongs in `flow`"]
+    _, found = build_manifest(with_node(set_node("a", input=1)))
+    assert [d.hint for d in found] == ["`input` is a field of `capability`, `llm` nodes"]

@@ -265,6 +265,7 @@ class _Builder:
                         f"{pointer}/{escape(key)}",
                         f"unknown field `{shown}` in {where}",
                         hint=_suggest(key, allowed)
+                        or _belongs_elsewhere(key, pointer)
                         or "allowed fields: " + ", ".join(f"`{a}`" for a in allowed),
                         key=True,
                     )
@@ -1358,6 +1359,38 @@ def _sets(names: tuple[str, ...]) -> frozenset[str]:
     except KeyError:
         result = _SET_CACHE[names] = frozenset(names)
         return result
+
+
+# Where a field that is unknown in one place does belong, for the hint.
+_TOP_LEVEL_ELSEWHERE = {
+    "entry": "`flow`",
+    "maxTransitions": "`flow`",
+    "nodes": "`flow`",
+    "mode": "`network`",
+    "hosts": "`network` (or a credential)",
+    "fields": "`state`",
+    "maxBytes": "`state`",
+    "structuredOutput": "`modelDefaults`",
+    "context": "`modelDefaults`",
+    "privacy": "`modelDefaults`",
+    "reasoningEffort": "`modelDefaults`",
+}
+_NODE_TYPES_OF_FIELD: dict[str, list[str]] = {}
+for _typ, _fields in NODE_FIELDS.items():
+    for _field in _fields:
+        _NODE_TYPES_OF_FIELD.setdefault(_field, []).append(_typ)
+
+
+def _belongs_elsewhere(key: str, pointer: str) -> str | None:
+    if pointer == "":
+        if key == "name":
+            return "a tool is named `dynamic:<id>`; its display name is `title`"
+        place = _TOP_LEVEL_ELSEWHERE.get(key)
+        return f"`{key}` belongs in {place}" if place else None
+    if pointer.startswith("/flow/nodes/") and key in _NODE_TYPES_OF_FIELD:
+        types = ", ".join(f"`{t}`" for t in _NODE_TYPES_OF_FIELD[key])
+        return f"`{key}` is a field of {types} nodes"
+    return None
 
 
 def _child(pointer: str, key: str) -> str:
