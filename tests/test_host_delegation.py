@@ -317,3 +317,21 @@ def test_labels_given_as_text(tmp_path: Path) -> None:
     opts = HostOptions(db=tmp_path / "h.db", persona_labels="persona.send:*, subagent.invoke")
     with open_host(opts) as h:
         assert h.labels == frozenset({"persona.send:*", "subagent.invoke"})
+
+
+def test_queued_a2a_tasks_resume_after_a_restart(tmp_path: Path, personas: Path) -> None:
+    with _open(tmp_path, personas) as h:  # no handler here: enqueue as another process would
+        h.conn.execute(
+            "INSERT INTO a2a_tasks (id, from_persona, target_persona, message, status,"
+            " created_at, updated_at) VALUES ('a2a_x', 'assistant', 'researcher', 'ping',"
+            " 'queued', 'now', 'now')"
+        )
+    handlers = {"researcher": lambda message, sender: f"{message} → pong"}
+    with _open(tmp_path, personas, persona_handlers=handlers) as h:
+        done = h.call("persona.task_status", {"task_id": "a2a_x", "wait_ms": 3000}, CTX)
+    assert done == {
+        "taskId": "a2a_x",
+        "status": "completed",
+        "targetPersona": "researcher",
+        "result": "ping → pong",
+    }

@@ -276,6 +276,27 @@ def test_channel_send_lands_in_the_outbox_with_its_thread(tmp_path: Path) -> Non
     assert "&amp;" in slack and "&lt;tag&gt;" in slack and "*Title*" in slack
 
 
+SAMPLE = """# Release *notes*
+
+Version **1.2** is out — see [the changelog](https://example.com/log?a=1&b=2).
+
+1. faster `db.query`
+2. ~~old flag~~ removed
+   - nested <b>bullet</b>
+
+> quoted line
+
+```
+code & <stuff>
+```
+"""
+
+
+@pytest.mark.parametrize("connector", ["outbox", "plain", "html", "slack"])
+def test_connector_renderings(connector: str, snapshot) -> None:
+    assert render(SAMPLE, connector) == snapshot
+
+
 def test_render_connectors_directly() -> None:
     assert render("~~gone~~ `code`", "slack").strip() == "~gone~ `code`"
     assert render("1. a\n2. b", "plain").strip() == "1. a\n2. b"

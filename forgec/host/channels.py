@@ -60,13 +60,19 @@ def _render_inline(children: list[Any], slack: bool) -> str:
         elif t == "link_open":
             href = str(tok.attrGet("href") or "")
             link_stack.append(href)
-            out.append(f"<{href}|" if slack else "")
+            # a `|` or `>` in the URL would end Slack's link syntax early
+            out.append(f"<{_escape_slack(href).replace('|', '%7C')}|" if slack else "")
         elif t == "link_close":
             href = link_stack.pop() if link_stack else ""
             out.append(">" if slack else f" ({href})")
         elif t == "image":
             src = str(tok.attrGet("src") or "")
-            out.append(f"<{src}|{tok.content}>" if slack else f"{tok.content} ({src})")
+            if slack:
+                out.append(
+                    f"<{_escape_slack(src).replace('|', '%7C')}|{_escape_slack(tok.content)}>"
+                )
+            else:
+                out.append(f"{tok.content} ({src})")
         elif t == "html_inline":
             out.append(_escape_slack(tok.content) if slack else tok.content)
     return "".join(out)
