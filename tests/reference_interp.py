@@ -225,6 +225,9 @@ def reference_run(
     if manifest.state is not None:
         loaded = host.load_state(manifest.id)
         env["state"] = dict(loaded) if isinstance(loaded, dict) else {}
+        for name, schema in manifest.state.fields.items():
+            if name not in env["state"] and "default" in schema:
+                env["state"][name] = schema["default"]
     counter = {"t": 0}
     done: list[tuple[str, str, str, Any, Any]] = []
 
@@ -313,7 +316,23 @@ def reference_run(
                 store(node.target, result)
             return node.next
         if isinstance(node, ir.LlmNode):
-            raise AssertionError("model steps are not generated")
+            reqs: dict[str, Any] = {}
+            for source in (manifest.model_defaults, node.requirements):
+                if source is not None:
+                    for key, value in (
+                        ("structuredOutput", source.structured_output),
+                        ("context", source.context),
+                        ("privacy", source.privacy),
+                        ("reasoningEffort", source.reasoning_effort),
+                    ):
+                        if value is not None:
+                            reqs[key] = value
+            try:
+                answer = host.model(node.op, ev(node.input), reqs, node.output_schema, ctx(node))
+            except HostError as exc:
+                raise RunFailure(exc.code, exc.message) from None
+            store(node.target, orjson.loads(orjson.dumps(answer)))
+            return node.next
         if isinstance(node, ir.IfNode):
             assert node.condition is not None
             return node.then if test(node.condition) else node.else_

@@ -19,9 +19,11 @@ from reference_interp import build_ir, lower_dict, reference_run
 from forgec.runtime import run
 from forgec.runtime.memory_host import MemoryHost
 
-VARS = ("a", "b", "c")
+VARS = ("a", "b", "c", "state.s")
 COND_OPS = ("eq", "neq", "truthy", "exists", "contains", "gt", "gte", "lt", "lte")
 PATHS = (
+    "state.s",
+    "state.n",
     "input.x",
     "input.items",
     "input.flag",
@@ -65,7 +67,7 @@ def steps(
     enders = ["return", "fail"]
     if later:
         # mostly steps that continue, so runs get deep enough to call, retry and undo
-        kinds = ["capability", "set", "capability", "if", "if", "fail"]
+        kinds = ["capability", "set", "capability", "if", "if", "fail", "llm"]
         if in_loop:
             kinds += enders
     elif in_loop:
@@ -124,6 +126,19 @@ def steps(
                 "backoffMs": draw(st.sampled_from([0, 5])),
             }
         return node | nxt()
+    if kind == "llm":
+        node = {
+            "id": nid,
+            "type": "llm",
+            "op": draw(st.sampled_from(["classify", "summarize"])),
+            "input": draw(values(in_loop)),
+            "target": draw(st.sampled_from(VARS)),
+        }
+        if draw(st.booleans()):
+            node["requirements"] = {
+                "privacy": draw(st.sampled_from(["local-only", "remote-allowed"]))
+            }
+        return node | nxt()
     if kind == "return":
         return {"id": nid, "type": "return", "value": draw(values(in_loop))}
     return {
@@ -175,6 +190,11 @@ def flows(draw: st.DrawFn) -> dict[str, Any]:
             "maxTransitions": draw(st.sampled_from([256, 256, 12, 6, 5, 4])),
             "nodes": prelude + nodes,
         },
+        "modelDefaults": {"reasoningEffort": "low"},
+        "state": {
+            "fields": {"s": {"type": "string"}, "n": {"type": "integer", "default": 7}},
+            "maxBytes": 65536,
+        },
     }
 
 
@@ -210,8 +230,14 @@ failures = st.lists(
 )
 
 
+def answer(op: str, input: Any, requirements: Any, schema: Any) -> Any:
+    """A deterministic model: what it was asked, so both runs can be compared."""
+    return {"op": op, "privacy": requirements.get("privacy"), "input": input}
+
+
 def make_host(plan: list[tuple[str, bool, int]]) -> MemoryHost:
-    host = MemoryHost(clock=lambda: "2026-01-01T00:00:00Z")
+    host = MemoryHost(clock=lambda: "2026-01-01T00:00:00Z", model=answer, model_is_local=False)
+    host.states["diff-tool"] = {"s": "saved"}
     for capability, transient, times in plan:
         host.fail(capability, transient=transient, times=times)
     return host
@@ -242,6 +268,7 @@ def test_vm_agrees_with_the_reference_interpreter(
     assert comparable(got.to_json()) == comparable(expected)
     assert vm_waits == ref_waits
     assert vm_host.tasks == ref_host.tasks and vm_host.notes == ref_host.notes
+    assert vm_host.states == ref_host.states
     assert [(c.kind, c.name, c.node, c.attempt) for c in vm_host.calls] == [
         (c.kind, c.name, c.node, c.attempt) for c in ref_host.calls
     ]
