@@ -3,7 +3,11 @@ words."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from forgec.api import check, compile_dsl
 from forgec.frontend import dsl
@@ -206,3 +210,56 @@ def test_the_parser_loads_from_the_cache_in_a_fresh_process() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert float(out.stdout) < 0.5
+
+
+EXAMPLE = (Path(__file__).resolve().parent.parent / "examples" / "weekly-review.forge").read_text()
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, len(EXAMPLE) - 1), st.integers(0, 6), st.text(max_size=4))
+def test_a_damaged_file_never_crashes_and_every_problem_has_a_span(
+    at: int, cut: int, insert: str
+) -> None:
+    text = EXAMPLE[:at] + insert + EXAMPLE[at + cut :]
+    report = check(text, path="w.forge")
+    for d in report.diagnostics:
+        if d.code.startswith("FORGE_MANIFEST"):
+            assert d.span is not None
+            assert 1 <= d.span.line <= text.count("\n") + 2
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(max_size=60))
+def test_any_text_is_a_diagnostic_not_a_traceback(text: str) -> None:
+    loaded = load_forge(text, path="x.forge")
+    assert loaded.value is not None or loaded.diagnostics
+
+
+def test_pointers_resolve_to_the_construct_that_wrote_them() -> None:
+    text = tool(
+        "    a: x = call tasks.list {limit: 500} retry 9 backoff 1 -> b\n"
+        "    b: for t in $x.items max 5 {\n      c: y = $t\n    } -> d\n    d: return 1",
+        '  credential gh "p" hosts ["a.com"]\n  trigger schedule "0 9 * * 1"\n',
+    )
+    sm = load_forge(text, path="t.forge").source_map
+    lines = text.splitlines()
+
+    def at(pointer: str, key: bool = False) -> str:
+        s = sm.span(pointer, key=key)
+        assert s is not None and s.line == s.end_line
+        return lines[s.line - 1][s.column - 1 : s.end_column - 1]
+
+    assert at("/flow/nodes/0/retry/attempts") == "9"
+    assert at("/flow/nodes/0/retry", key=True) == "retry"
+    assert at("/flow/nodes/0/input/limit") == "500"
+    assert at("/flow/nodes/0/input/limit", key=True) == "limit"
+    assert at("/flow/nodes/0/capability") == "tasks.list"
+    assert at("/flow/nodes/0/type") == "call"
+    assert at("/flow/nodes/1/body/0/value") == "$t"
+    assert at("/flow/nodes/1/maxItems") == "5"
+    assert at("/flow/entry") == "a"
+    assert at("/credentialRequirements/0/hosts/0") == '"a.com"'
+    assert at("/triggers/0/cron") == '"0 9 * * 1"'
+    assert at("/title", key=True) == "title"
+    # a field that is not there points at the nearest thing that is: the node
+    assert at("/flow/nodes/2/value/missing") == "1"
