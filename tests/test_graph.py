@@ -458,3 +458,9 @@ def test_body_of_a_loop_cut_off_by_a_missing_edge_is_not_warned_about() -> None:
     ctx = run_graph(ir(nodes))
     assert codes(ctx) == ["FORGE_EDGE_MISSING"]
     assert ctx.facts.reachable == {"a"}
+
+
+def test_a_huge_bogus_id_is_shortened_in_messages() -> None:
+    report = check(manifest_with_nodes([{**SET_X, "next": "z" * 5000}, DONE]))
+    [diag] = report.diagnostics
+    assert diag.code == "FORGE_EDGE_MISSING" and len(diag.message) < 300

@@ -38,7 +38,7 @@ from forgec.ir.nodes import (
 )
 from forgec.ir.pointer import join
 from forgec.passes.context import PassContext
-from forgec.passes.graph import closest
+from forgec.passes.graph import closest, shown
 
 
 def capability_nodes(nodes: tuple[Node, ...]) -> Iterator[CapabilityNode]:
@@ -102,7 +102,7 @@ def _unknown(ctx: PassContext, node: CapabilityNode, name: str) -> None:
     ctx.report(
         "FORGE_CAPABILITY_UNKNOWN",
         join(node.pointer, "capability"),
-        f"`{name}` is not a capability of target `{ctx.catalog.name}`",
+        f"`{shown(name)}` is not a capability of target `{ctx.catalog.name}`",
         hint=unknown_capability_hint(ctx.catalog, name)
         or f"known capabilities: {', '.join(sorted(ctx.catalog.capabilities))}",
     )
@@ -150,7 +150,7 @@ def _check_compensation(ctx: PassContext, node: CapabilityNode, spec: Capability
         ctx.report(
             "FORGE_INVALID_COMPENSATION",
             pointer,
-            f"`{spec.name}` cannot be undone, so it cannot declare a compensation (`{comp}`)",
+            f"`{spec.name}` cannot be undone, so it cannot declare a compensation (`{shown(comp)}`)",
             hint="remove `compensation`; only tasks.create, tasks.setStatus, notes.update, "
             "schedule.manage and memory.access have an undo",
         )
@@ -173,11 +173,11 @@ def _compensation_unknown(
     other = _other_catalog(ctx.catalog)
     if other is not None and comp in other:
         message = (
-            f"compensation `{comp}` is not a capability of target `{ctx.catalog.name}` "
+            f"compensation `{shown(comp)}` is not a capability of target `{ctx.catalog.name}` "
             f"(only of `{other.name}`)"
         )
     else:
-        message = f"compensation `{comp}` is not a capability of target `{ctx.catalog.name}`"
+        message = f"compensation `{shown(comp)}` is not a capability of target `{ctx.catalog.name}`"
     if spec is not None and spec.undo is not None:
         hint: str | None = f"`{spec.name}` is undone by `{spec.undo}`"
     else:

@@ -78,6 +78,11 @@ def edge_fields(node: Node) -> list[tuple[str, str]]:
     return [("next", nxt)] if isinstance(nxt, str) else []
 
 
+def shown(text: str, limit: int = 80) -> str:
+    """A name as a message quotes it: a hostile 60 KB "id" must not become a 60 KB message."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def closest(name: str, candidates: list[str]) -> str | None:
     """The candidate a typo most likely meant, or None when nothing is close."""
     import difflib
@@ -243,7 +248,7 @@ def _edge_unknown(raw: Any, node: Node, top_level: bool) -> bool:
 def _missing_edge_message(
     node: Node, field: str, target: str, scope: Scope, where: dict[str, ForeachNode | None]
 ) -> str:
-    here = f"`{field}` of node `{node.id}` leads to `{target}`"
+    here = f"`{field}` of node `{node.id}` leads to `{shown(target)}`"
     if target in where:
         other = where[target]
         if scope.loop is None and other is not None:
@@ -287,11 +292,11 @@ def _check_entry(
     loop = where.get(entry)
     if loop is not None:
         message = (
-            f"the entry `{entry}` is inside the body of loop `{loop.id}`; the flow must start "
+            f"the entry `{shown(entry)}` is inside the body of loop `{loop.id}`; the flow must start "
             "at a top-level node"
         )
     else:
-        message = f"the entry `{entry}` names no node of the flow"
+        message = f"the entry `{shown(entry)}` names no node of the flow"
     ctx.report("FORGE_ENTRY_MISSING", pointer, message, hint=_did_you_mean(entry, list(top.index)))
     return False
 

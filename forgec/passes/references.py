@@ -55,7 +55,7 @@ from forgec.ir.nodes import (
 )
 from forgec.ir.pointer import join
 from forgec.passes.context import PassContext
-from forgec.passes.graph import closest, edge_fields
+from forgec.passes.graph import closest, edge_fields, shown
 
 LEADING_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*", re.ASCII)
 
@@ -145,7 +145,7 @@ def _check_target(ctx: PassContext, node: Node, state_fields: set[str]) -> None:
     ctx.report(
         "FORGE_TARGET_UNSAFE",
         pointer,
-        f"`{target}` is not a valid target: a target is a plain name (letters, digits, `_`, "
+        f"`{shown(target)}` is not a valid target: a target is a plain name (letters, digits, `_`, "
         "starting with a letter, at most 64 characters) or `state.FIELD`",
     )
 
@@ -165,7 +165,7 @@ def _check_loop_vars(ctx: PassContext, loop: ForeachNode) -> None:
             ctx.report(
                 "FORGE_VAR_UNSAFE",
                 pointer,
-                f"`{name}` is not a valid loop variable: use a plain name (letters, digits, "
+                f"`{shown(name)}` is not a valid loop variable: use a plain name (letters, digits, "
                 "`_`, starting with a letter, at most 64 characters)",
             )
         elif name in RESERVED:
@@ -250,7 +250,7 @@ def _check_credentials(
             ctx.report(
                 "FORGE_REF_UNSAFE",
                 value.pointer,
-                f"`$credential` `{value.id}` is not allowed here: a credential may only be "
+                f"`$credential` `{shown(value.id)}` is not allowed here: a credential may only be "
                 "a header value of a `net.http` step, so it never reaches a variable, a "
                 "model, a result or a log",
                 hint='use it as `"headers": {"Authorization": {"$credential": "ID"}}`',
@@ -260,7 +260,7 @@ def _check_credentials(
             ctx.report(
                 "FORGEC_CREDENTIAL_UNDECLARED",
                 value.pointer,
-                f"credential `{value.id}` is not declared in `credentialRequirements` "
+                f"credential `{shown(value.id)}` is not declared in `credentialRequirements` "
                 f"(declared: {names})",
                 hint=_did_you_mean(value.id, sorted(declared))
                 or "declare it with its purpose and the hosts it may reach",
