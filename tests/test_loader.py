@@ -300,3 +300,23 @@ def test_json_shaped_noise_never_raises(text: str) -> None:
     loaded = load_manifest(text)
     for d in loaded.diagnostics:
         loaded.source_map.span(d.path, key=d.key)
+
+
+FULL_TEXT = _pretty(full_manifest())
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, len(FULL_TEXT) - 1), st.binary(min_size=0, max_size=3))
+def test_corrupted_manifests_never_raise_and_every_diagnostic_has_a_place(
+    at: int, patch: bytes
+) -> None:
+    from forgec.frontend.build import build_manifest
+
+    data = FULL_TEXT[:at] + patch + FULL_TEXT[at + 1 :]
+    loaded = load_manifest(data, path="m.talostool")
+    found = list(loaded.diagnostics)
+    if loaded.value is not None:
+        found += build_manifest(loaded.value)[1]
+    for d in found:
+        span = d.span or loaded.source_map.span(d.path, key=d.key)
+        assert span is not None and span.line >= 1 and span.column >= 1
