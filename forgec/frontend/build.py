@@ -277,7 +277,8 @@ class _Builder:
                 )
         for key in required:
             if key not in obj:
-                self.err(STRUCTURE, f"{pointer}/{key}", f"{where} is missing `{key}`")
+                hint = _MISSING_HINTS.get(key) if pointer.startswith("/flow/nodes/") else None
+                self.err(STRUCTURE, f"{pointer}/{key}", f"{where} is missing `{key}`", hint=hint)
 
     def expect_object(self, v: Any, pointer: str, what: str) -> bool:
         if type(v) is dict:
@@ -1365,6 +1366,15 @@ def _sets(names: tuple[str, ...]) -> frozenset[str]:
         result = _SET_CACHE[names] = frozenset(names)
         return result
 
+
+_MISSING_HINTS = {
+    "next": "name the node that runs next; only nodes inside a loop body may leave it out "
+    "(to end the iteration)",
+    "then": "an `if` needs both `then` and `else`; point them at the same node if one branch "
+    "has nothing to do",
+    "else": "an `if` needs both `then` and `else`; point them at the same node if one branch "
+    "has nothing to do",
+}
 
 # Where a field that is unknown in one place does belong, for the hint.
 _TOP_LEVEL_ELSEWHERE = {
