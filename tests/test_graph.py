@@ -464,3 +464,8 @@ def test_a_huge_bogus_id_is_shortened_in_messages() -> None:
     report = check(manifest_with_nodes([{**SET_X, "next": "z" * 5000}, DONE]))
     [diag] = report.diagnostics
     assert diag.code == "FORGE_EDGE_MISSING" and len(diag.message) < 300
+
+
+def test_a_missing_edge_on_an_unreachable_node_does_not_hide_it() -> None:
+    ctx = run_graph(ir([r("done"), s("stray", "nowhere")], entry="done"))
+    assert sorted(codes(ctx)) == ["FORGE_EDGE_MISSING", "FORGE_UNREACHABLE_NODE"]

@@ -24,8 +24,8 @@ a node:
    body from its first node when the loop itself is reachable; its reverse postorder is the
    topological order later passes follow (None when the reachable part has a cycle). Every
    other node is `FORGE_UNREACHABLE_NODE` (warning), except where reachability is unknown:
-   with no usable entry, or in a scope with a missing edge (the missing target would decide
-   it, and so would a `next`/`then`/`else` that is missing or ill-typed). A duplicate is not
+   with no usable entry, or in a scope where a reachable node has a missing edge (the missing
+   target would decide it, and so would a `next`/`then`/`else` that is missing or ill-typed). A duplicate is not
    warned about either: its id already has its error.
 5. Worst case (SPEC §12): W(node) = weight + the largest W of its successors, where a node's
    weight is 1 and a `foreach`'s is 1 + maxItems × (longest path through its body). Computed
@@ -51,7 +51,17 @@ _CYCLIC = -1
 class Scope:
     """The nodes of one scope (top level or one loop body) and their resolved edges."""
 
-    __slots__ = ("index", "loop", "missing_edge", "nodes", "order", "plain", "reachable", "succ")
+    __slots__ = (
+        "cut",
+        "index",
+        "loop",
+        "missing_edge",
+        "nodes",
+        "order",
+        "plain",
+        "reachable",
+        "succ",
+    )
 
     def __init__(self, loop: ForeachNode | None, nodes: list[Node]) -> None:
         self.loop = loop
@@ -64,7 +74,10 @@ class Scope:
         self.succ: list[list[int]] = []
         # position → (field, successor) through unambiguous edges: what cycles are made of
         self.plain: list[list[tuple[str, int]]] = []
+        # some edge does not resolve (anywhere in the scope) / position → its successors are
+        # not all known (a missing, dropped, absent or ill-typed target)
         self.missing_edge = False
+        self.cut: list[bool] = []
         self.reachable: list[bool] = [False] * len(nodes)
         # reachable positions in topological order, or None when the reachable part is cyclic
         self.order: list[int] | None = []
@@ -213,6 +226,7 @@ def _resolve_edges(
     for node in scope.nodes:
         succ: list[int] = []
         plain: list[tuple[str, int]] = []
+        cut = False
         for field, target in edge_fields(node):
             positions = index.get(target)
             if positions:
@@ -220,7 +234,7 @@ def _resolve_edges(
                 if len(positions) == 1:
                     plain.append((field, positions[0]))
                 continue
-            scope.missing_edge = True
+            cut = True
             if target in dropped:
                 continue  # it names a node whose own error says why it is unusable
             ctx.report(
@@ -229,8 +243,9 @@ def _resolve_edges(
                 _missing_edge_message(node, field, target, scope, where),
                 hint=_did_you_mean(target, [i for i in index if i != node.id]),
             )
-        if _edge_unknown(ctx.raw, node, scope.loop is None):
-            scope.missing_edge = True
+        cut = cut or _edge_unknown(ctx.raw, node, scope.loop is None)
+        scope.missing_edge = scope.missing_edge or cut
+        scope.cut.append(cut)
         scope.succ.append(succ)
         scope.plain.append(plain)
 
@@ -400,12 +415,12 @@ def _warn_unreachable(
     for scope in scopes:
         loop_dead = scope.loop is not None and scope.loop.pointer in unreachable_loops
         loop_silent = scope.loop is not None and scope.loop.pointer in silent_loops
+        # a reachable node whose successors are unknown could lead anywhere in the scope
+        unknown = any(r and c for r, c in zip(scope.reachable, scope.cut, strict=True))
         for i, node in enumerate(scope.nodes):
             if scope.reachable[i]:
                 continue
-            silent = (
-                loop_silent or node.pointer in duplicates or (scope.missing_edge and not loop_dead)
-            )
+            silent = loop_silent or node.pointer in duplicates or (unknown and not loop_dead)
             if isinstance(node, ForeachNode):
                 unreachable_loops.add(node.pointer)
                 if silent:
