@@ -635,7 +635,7 @@ _LOCK = threading.RLock()
 
 _LARK_OPTIONS: dict[str, Any] = {
     "parser": "lalr",
-    "lexer": "contextual",
+    "lexer": "forgec.frontend.dsl_lexer.ForgeLexer",  # resolved in `_parser` (lark is lazy)
     "maybe_placeholders": True,
     # Positions come from the tokens themselves: in tree-less mode lark's
     # `propagate_positions` only wraps every reduction in a call that finds no tree to mark.
@@ -675,7 +675,10 @@ def _parser() -> tuple[Any, _Builder]:
                 return loaded, builder
     except Exception:
         pass
-    parser = Lark(grammar, transformer=builder, **_LARK_OPTIONS)
+    from forgec.frontend.dsl_lexer import ForgeLexer
+
+    options = {**_LARK_OPTIONS, "lexer": ForgeLexer}
+    parser = Lark(grammar, transformer=builder, **options)
     try:
         with CACHE_PATH.open("wb") as f:
             f.write(key + b"\n")
