@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -41,18 +42,24 @@ def test_lower_refuses_a_tool_with_errors(capsys: Any, tmp_path: Path) -> None:
     assert code == 1 and out == "" and "FORGE_MANIFEST_STRUCTURE" in err
 
 
+NOTE_ID = re.compile(r"note_[0-9a-f]{32}")
+
+
 def test_run_text_shows_output_and_the_ui_card(capsys: Any, snapshot: Any) -> None:
     code, out, _ = cli(capsys, "run", "--yes", "--input", TODAY, WEEKLY)
     assert code == 0
-    assert out == snapshot
+    assert NOTE_ID.sub("note_<id>", out) == snapshot
 
 
 def test_run_json_is_the_spec_result(capsys: Any) -> None:
     code, out, _ = cli(capsys, "run", "--yes", "--format", "json", "--input", TODAY, WEEKLY)
     assert code == 0
-    assert orjson.loads(out) == {
+    result = orjson.loads(out)
+    assert NOTE_ID.fullmatch(result["output"]["noteId"])
+    result["output"]["noteId"] = "note_<id>"
+    assert result == {
         "status": "ok",
-        "output": {"noteId": "note-1"},
+        "output": {"noteId": "note_<id>"},
         "error": None,
         "transitions": 5,
         "compensations": [],
@@ -83,7 +90,7 @@ def test_input_from_a_file(capsys: Any, tmp_path: Path) -> None:
     given = tmp_path / "in.json"
     given.write_text(TODAY)
     code, out, _ = cli(capsys, "run", "--yes", "--format", "json", "--input", f"@{given}", WEEKLY)
-    assert code == 0 and orjson.loads(out)["output"] == {"noteId": "note-1"}
+    assert code == 0 and NOTE_ID.fullmatch(orjson.loads(out)["output"]["noteId"])
 
 
 def test_run_text_lists_compensations(capsys: Any, tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ import sys
 from forgec.commands.common import add_format, add_target
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg,unused-ignore]
     p = subparsers.add_parser(
         "check",
         help="check tools and list every problem",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from forgec.cli import UsageError
 
@@ -51,3 +52,48 @@ def write_text(path: str | None, text: str) -> None:
         Path(path).write_text(text, encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"{path}: cannot write: {exc.strerror or exc}") from None
+
+
+def add_host_options(parser: argparse.ArgumentParser) -> None:
+    """The reference host's options (SPEC §10), shared by `forgec run` and `forgec tools run`."""
+    parser.add_argument("--db", default=None, metavar="FILE", help="the host's SQLite database")
+    parser.add_argument("--host-config", default=None, metavar="FILE", help="TOML host config")
+    parser.add_argument(
+        "--persona-labels",
+        default=None,
+        metavar="L,...",
+        help="capability labels granted (default: every label the tool needs)",
+    )
+    parser.add_argument(
+        "--credentials", default=None, metavar="FILE", help="credentials file (JSON or TOML)"
+    )
+    parser.add_argument(
+        "--resolve",
+        action="append",
+        default=[],
+        metavar="HOST:PORT:ADDR",
+        help="curl-style name override (repeatable)",
+    )
+    parser.add_argument("--replay", default=None, metavar="FILE", help="recorded model answers")
+
+
+def host_from_args(args: argparse.Namespace, *, default_labels: tuple[str, ...] = ()) -> Any:
+    """Open the reference host the options describe; a bad option or config → UsageError."""
+    from forgec.host import ConfigError
+    from forgec.store.running import open_host_for
+
+    labels = getattr(args, "persona_labels", None)
+    try:
+        return open_host_for(
+            db=getattr(args, "db", None),
+            host_config=getattr(args, "host_config", None),
+            persona_labels=[x.strip() for x in labels.split(",") if x.strip()]
+            if labels is not None
+            else None,
+            default_labels=default_labels,
+            credentials=getattr(args, "credentials", None),
+            resolve=getattr(args, "resolve", None),
+            replay=getattr(args, "replay", None),
+        )
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg,unused-ignore]
     p = subparsers.add_parser("explain", help="explain a diagnostic or run-time code")
     p.add_argument("code", nargs="?", help="e.g. FORGE_CYCLE; omit to list every code")
     p.set_defaults(handler=run)
@@ -28,8 +28,8 @@ def run(args: argparse.Namespace) -> int:
     from forgec.ir.codes import REGISTRY
 
     if args.code is None:
-        for code, doc in REGISTRY.items():
-            print(f"{code:<44} {doc.severity.value:<8} {doc.summary}")
+        for code, entry in REGISTRY.items():
+            print(f"{code:<44} {entry.severity.value:<8} {entry.summary}")
         return EXIT_OK
     code = args.code.strip().upper()
     doc = REGISTRY.get(code)

@@ -9,7 +9,7 @@ from typing import Any
 from forgec.commands.common import add_format, add_target
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg,unused-ignore]
     p = subparsers.add_parser(
         "inspect",
         help="show a tool's marks, worst case and consent card",

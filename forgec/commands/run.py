@@ -1,4 +1,4 @@
-"""`forgec run PATH [--input JSON|@FILE] [--target] [--yes] [--format text|json] [--db FILE]`.
+"""`forgec run PATH [--input JSON|@FILE] [--target] [--yes] [--format text|json] [host options]`.
 
 Checks and lowers the tool, asks consent (on a terminal; `--yes` grants it; with neither the run
 is refused with RUN_CONSENT_DENIED), runs it on the host `make_host` builds, and prints the run
@@ -12,7 +12,7 @@ import argparse
 import sys
 from typing import Any
 
-from forgec.commands.common import add_format, add_target
+from forgec.commands.common import add_format, add_host_options, add_target
 
 
 def register(subparsers: Any) -> None:
@@ -31,15 +31,17 @@ def register(subparsers: Any) -> None:
     add_target(parser)
     parser.add_argument("--yes", action="store_true", help="grant consent without asking")
     add_format(parser, "text", "json")
-    parser.add_argument("--db", metavar="FILE", default=None, help="the host's database file")
+    add_host_options(parser)
     parser.set_defaults(handler=run)
 
 
-def make_host(args: argparse.Namespace) -> Any:
-    """The one place the command builds its host (the in-memory host for now)."""
-    from forgec.runtime.memory_host import MemoryHost
+def make_host(args: argparse.Namespace, report: Any) -> Any:
+    """The one place the command builds its host: the reference host (SQLite, Talon tools,
+    model providers). Without --persona-labels it grants every label the tool needs."""
+    from forgec.commands.common import host_from_args
 
-    return MemoryHost()
+    needed = tuple(report.marks.labels) if report.marks is not None else ()
+    return host_from_args(args, default_labels=needed)
 
 
 def read_input(spec: str | None) -> Any:
@@ -139,8 +141,11 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_ERRORS
     report, program = got
     value = read_input(args.input)
-    host = make_host(args)
-    result = run_program(program, value, host=host, consent=make_consent(args, report))
+    host = make_host(args, report)
+    try:
+        result = run_program(program, value, host=host, consent=make_consent(args, report))
+    finally:
+        host.close()
     if args.format == "json":
         import orjson
 

@@ -72,25 +72,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:
     """The options of `forgec run` (SPEC §10), so a stored tool runs exactly like a file."""
+    from forgec.commands.common import add_host_options
+
     p.add_argument("--input", default=None, metavar="JSON|@FILE", help="the tool's input")
-    p.add_argument("--db", default=None, metavar="FILE", help="the reference host's database")
     p.add_argument("--yes", action="store_true", help="consent without asking")
-    p.add_argument("--host-config", default=None, metavar="FILE", help="the TOML host config")
-    p.add_argument(
-        "--persona-labels",
-        default=None,
-        metavar="L,...",
-        help="capability labels granted (default: every label the tool needs)",
-    )
-    p.add_argument("--credentials", default=None, metavar="FILE", help="credentials file")
-    p.add_argument(
-        "--resolve",
-        action="append",
-        default=[],
-        metavar="HOST:PORT:ADDR",
-        help="curl-style name override (repeatable)",
-    )
-    p.add_argument("--replay", default=None, metavar="FILE", help="recorded model answers")
+    add_host_options(p)
 
 
 def _usage(p: argparse.ArgumentParser) -> int:

@@ -9,34 +9,32 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from forgec.passes import (
-    capabilities,
-    graph,
-    marks,
-    model,
-    network,
-    references,
-    secrets,
-    structure,
-)
+from forgec.passes.capabilities import check_capabilities
 from forgec.passes.context import PassContext
+from forgec.passes.graph import check_graph
+from forgec.passes.marks import derive_marks
+from forgec.passes.model import check_model_steps
+from forgec.passes.network import check_network
+from forgec.passes.references import check_references
+from forgec.passes.secrets import check_secrets
+from forgec.passes.structure import check_structure
 
 Pass = Callable[[PassContext], None]
 
 PASSES: tuple[tuple[str, Pass], ...] = (
-    ("structure", structure.check_structure),  # shape, types, bounds; builds the IR
-    ("graph", graph.check_graph),  # entry, edges, duplicates, cycles, reachability, worst case
-    ("references", references.check_references),  # safe targets/vars, definite assignment
-    ("capabilities", capabilities.check_capabilities),  # names, literal inputs, compensation
-    ("model", model.check_model_steps),  # structured output needs a schema
-    ("network", network.check_network),  # outbound forbidden, undeclared hosts, credentials
-    ("secrets", secrets.check_secrets),  # credentials written into the file
-    ("marks", marks.derive_marks),  # powers, risk, labels, hosts, model needs
+    ("structure", check_structure),  # shape, types, bounds; builds the IR
+    ("graph", check_graph),  # entry, edges, duplicates, cycles, reachability, worst case
+    ("references", check_references),  # safe targets/vars, definite assignment
+    ("capabilities", check_capabilities),  # names, literal inputs, compensation
+    ("model", check_model_steps),  # structured output needs a schema
+    ("network", check_network),  # outbound forbidden, undeclared hosts, credentials
+    ("secrets", check_secrets),  # credentials written into the file
+    ("marks", derive_marks),  # powers, risk, labels, hosts, model needs
 )
 
 
 def run_passes(ctx: PassContext) -> None:
     for _name, run in PASSES:
-        if run is not structure.check_structure and ctx.manifest_or_none is None:
+        if run is not check_structure and ctx.manifest_or_none is None:
             return
         run(ctx)

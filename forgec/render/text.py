@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterable
-from typing import TextIO
+from typing import Any, TextIO
 
 from forgec.ir.diagnostics import Diagnostic, Severity
 
@@ -106,19 +106,10 @@ def render_report(report: object, *, color: bool = False) -> str:
     return "\n\n".join(blocks)
 
 
-def summary_line(reports: list[object]) -> str:
-    errors = sum(
-        1
-        for r in reports
-        for d in r.diagnostics  # type: ignore[attr-defined]
-        if d.severity is Severity.ERROR
-    )
-    warnings = sum(
-        1
-        for r in reports
-        for d in r.diagnostics  # type: ignore[attr-defined]
-        if d.severity is Severity.WARNING
-    )
+def summary_line(reports: list[Any]) -> str:
+    severities = [d.severity for r in reports for d in r.diagnostics]
+    errors = severities.count(Severity.ERROR)
+    warnings = severities.count(Severity.WARNING)
     files = len(reports)
     noun = "file" if files == 1 else "files"
     if not errors and not warnings:

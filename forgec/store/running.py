@@ -30,7 +30,7 @@ def open_host_for(
     persona_labels: list[str] | tuple[str, ...] | None = None,
     default_labels: tuple[str, ...] = (),
     credentials: str | Path | None = None,
-    resolve: list[str] | None = None,
+    resolve: list[str] | tuple[str, ...] | None = None,
     replay: str | Path | None = None,
 ) -> Any:
     """The reference host (`forgec.host.open_host`). PERSONA_LABELS None means: the host
@@ -54,13 +54,10 @@ def run_stored_cli(
     stored: StoredVersion, args: argparse.Namespace, *, remembered_consent: bool
 ) -> int:
     """`forgec tools run`: the same options, input, consent and output as `forgec run`."""
-    from forgec.cli import UsageError
+    from forgec.commands.common import host_from_args
     from forgec.commands.run import read_input
-    from forgec.host import ConfigError
 
     tool_input = read_input(getattr(args, "input", None))
-    labels = getattr(args, "persona_labels", None)
-    label_list = [x.strip() for x in labels.split(",") if x.strip()] if labels is not None else None
 
     def consent(request: Any) -> bool:
         if remembered_consent and not stored.marks.always_asks:
@@ -82,18 +79,8 @@ def run_stored_cli(
             else f"consent to run {stored.name} was not given; pass --yes to grant it"
         )
 
-    try:
-        host = open_host_for(
-            db=getattr(args, "db", None),
-            host_config=getattr(args, "host_config", None),
-            persona_labels=label_list,
-            default_labels=stored.marks.labels,  # like `forgec run`: what the tool needs
-            credentials=getattr(args, "credentials", None),
-            resolve=getattr(args, "resolve", None),
-            replay=getattr(args, "replay", None),
-        )
-    except ConfigError as exc:
-        raise UsageError(str(exc)) from None
+    # like `forgec run`: without --persona-labels, grant what the tool needs
+    host: Any = host_from_args(args, default_labels=tuple(stored.marks.labels))
     try:
         result = run_stored(stored, tool_input, host=host, consent=consent)
     finally:
