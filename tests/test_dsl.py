@@ -263,3 +263,8 @@ def test_pointers_resolve_to_the_construct_that_wrote_them() -> None:
     assert at("/title", key=True) == "title"
     # a field that is not there points at the nearest thing that is: the node
     assert at("/flow/nodes/2/value/missing") == "1"
+
+
+def test_windows_line_endings_compile_to_the_same_manifest() -> None:
+    crlf = EXAMPLE.replace("\n", "\r\n")
+    assert load_forge(crlf, path="w.forge").value == load_forge(EXAMPLE, path="w.forge").value

@@ -75,3 +75,18 @@ def test_dot_of_a_broken_flow_with_odd_ids_still_renders() -> None:
         ["dot", "-Tsvg"], input=to_dot(_broken()).encode(), capture_output=True, check=False
     )
     assert done.returncode == 0, done.stderr.decode()
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz `dot` is not installed")
+def test_cli_graph_dot_of_a_forge_file_renders() -> None:
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "forgec", "graph", str(EXAMPLES / "talon-db-digest.forge"),
+         "--format", "dot", "--target", "talon"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "Read · R2" in done.stdout  # db.query's risk, from the talon catalog
+    svg = subprocess.run(["dot", "-Tsvg"], input=done.stdout.encode(), capture_output=True)
+    assert svg.returncode == 0
