@@ -122,7 +122,8 @@ def _escape(s: str, braces: bool, newlines: bool = True) -> str:
             out.append("\\{")
         elif ch == "\n" and not newlines:
             out.append("\n")
-        elif ch < " " or ch == "\x7f" or "\u2028" <= ch <= "\u2029":
+        elif ch < " " or ch == "\x7f" or "\u2028" <= ch <= "\u2029" or "\ud800" <= ch <= "\udfff":
+            # control characters, line separators and (unencodable) lone surrogates as escapes
             out.append(
                 {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\b": "\\b", "\f": "\\f"}.get(
                     ch, f"\\u{ord(ch):04x}"
