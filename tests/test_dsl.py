@@ -268,3 +268,18 @@ def test_pointers_resolve_to_the_construct_that_wrote_them() -> None:
 def test_windows_line_endings_compile_to_the_same_manifest() -> None:
     crlf = EXAMPLE.replace("\n", "\r\n")
     assert load_forge(crlf, path="w.forge").value == load_forge(EXAMPLE, path="w.forge").value
+
+
+def test_rendered_errors_snapshot(snapshot) -> None:
+    from forgec.render.text import render_report
+
+    sources = {
+        "missing-call.forge": tool('    a: x = tasks.list {status: "open"} -> b\n    b: return $x'),
+        "next-word.forge": tool("    a: x = call tasks.list {} next b\n    b: return $x"),
+        "unclosed.forge": tool('    a: return "no end'),
+        "checks.forge": tool("    a: x = call tasks.list {limit: 500} retry 5 -> gone"),
+    }
+    rendered = []
+    for name, text in sources.items():
+        rendered.append(render_report(check(text, path=name)))
+    assert "\n\n".join(rendered) == snapshot
