@@ -1,12 +1,200 @@
-"""Secret scanner pass (in progress: the scanner lands in the next commit).
+"""The secrets pass: `FORGE_SECRET_FOUND` for every string of the manifest that holds a secret.
 
-This placeholder only exists so that `forgec.passes` imports while the scanner is written.
+Every string is scanned (values and object keys alike) with `scan_text`
+(`forgec.passes.secret_rules`), given the key it sits under so that a value under `password`,
+`apiKey` or `Authorization` is judged by the "secret-like name" rule too. The name a value is
+judged under is its key, except that `default`, `const`, `enum`, `examples` and `value` pass
+their object's own name through (`{"password": {"default": "…"}}` is judged as a password), and
+that `{"name": "X-Api-Key", "value": "…"}` pairs judge the value under the pair's name.
+
+Speed. A manifest is mostly clean, and walking a few thousand strings in Python costs several
+times what `orjson.loads` does, so the pass first screens the whole document at C speed:
+`orjson.dumps` of the parsed value, then a handful of `bytes.find` over it (and over its ASCII
+lower-case copy) for the only features any rule needs (see `secret_rules`): a run of 20+ token
+characters (found with `bytes.translate` + `find`), a literal marker (`://`, `private key`, …)
+or a secret-like stem (`pass`, `key`, `token`, …). Each hit is widened to the JSON string around
+it, which is decoded and scanned on its own; a secret-like *key* sends the pass to the full walk
+(its value's name matters), and so does any finding. Only then does the walk run, to compute
+JSON Pointers. The screen is a superset of the walk by construction; a hypothesis test compares
+the two on generated documents.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+import orjson
+
+from forgec.ir.pointer import escape
 from forgec.passes.context import PassContext
+from forgec.passes.secret_rules import (
+    LONG_RUN,
+    SCREEN_LITERALS,
+    SCREEN_STEMS,
+    SecretFinding,
+    name_matters,
+    scan_text,
+)
+
+__all__ = ["SecretFinding", "check_secrets", "find_secrets", "scan_text"]
+
+CODE = "FORGE_SECRET_FOUND"
+HINT = (
+    "remove it from the file and rotate it (it has been exposed); declare the credential in "
+    '`credentialRequirements` and reference it as `{"$credential": "ID"}` in a `net.http` '
+    "step's headers, so the host supplies it at the bridge"
+)
+
+# Keys whose string values are judged under their object's own name.
+_PASSTHROUGH = frozenset({"default", "const", "enum", "examples", "example", "value", "values"})
+_PAIR_NAME_KEYS = ("name", "key", "header")
+
+Located = tuple[str, bool, SecretFinding]  # (JSON Pointer, is the member's key, finding)
 
 
 def check_secrets(ctx: PassContext) -> None:
+    for pointer, is_key, finding in find_secrets(ctx.raw):
+        ctx.report(CODE, pointer, _message(pointer, is_key, finding), hint=HINT, key=is_key)
+
+
+def find_secrets(raw: Any) -> list[Located]:
+    """The strongest finding of every string of `raw` (any JSON value), in document order."""
+    try:
+        blob = orjson.dumps(raw)
+    except (TypeError, ValueError, orjson.JSONEncodeError):
+        return walk_secrets(raw)  # not plain JSON (huge int, lone surrogate…): no screen
+    if screen_is_clean(blob):
+        return []
+    return walk_secrets(raw)
+
+
+def _message(pointer: str, is_key: bool, f: SecretFinding) -> str:
+    what = f"{f.kind} (`{f.preview}`)" if f.preview else f.kind
+    if is_key:
+        parent = pointer.rsplit("/", 1)[0] or "/"
+        return f"{what} in a key of the object at `{parent}`; the value is not shown"
+    return f"{what} at `{pointer or '/'}`; the value is not shown"
+
+
+# ---------------------------------------------------------------------------------------------
+# The full walk
+
+
+def walk_secrets(raw: Any) -> list[Located]:
+    out: list[Located] = []
+    # (value, pointer, name it is judged under)
+    stack: list[tuple[Any, str, str | None]] = [(raw, "", None)]
+    while stack:
+        value, pointer, name = stack.pop()
+        if isinstance(value, str):
+            best = _strongest(scan_text(value, name=name))
+            if best is not None:
+                out.append((pointer, False, best))
+        elif isinstance(value, dict):
+            pair = _pair_name(value)
+            children: list[tuple[Any, str, str | None]] = []
+            for key, child in value.items():
+                if not isinstance(key, str):
+                    continue
+                child_pointer = f"{pointer}/{escape(key)}"
+                best = _strongest(scan_text(key))
+                if best is not None:
+                    out.append((child_pointer, True, best))
+                if key == "value" and pair is not None:
+                    child_name: str | None = pair
+                elif key in _PASSTHROUGH and name is not None:
+                    child_name = name
+                else:
+                    child_name = key
+                children.append((child, child_pointer, child_name))
+            stack.extend(reversed(children))
+        elif isinstance(value, list | tuple):
+            stack.extend((v, f"{pointer}/{i}", name) for i, v in reversed(list(enumerate(value))))
+    return out
+
+
+def _pair_name(obj: dict[Any, Any]) -> str | None:
+    if "value" not in obj:
+        return None
+    for k in _PAIR_NAME_KEYS:
+        v = obj.get(k)
+        if isinstance(v, str):
+            return v
     return None
+
+
+def _strongest(findings: list[SecretFinding]) -> SecretFinding | None:
+    if not findings:
+        return None
+    return max(findings, key=lambda f: f.strength)  # max keeps the first of equals
+
+
+# ---------------------------------------------------------------------------------------------
+# The screen
+
+
+_RUN_TABLE = bytes(
+    0x61 if (chr(b).isascii() and (chr(b).isalnum() or chr(b) in "_-")) else 0x20
+    for b in range(256)
+)
+_RUN_NEEDLE = b"a" * LONG_RUN
+_STEMS = tuple(s.encode() for s in SCREEN_STEMS)
+_LITERALS = tuple(s.encode() for s in SCREEN_LITERALS)
+_QUOTE, _BACKSLASH = 0x22, 0x5C
+
+
+def screen_is_clean(blob: bytes) -> bool:
+    """True when no string of the compact JSON `blob` can hold a finding (see module doc)."""
+    low = blob.lower()
+    checked: set[int] = set()  # opening-quote offsets of strings already judged
+    for needles, hay in (
+        (_STEMS, low),
+        (_LITERALS, low),
+        ((_RUN_NEEDLE,), blob.translate(_RUN_TABLE)),
+    ):
+        for needle in needles:
+            i = hay.find(needle)
+            while i >= 0:
+                span = _enclosing_string(blob, i)
+                if span is None:
+                    return False
+                q0, q1 = span
+                if q0 not in checked:
+                    checked.add(q0)
+                    if not _string_is_clean(blob, q0, q1):
+                        return False
+                i = hay.find(needle, q1 + 1)
+    return True
+
+
+def _string_is_clean(blob: bytes, q0: int, q1: int) -> bool:
+    try:
+        text = orjson.loads(blob[q0 : q1 + 1])
+    except orjson.JSONDecodeError:
+        return False
+    if not isinstance(text, str):
+        return False
+    # A secret-like key, or a string that may name a `value` beside it, needs the real walk.
+    if name_matters(text):
+        return False
+    return not scan_text(text)
+
+
+def _escaped(blob: bytes, j: int) -> bool:
+    k = j - 1
+    while k >= 0 and blob[k] == _BACKSLASH:
+        k -= 1
+    return (j - 1 - k) % 2 == 1
+
+
+def _enclosing_string(blob: bytes, i: int) -> tuple[int, int] | None:
+    """Offsets of the quotes around position `i` of a compact JSON document."""
+    q1 = blob.find(b'"', i)
+    while q1 >= 0 and _escaped(blob, q1):
+        q1 = blob.find(b'"', q1 + 1)
+    q0 = blob.rfind(b'"', 0, i)
+    while q0 >= 0 and _escaped(blob, q0):
+        q0 = blob.rfind(b'"', 0, q0)
+    if q0 < 0 or q1 < 0:
+        return None
+    return q0, q1

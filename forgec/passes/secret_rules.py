@@ -1,0 +1,1029 @@
+"""Secret detection rules and the pure scanner `scan_text` (used by the pass and by hosts).
+
+Algorithm, in one left-to-right pass over a string:
+
+1. One master regex finds *anchors*: provider prefixes at a token start (`ghp_`, `AKIA`, `xoxb-`,
+   `sk-ant-`, … from `PROVIDERS`), structural markers that may sit inside a token (`://`,
+   `-----BEGIN`, `:AA` of a Telegram token, `Q~` of an Azure secret, …) and secret-like
+   keywords (`password`, `api_key`, `token`, …) that may start an assignment such as
+   `api_key=…`. The regex is a flat alternation of literals: no nested quantifiers.
+2. Each anchor is validated by its rule: a provider token is the maximal run of its body class
+   from the anchor (one linear `match`), checked against the rule's exact shape with bounded
+   quantifiers, then against placeholder markers (`xxxx`, `example`, `your`, a body of one
+   repeated character…) and a minimal randomness bar.
+3. The scan resumes *after the run it just examined*, so every character is looked at a bounded
+   number of times whatever the input (`xoxb-` repeated 10 000 times is one run): linear time.
+
+A string's key (`name`) adds one rule: a value under a secret-like name (`password`, `apiKey`,
+`client_secret`, `Authorization`, …; camel, snake or kebab case) is a secret when it is not a
+placeholder, template or reference, not an obvious non-secret shape (URL without password,
+path, e-mail, date, version, hash named as such) and is random enough: Shannon entropy above a
+threshold that depends on its alphabet (hex or not) and length, and at least two character
+classes. Passwords get a lower bar (length 8, two classes) than tokens (length 16).
+
+Soundness contract with the pass's fast screen (`forgec.passes.secrets`): a finding on a string
+`s` with no name always needs `s` to contain a run of 20+ characters of `[A-Za-z0-9_-]`
+(`has_long_run`), one of `SCREEN_LITERALS` (ASCII, case-insensitive), or one of
+`SCREEN_STEMS`; and a name only matters when it contains a stem. Rules that could fire without
+these check it explicitly (`_has_run`). A hypothesis test holds the two paths equal.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import functools
+import math
+import re
+from collections import Counter
+from collections.abc import Callable
+
+import attrs
+
+__all__ = [
+    "SCREEN_LITERALS",
+    "SCREEN_STEMS",
+    "SecretFinding",
+    "has_long_run",
+    "is_secret_name",
+    "name_matters",
+    "scan_text",
+]
+
+
+@attrs.frozen
+class SecretFinding:
+    """One secret-looking span of a string. `preview` never holds more than a public prefix."""
+
+    rule: str  # stable id, e.g. "github-pat"
+    kind: str  # for people, e.g. "GitHub personal access token"
+    start: int
+    end: int
+    strength: int  # 3 provider format, 2 structure (PEM, URL password, JWT…), 1 entropy by name
+    preview: str = ""  # e.g. "ghp_…"; empty when even a prefix would say too much
+
+
+STRONG, STRUCTURAL, BY_NAME = 3, 2, 1
+
+# The fast screen's vocabulary (see the module doc). Lower-case ASCII.
+SCREEN_STEMS: tuple[str, ...] = ("pass", "pwd", "secret", "cred", "key", "token", "auth")
+SCREEN_LITERALS: tuple[str, ...] = ("://", "sig=", "basic", "q~")
+LONG_RUN = 20
+_LONG_RUN_RE = re.compile(rf"[A-Za-z0-9_-]{{{LONG_RUN}}}")
+
+
+def has_long_run(text: str) -> bool:
+    return _LONG_RUN_RE.search(text) is not None
+
+
+def _has_run(token: str) -> bool:
+    return _LONG_RUN_RE.search(token) is not None
+
+
+# ---------------------------------------------------------------------------------------------
+# Shared predicates
+
+
+def entropy(s: str) -> float:
+    """Shannon entropy in bits per character."""
+    n = len(s)
+    if n == 0:
+        return 0.0
+    return -sum(c / n * math.log2(c / n) for c in Counter(s).values())
+
+
+_PLACEHOLDER_MARKS = (
+    "example",
+    "your",
+    "xxxx",
+    "placeholder",
+    "redacted",
+    "dummy",
+    "sample",
+    "changeme",
+    "change_me",
+    "change-me",
+    "replace",
+    "insert",
+    "fake",
+    "****",
+    "•••",
+    "...",
+    "…",
+    "123456789",
+    "abcdefghij",
+    "qwerty",
+    "lorem",
+    "foobar",
+)
+
+
+_PLACEHOLDER_RE = re.compile(
+    "|".join(re.escape(m) for m in _PLACEHOLDER_MARKS) + r"|[<>{}$*]", re.IGNORECASE
+)
+
+
+def _placeholder_body(body: str) -> bool:
+    """True for bodies that are obviously not real: marker words, one repeated char, `<…>`."""
+    if _PLACEHOLDER_RE.search(body) is not None:
+        return True
+    return len(set(body)) <= max(3, len(body) // 8)
+
+
+def _randomish(body: str, *, min_entropy: float = 3.0) -> bool:
+    return not _placeholder_body(body) and entropy(body) >= min_entropy
+
+
+# Values that reference or stand in for a secret rather than hold one.
+_REFERENCE_PREFIXES = (
+    "$",
+    "%",
+    "env:",
+    "env.",
+    "process.env",
+    "os.environ",
+    "vault:",
+    "secret:",
+    "secretref:",
+    "secrets.",
+    "arn:aws:secretsmanager",
+    "arn:aws:ssm",
+    "op://",
+    "keyring:",
+    "file:",
+    "@",
+)
+_ENV_NAME_RE = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+", re.ASCII)
+_VALUE_WORDS = ("test", "password", "passwd", "secret", "token", "apikey", "api_key", "here")
+_VALUE_PLACEHOLDER_RE = re.compile(
+    "|".join(
+        re.escape(m) for m in (*_PLACEHOLDER_MARKS, *_VALUE_WORDS, "{{", "}}", "${", "$(", "%(")
+    )
+    + "|[<>]",
+    re.IGNORECASE,
+)
+
+
+def is_placeholder(value: str) -> bool:
+    """Placeholders, templates, references and masked values: never a secret by themselves."""
+    v = value.strip().strip("'\"")
+    if not v:
+        return True
+    if v.lower().startswith(_REFERENCE_PREFIXES):
+        return True
+    if (v[0], v[-1]) in (("{", "}"), ("[", "]"), ("(", ")")):
+        return True
+    if _VALUE_PLACEHOLDER_RE.search(v) is not None:
+        return True
+    if _ENV_NAME_RE.fullmatch(v):
+        return True
+    return len(set(v)) <= 2
+
+
+_UUID_RE = re.compile(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}", re.ASCII)
+_NOT_SECRET_SHAPES = re.compile(
+    r"""
+    \d{4}-\d{2}-\d{2}(?:[T ][0-9:.]+(?:Z|[+-]\d{2}:?\d{2})?)?   # ISO date / date-time
+    | v?\d+\.\d+(?:\.\d+)?(?:[-+][0-9A-Za-z.-]{1,40})?          # semver
+    | [-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?                       # number
+    | [^@\s]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){1,8}  # e-mail address
+    | (?:sha(?:1|224|256|384|512)|md5|blake2[bs]?|sha3-\d{3})[:-][A-Za-z0-9+/=]{8,200}  # named hash
+    """,
+    re.ASCII | re.VERBOSE,
+)
+
+
+def _not_secret_shape(v: str) -> bool:
+    if v.startswith(("/", "./", "../", "~/", "#/", "http://", "https://")):
+        return True  # paths, JSON pointers, URLs (a URL with a password is its own rule)
+    return _NOT_SECRET_SHAPES.fullmatch(v) is not None
+
+
+def _classes(v: str) -> int:
+    lower = upper = digit = False
+    for ch in v:
+        if "a" <= ch <= "z":
+            lower = True
+        elif "A" <= ch <= "Z":
+            upper = True
+        elif "0" <= ch <= "9":
+            digit = True
+    return lower + upper + digit
+
+
+_HEXISH_RE = re.compile(r"[0-9a-fA-F-]+", re.ASCII)
+
+
+def _high_entropy_token(v: str, *, min_len: int = 16) -> bool:
+    """Random enough to be a token: two character classes and entropy above the bar."""
+    n = len(v)
+    if n < min_len or n > 4096 or _classes(v) < 2:
+        return False
+    if _HEXISH_RE.fullmatch(v):
+        threshold = 3.0
+    else:
+        threshold = min(4.0, math.log2(n) - 0.6)
+    return entropy(v) >= threshold
+
+
+# ---------------------------------------------------------------------------------------------
+# Secret-like names
+
+
+_CAMEL_RE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+", re.ASCII)
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+_SECRET_LAST_WORDS = frozenset(
+    {
+        "password",
+        "passwd",
+        "passphrase",
+        "pwd",
+        "pass",
+        "secret",
+        "secrets",
+        "credential",
+        "credentials",
+        "creds",
+        "apikey",
+        "token",
+        "auth",
+        "authorization",
+        "privatekey",
+        "secretkey",
+        "accesskey",
+    }
+)
+_PASSWORD_WORDS = frozenset({"password", "passwd", "passphrase", "pwd", "pass"})
+_KEY_QUALIFIERS = frozenset(
+    {
+        "api",
+        "access",
+        "secret",
+        "private",
+        "signing",
+        "encryption",
+        "master",
+        "account",
+        "shared",
+        "subscription",
+        "auth",
+        "app",
+        "client",
+        "consumer",
+        "service",
+        "admin",
+        "webhook",
+        "hmac",
+        "session",
+        "storage",
+        "license",
+        "x",
+    }
+)
+_NOT_SECRET_TOKEN_QUALIFIERS = frozenset(
+    {"page", "next", "continuation", "cursor", "sync", "max", "min", "resume", "pagination"}
+)
+
+
+def _words(name: str) -> list[str]:
+    out: list[str] = []
+    for part in re.split(r"[^A-Za-z0-9]+", name):
+        out.extend(w.translate(_ASCII_LOWER) for w in _CAMEL_RE.findall(part))
+    return out
+
+
+def is_secret_name(name: str | None) -> bool:
+    return _name_class(name) is not None
+
+
+def name_matters(name: str | None) -> bool:
+    """Whether `scan_text(…, name=name)` may find more than `scan_text(…)` (the screen needs it)."""
+    return is_secret_name(name)
+
+
+@functools.lru_cache(maxsize=2048)
+def _name_class(name: str | None) -> str | None:
+    """`"password"`, `"auth"` or `"token"` for a secret-like name; None otherwise.
+
+    Only the last word counts (`tokenCount`, `passwordPolicy`, `secretHash` are not secrets),
+    and a name must contain one of `SCREEN_STEMS` (the pass's fast screen relies on it).
+    """
+    if not name or len(name) > 128:
+        return None
+    low = name.translate(_ASCII_LOWER)
+    if not any(stem in low for stem in SCREEN_STEMS):
+        return None
+    words = _words(name)
+    if not words:
+        return None
+    last = words[-1]
+    prev = words[-2] if len(words) > 1 else ""
+    if last in _PASSWORD_WORDS:
+        return "password"
+    if last in ("auth", "authorization"):
+        return "auth"
+    if last == "key" and prev in _KEY_QUALIFIERS:
+        return "token"
+    if last == "token" and prev in _NOT_SECRET_TOKEN_QUALIFIERS:
+        return None
+    if last in _SECRET_LAST_WORDS:
+        return "token"
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Provider formats: (rule id, kind, prefixes, pattern after the prefix)
+
+_B62 = "A-Za-z0-9"
+
+# prefix → (rule, kind, compiled full pattern, run class regex)
+_Provider = tuple[str, str, "re.Pattern[str]", int]
+
+_PROVIDER_TABLE: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
+    ("github-pat", "GitHub personal access token", ("ghp_",), r"[A-Za-z0-9]{36,251}"),
+    ("github-oauth", "GitHub OAuth access token", ("gho_",), r"[A-Za-z0-9]{36,251}"),
+    ("github-user-token", "GitHub user-to-server token", ("ghu_",), r"[A-Za-z0-9]{36,251}"),
+    ("github-app-token", "GitHub app installation token", ("ghs_",), r"[A-Za-z0-9]{36,251}"),
+    ("github-refresh-token", "GitHub refresh token", ("ghr_",), r"[A-Za-z0-9]{36,251}"),
+    ("github-fine-grained-pat", "GitHub fine-grained personal access token", ("github_pat_",), r"[A-Za-z0-9_]{40,251}"),
+    ("gitlab-pat", "GitLab personal access token", ("glpat-",), r"[A-Za-z0-9_.-]{20,255}"),
+    ("gitlab-deploy-token", "GitLab deploy token", ("gldt-",), r"[A-Za-z0-9_.-]{20,255}"),
+    ("gitlab-runner-token", "GitLab runner token", ("glrt-", "glrtr-", "GR1348941"), r"[A-Za-z0-9_.-]{20,255}"),
+    ("gitlab-token", "GitLab token", ("glptt-", "glcbt-", "gloas-", "glsoat-", "glffct-", "glft-", "glimt-", "glagent-", "glwt-"), r"[A-Za-z0-9_.-]{20,255}"),
+    ("slack-token", "Slack token", ("xoxb-", "xoxp-", "xoxa-", "xoxr-", "xoxs-", "xoxo-", "xoxe-", "xoxe.xoxp-", "xoxe.xoxb-"), r"[0-9]{1,16}-[A-Za-z0-9-]{8,250}"),
+    ("slack-app-token", "Slack app-level token", ("xapp-",), r"[0-9]-[A-Z0-9]{8,15}-[0-9]{8,16}-[a-z0-9]{32,80}"),
+    ("stripe-secret-key", "Stripe secret key", ("sk_live_", "sk_test_"), r"[A-Za-z0-9]{16,247}"),
+    ("stripe-restricted-key", "Stripe restricted key", ("rk_live_", "rk_test_"), r"[A-Za-z0-9]{16,247}"),
+    ("stripe-webhook-secret", "Stripe webhook signing secret", ("whsec_",), r"[A-Za-z0-9+/=]{24,128}"),
+    ("anthropic-api-key", "Anthropic API key", ("sk-ant-",), r"[A-Za-z0-9_-]{32,300}"),
+    ("openrouter-api-key", "OpenRouter API key", ("sk-or-v1-",), r"[A-Za-z0-9]{40,100}"),
+    ("openai-api-key", "OpenAI API key", ("sk-proj-", "sk-svcacct-", "sk-admin-", "sk-None-"), r"[A-Za-z0-9_-]{20,300}"),
+    ("openai-style-api-key", "OpenAI-style API key", ("sk-",), r"[A-Za-z0-9_-]{32,300}"),
+    ("google-api-key", "Google API key", ("AIza",), r"[A-Za-z0-9_-]{35}"),
+    ("google-oauth-client-secret", "Google OAuth client secret", ("GOCSPX-",), r"[A-Za-z0-9_-]{28}"),
+    ("google-oauth-token", "Google OAuth access token", ("ya29.",), r"[A-Za-z0-9_-]{30,2048}"),
+    ("sendgrid-api-key", "SendGrid API key", ("SG.",), r"[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}"),
+    ("npm-token", "npm access token", ("npm_",), r"[A-Za-z0-9]{36}"),
+    ("pypi-token", "PyPI API token", ("pypi-AgEIcHlwaS5vcmc", "pypi-AgENdGVzdC5weXBpLm9yZw"), r"[A-Za-z0-9_-]{40,400}"),
+    ("mailgun-api-key", "Mailgun API key", ("key-",), r"[0-9a-f]{32}"),
+    ("shopify-token", "Shopify access token", ("shpat_", "shpca_", "shppa_", "shpss_"), r"[a-fA-F0-9]{32}"),
+    ("square-token", "Square access token", ("sq0atp-",), r"[A-Za-z0-9_-]{22}"),
+    ("square-oauth-secret", "Square OAuth secret", ("sq0csp-",), r"[A-Za-z0-9_-]{43}"),
+    ("square-token", "Square access token", ("EAAA",), r"[A-Za-z0-9_-]{60,250}"),
+    ("heroku-api-key", "Heroku API key", ("HRKU-",), r"[A-Za-z0-9_-]{20,100}"),
+    ("digitalocean-token", "DigitalOcean token", ("dop_v1_", "doo_v1_", "dor_v1_"), r"[a-f0-9]{64}"),
+    ("vault-token", "HashiCorp Vault token", ("hvs.", "hvb.", "hvr."), r"[A-Za-z0-9_-]{24,400}"),
+    ("huggingface-token", "Hugging Face token", ("hf_", "api_org_"), r"[A-Za-z0-9]{30,40}"),
+    ("databricks-token", "Databricks access token", ("dapi",), r"[a-f0-9]{32}(?:-[0-9])?"),
+    ("linear-api-key", "Linear API key", ("lin_api_",), r"[A-Za-z0-9]{40}"),
+    ("linear-oauth-token", "Linear OAuth token", ("lin_oauth_",), r"[a-f0-9]{64}"),
+    ("notion-token", "Notion integration token", ("secret_",), r"[A-Za-z0-9]{43}"),
+    ("notion-token", "Notion integration token", ("ntn_",), r"[A-Za-z0-9]{40,50}"),
+    ("atlassian-api-token", "Atlassian API token", ("ATATT3", "ATCTT3"), r"[A-Za-z0-9_=-]{60,400}"),
+    ("doppler-token", "Doppler token", ("dp.pt.", "dp.st.", "dp.sa.", "dp.ct.", "dp.scim.", "dp.audit."), r"(?:[a-z0-9_-]{1,35}\.)?[A-Za-z0-9]{40,100}"),
+    ("pulumi-token", "Pulumi access token", ("pul-",), r"[a-f0-9]{40}"),
+    ("postman-api-key", "Postman API key", ("PMAK-",), r"[a-f0-9]{24}-[a-f0-9]{34}"),
+    ("age-secret-key", "age secret key", ("AGE-SECRET-KEY-1",), r"[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"),
+    ("grafana-service-account-token", "Grafana service account token", ("glsa_",), r"[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}"),
+    ("grafana-cloud-token", "Grafana Cloud token", ("glc_",), r"[A-Za-z0-9+/]{32,400}={0,2}"),
+    ("grafana-api-key", "Grafana API key", ("eyJrIjoi",), r"[A-Za-z0-9+/]{40,400}={0,2}"),
+    ("sentry-token", "Sentry auth token", ("sntrys_", "sntryu_"), r"[A-Za-z0-9_+/=]{40,400}"),
+    ("figma-token", "Figma access token", ("figd_",), r"[A-Za-z0-9_-]{40,50}"),
+    ("mapbox-secret-token", "Mapbox secret token", ("sk.eyJ",), r"[A-Za-z0-9_.-]{50,400}"),
+    ("newrelic-key", "New Relic API key", ("NRAK-", "NRII-"), r"[A-Z0-9]{27,32}"),
+    ("dynatrace-token", "Dynatrace API token", ("dt0c01.",), r"[A-Z0-9]{24}\.[A-Z0-9]{64}"),
+    ("supabase-token", "Supabase access token", ("sbp_",), r"[a-f0-9]{40}"),
+    ("netlify-token", "Netlify access token", ("nfp_",), r"[A-Za-z0-9]{36,40}"),
+    ("planetscale-token", "PlanetScale token", ("pscale_tkn_", "pscale_pw_", "pscale_oauth_"), r"[A-Za-z0-9_=.-]{32,64}"),
+    ("replicate-token", "Replicate API token", ("r8_",), r"[A-Za-z0-9]{37}"),
+    ("groq-api-key", "Groq API key", ("gsk_",), r"[A-Za-z0-9]{52}"),
+    ("xai-api-key", "xAI API key", ("xai-",), r"[A-Za-z0-9]{80}"),
+    ("perplexity-api-key", "Perplexity API key", ("pplx-",), r"[A-Za-z0-9]{48}"),
+    ("docker-hub-token", "Docker Hub access token", ("dckr_pat_", "dckr_oat_"), r"[A-Za-z0-9_-]{27,100}"),
+    ("rubygems-api-key", "RubyGems API key", ("rubygems_",), r"[a-f0-9]{48}"),
+    ("clojars-token", "Clojars deploy token", ("CLOJARS_",), r"[a-z0-9]{60}"),
+    ("contentful-token", "Contentful personal access token", ("CFPAT-",), r"[A-Za-z0-9_-]{43}"),
+    ("alibaba-access-key-id", "Alibaba Cloud access key id", ("LTAI",), r"[A-Za-z0-9]{20}"),
+    ("tencent-secret-id", "Tencent Cloud secret id", ("AKID",), r"[A-Za-z0-9]{32}"),
+    ("brevo-api-key", "Brevo (Sendinblue) API key", ("xkeysib-", "xsmtpsib-"), r"[a-f0-9]{64}-[A-Za-z0-9]{16}"),
+    ("langsmith-api-key", "LangSmith API key", ("lsv2_pt_", "lsv2_sk_"), r"[a-f0-9]{32}_[a-f0-9]{10}"),
+    ("onepassword-service-token", "1Password service account token", ("ops_eyJ",), r"[A-Za-z0-9+/=_-]{100,2000}"),
+    ("buildkite-token", "Buildkite API token", ("bkua_",), r"[a-f0-9]{40}"),
+    ("prefect-api-key", "Prefect API key", ("pnu_",), r"[A-Za-z0-9]{36}"),
+    ("jfrog-token", "JFrog API key", ("AKCp",), r"[A-Za-z0-9]{69}"),
+    ("jfrog-token", "JFrog reference token", ("cmVmdGtu",), r"[A-Za-z0-9]{56,80}"),
+    ("aws-access-key-id", "AWS access key id", ("AKIA", "ASIA", "ABIA", "ACCA"), r"[A-Z0-9]{16}"),
+    ("aws-session-token", "AWS session token", ("FwoGZXIvYXdz", "IQoJb3JpZ2lu"), r"[A-Za-z0-9+/=]{80,2000}"),
+    ("twitter-bearer-token", "X (Twitter) bearer token", ("AAAAAAAAAAAAAAAAAAAAA",), r"[A-Za-z0-9%]{30,200}"),
+    ("dropbox-token", "Dropbox access token", ("sl.", "sl.u."), r"[A-Za-z0-9_-]{130,1500}"),
+    ("private-key-der", "private key (base64 DER)", ("MII",), r"[A-Za-z0-9+/]{3}(?:IBADAN|IBAAKC)[A-Za-z0-9+/]{40,8000}={0,2}"),
+    ("private-key-der", "private key (base64 DER)", ("MHcCAQEE", "MC4CAQAwBQYDK2Vw"), r"[A-Za-z0-9+/]{20,400}={0,2}"),
+)  # fmt: skip
+
+
+def _compile_providers() -> dict[str, _Provider]:
+    table: dict[str, _Provider] = {}
+    for rule, kind, prefixes, body in _PROVIDER_TABLE:
+        for prefix in prefixes:
+            full = re.compile(re.escape(prefix) + f"(?:{body})(?![{_B62}])", re.ASCII)
+            table[prefix] = (rule, kind, full, len(prefix))
+    return table
+
+
+PROVIDERS = _compile_providers()
+
+# ---------------------------------------------------------------------------------------------
+# The master anchor regex
+
+
+def _trie(words: list[str]) -> str:
+    """A regex alternation of literals shaped as a trie, so `re` tests few branches per char."""
+    ends = "" in words
+    children: dict[str, list[str]] = {}
+    for w in words:
+        if w:
+            children.setdefault(w[0], []).append(w[1:])
+    alts = [re.escape(c) + _trie(rest) for c, rest in sorted(children.items())]
+    if not alts:
+        return ""
+    group = alts[0] if len(alts) == 1 and not ends else "(?:" + "|".join(alts) + ")"
+    return group + "?" if ends else group
+
+
+_SPECIAL_PREFIXES = {
+    "eyJ": "jwt",
+    "LS0tLS1CRUdJTi": "b64-pem",
+    **{p: "discord" for p in ("MD", "MT", "Mj", "Mz", "ND", "NT", "Nj", "Nz")},
+    "SK": "twilio",
+    "AC": "twilio",
+}
+# Structural anchors that may sit inside a token. Their lookarounds reject most non-candidates
+# inside `re`, so a string of 20 000 `://` costs no Python call per anchor.
+_FREE_PATTERNS = {
+    "url": r"://(?<=[A-Za-z0-9+.-]://)(?=[^\s/?#@\"'<>\\]{1,256}@)",
+    "pem": r"-----BEGIN (?=[A-Z0-9 ]{0,40}PRIVATE KEY)",
+    "putty": r"PuTTY-User-Key-File-[23]:",
+    "slack_webhook": r"[/.]hooks\.slack\.com/(?=(?:services|workflows|triggers)/)",
+    "discord_webhook": r"[/.]discord(?:app)?\.com/api/webhooks/(?=[0-9]{17,20}/)",
+    "telegram": r":(?<=[0-9]{8}:)(?=AA[A-Za-z0-9_-]{33}(?![A-Za-z0-9_-]))",
+    "azure_ad": r"Q~(?<=[A-Za-z0-9_~.-]{3}[0-9]Q~)(?=[A-Za-z0-9_~.-]{31,34}(?![A-Za-z0-9_~.-]))",
+    "terraform": r"\.atlasv1\.(?<=[A-Za-z0-9]{14}\.atlasv1\.)(?=[A-Za-z0-9_-]{60})",
+    "fcm": r":APA91b(?=[A-Za-z0-9_-]{120})",
+}
+_KEYWORDS = (
+    r"pass(?:word|wd|phrase)?|pwd|secret|token|api[_-]?key|access[_-]?key|auth[_-]?key|"
+    r"private[_-]?key|secret[_-]?key|account[_-]?key|shared[_-]?access[_-]?key|sig"
+)
+_KEYWORD_AT = re.compile(rf"(?i:{_KEYWORDS}|bearer|basic)", re.ASCII)
+# A provider prefix must start a token (not follow a letter, digit, `_`, `.` or `-`) and be
+# followed by a plausible body; anything finer is the validator's job.
+_TOK_FIRST = "".join(sorted({p[0] for p in PROVIDERS} | set("eLSAMN")))
+# A provider prefix must start a token (not follow a letter, digit, `_`, `.` or `-`) and be
+# followed by a plausible body; anything finer is the validator's job. Each branch opens with
+# cheap assertions that fail fast inside ordinary words (measured: order matters for `re`).
+_TOK = (
+    rf"(?<![A-Za-z0-9_.-])(?=[{_TOK_FIRST}])(?:(?:"
+    + _trie([*PROVIDERS, "eyJ", "LS0tLS1CRUdJTi"])
+    + r")(?=[A-Za-z0-9_-]{2}[A-Za-z0-9_.+/=-]{4})"
+    + r"|(?:SK|AC)(?=[0-9a-f]{32}(?![A-Za-z0-9]))"
+    + r"|[MN][DTjz](?=[A-Za-z0-9_-]{20,24}\.[A-Za-z0-9_-]{6}\.))"
+)
+# A keyword counts only when an assignment follows (`api_key=…`, `"password": "…"`) or, for
+# `Bearer`/`Basic`, a credential-looking word. `dbPassword=…` starts at the camel-case hump.
+_ASSIGNMENT = r"(?=[A-Za-z0-9_-]{0,24}[\"']?[ \t]{0,3}(?:=|:)[ \t]{0,3}[\"']?[^\s\"'<>,;&)}\]])"
+_KW_BODY = (
+    rf"(?:(?i:{_KEYWORDS}){_ASSIGNMENT}|(?i:bearer|basic)(?=[ \t]{{1,3}}[A-Za-z0-9._~+/-]{{8}}))"
+)
+_MASTER = re.compile(
+    rf"(?P<tok>{_TOK})"
+    + r"|(?=[:\-P/.Q])(?:"
+    + "|".join(f"(?P<{k}>{v})" for k, v in _FREE_PATTERNS.items())
+    + ")"
+    + rf"|(?<![A-Za-z0-9])(?=[PpSsTtAaBb])(?P<kw>{_KW_BODY})"
+    + rf"|(?<=[a-z0-9])(?=[PSTAB])(?P<kwc>{_KW_BODY})",
+    re.ASCII,
+)
+
+
+class _Context:
+    """Whole-string facts a few validators need, computed at most once per scan."""
+
+    __slots__ = ("_conn", "_twilio", "memo", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.memo: dict[tuple[str, str], SecretFinding | None] = {}
+        self._twilio: bool | None = None
+        self._conn: bool | None = None
+
+    @property
+    def mentions_twilio(self) -> bool:
+        if self._twilio is None:
+            self._twilio = _TWILIO_WORD.search(self.text) is not None
+        return self._twilio
+
+    @property
+    def is_connection_string(self) -> bool:
+        if self._conn is None:
+            self._conn = _CONN_STRING_KEYS.search(self.text) is not None
+        return self._conn
+
+
+_TWILIO_WORD = re.compile(r"twilio", re.ASCII | re.IGNORECASE)
+_CONN_STRING_KEYS = re.compile(
+    r"(?:server|host|data source|user id|uid|database|initial catalog)[ \t]*=",
+    re.ASCII | re.IGNORECASE,
+)
+
+# ---------------------------------------------------------------------------------------------
+# Validators: each takes (text, anchor start, anchor end, name) and returns (finding | None,
+# resume position). The resume position is past everything the validator looked at.
+
+_Result = tuple[SecretFinding | None, int]
+
+
+def _finding(
+    rule: str, kind: str, start: int, end: int, strength: int, preview: str = ""
+) -> SecretFinding:
+    return SecretFinding(
+        rule=rule, kind=kind, start=start, end=end, strength=strength, preview=preview
+    )
+
+
+def _provider(text: str, start: int, anchor: str) -> _Result:
+    rule, kind, full, plen = PROVIDERS[anchor]
+    m = full.match(text, start)
+    if m is None:
+        return None, start + plen
+    token = m.group()
+    body = token[plen:]
+    # A rejected match still claims its span: re-examining it from inside could be quadratic.
+    if _placeholder_body(body) or not _has_run(token):
+        return None, m.end()
+    if rule == "aws-access-key-id" and token.endswith("EXAMPLE"):
+        return None, m.end()
+    return _finding(rule, kind, start, m.end(), STRONG, anchor + "…"), m.end()
+
+
+_JWT_RE = re.compile(
+    r"(eyJ[A-Za-z0-9_-]{4,8000})\.([A-Za-z0-9_-]{2,16000})\.([A-Za-z0-9_-]{16,8000})", re.ASCII
+)
+
+
+def _b64decode(seg: str, *, urlsafe: bool = True) -> bytes | None:
+    try:
+        padded = seg + "=" * (-len(seg) % 4)
+        if urlsafe:
+            return base64.urlsafe_b64decode(padded)
+        return base64.b64decode(padded, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _jwt(text: str, start: int) -> _Result:
+    m = _JWT_RE.match(text, start)
+    if m is None:
+        return None, start + 3
+    stop = m.end()
+    if not _has_run(m.group()):
+        return None, stop
+    header = _b64decode(m.group(1)[:2000])
+    if header is None or b'"alg"' not in header.replace(b" ", b""):
+        return None, stop
+    if _placeholder_body(m.group(3)):
+        return None, stop
+    return _finding("jwt", "JWT", start, m.end(), STRUCTURAL, "eyJ…"), stop
+
+
+_B64_PEM_RE = re.compile(r"LS0tLS1CRUdJTi[A-Za-z0-9+/]{180,20000}={0,2}", re.ASCII)
+
+
+def _b64_pem(text: str, start: int) -> _Result:
+    m = _B64_PEM_RE.match(text, start)
+    if m is None:
+        return None, start + 3
+    decoded = _b64decode(m.group()[:120], urlsafe=False)
+    if decoded and b"PRIVATE KEY" in decoded:
+        kind = "private key block (base64 encoded)"
+        return _finding("private-key-base64-pem", kind, start, m.end(), STRONG), m.end()
+    return None, m.end()
+
+
+_DISCORD_RE = re.compile(
+    r"[MN][A-Za-z0-9_-]{22,26}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}(?![A-Za-z0-9_-])", re.ASCII
+)
+
+
+def _discord(text: str, start: int) -> _Result:
+    m = _DISCORD_RE.match(text, start)
+    if m is None:
+        return None, start + 2
+    stop = m.end()
+    first = m.group().split(".", 1)[0]
+    user_id = _b64decode(first)
+    if user_id is None or not user_id.isdigit() or not 15 <= len(user_id) <= 21:
+        return None, stop
+    if not _randomish(m.group().rsplit(".", 1)[1]):
+        return None, stop
+    return _finding("discord-bot-token", "Discord bot token", start, m.end(), STRONG), stop
+
+
+_TWILIO_RE = re.compile(r"(?:SK|AC)[0-9a-f]{32}(?![A-Za-z0-9])", re.ASCII)
+_HEX32_RE = re.compile(r"(?<![A-Za-z0-9])[0-9a-f]{32}(?![A-Za-z0-9])", re.ASCII)
+
+
+def _twilio(text: str, start: int, name: str | None, ctx: _Context) -> _Result:
+    m = _TWILIO_RE.match(text, start)
+    if m is None:
+        return None, start + 2
+    stop = m.end()
+    if _placeholder_body(m.group()[2:]):
+        return None, stop
+    paired = _HEX32_RE.search(text[max(0, start - 200) : start + 300]) is not None
+    if is_secret_name(name) or ctx.mentions_twilio or paired:
+        kind = (
+            "Twilio API key"
+            if m.group().startswith("SK")
+            else "Twilio account SID with credentials"
+        )
+        return _finding("twilio", kind, start, m.end(), STRONG, m.group()[:2] + "…"), stop
+    return None, stop
+
+
+_PEM_HEADER = re.compile(r"-----BEGIN ([A-Z0-9 ]{0,40}?)PRIVATE KEY(?: BLOCK)?-----", re.ASCII)
+_PEM_BODY = re.compile(r"[A-Za-z0-9+/=]{20}", re.ASCII)
+
+
+def _pem(text: str, start: int, end: int) -> _Result:
+    m = _PEM_HEADER.match(text, start, start + 80)
+    if m is None:
+        return None, end
+    window = min(len(text), m.end() + 400)
+    body = _PEM_BODY.search(text, m.end(), window)
+    if body is None:
+        return None, window
+    label = m.group(1).strip()
+    kind = f"private key block ({label})" if label else "private key block"
+    return _finding("private-key", kind, start, body.end(), STRONG, "-----BEGIN …"), body.end()
+
+
+def _putty(text: str, start: int, end: int) -> _Result:
+    line_end = text.find("\n", end, end + 200)
+    stop = line_end if line_end >= 0 else min(len(text), end + 200)
+    return _finding("putty-private-key", "PuTTY private key file", start, stop, STRONG), stop
+
+
+_SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
+_USERINFO_RE = re.compile(r"([^\s/?#@\"'<>\\]{1,256})@", re.ASCII)
+_DB_SCHEMES = {
+    "postgres": "postgres",
+    "postgresql": "postgres",
+    "mysql": "MySQL",
+    "mariadb": "MariaDB",
+    "mongodb": "MongoDB",
+    "mongodb+srv": "MongoDB",
+    "redis": "Redis",
+    "rediss": "Redis",
+    "amqp": "AMQP",
+    "amqps": "AMQP",
+    "mssql": "SQL Server",
+    "sqlserver": "SQL Server",
+    "jdbc:postgresql": "postgres",
+    "jdbc:mysql": "MySQL",
+    "clickhouse": "ClickHouse",
+    "kafka": "Kafka",
+    "nats": "NATS",
+    "ldap": "LDAP",
+    "ldaps": "LDAP",
+}
+
+
+def _url(text: str, start: int, end: int) -> _Result:
+    s = start
+    while s > 0 and start - s < 32 and text[s - 1] in _SCHEME_CHARS:
+        s -= 1
+    scheme = text[s:start].lower()
+    if s > 0 and text[s - 1] == ":" and text[max(0, s - 4) : s - 1].lower() == "jdbc":
+        scheme = "jdbc:" + scheme
+    m = _USERINFO_RE.match(text, end)
+    if not scheme or m is None:
+        return None, end
+    userinfo = m.group(1)
+    user, sep, password = userinfo.partition(":")
+    if sep:
+        if (
+            not password
+            or is_placeholder(password)
+            or password.lower() in ("x-oauth-basic", "pass")
+        ):
+            return None, end
+        db = _DB_SCHEMES.get(scheme)
+        kind = f"password in {db} connection string" if db else "password in URL"
+        return _finding("url-password", kind, s, m.end() - 1, STRUCTURAL), end
+    if _high_entropy_token(user, min_len=20) and not is_placeholder(user):
+        return _finding("url-token", "token in URL", s, m.end() - 1, STRUCTURAL), end
+    return None, end
+
+
+_SLACK_HOOK_RE = re.compile(
+    r"(?:services|workflows|triggers)/[A-Za-z0-9]{8,12}/[A-Za-z0-9/_-]{8,200}", re.ASCII
+)
+
+
+def _slack_webhook(text: str, start: int, end: int) -> _Result:
+    m = _SLACK_HOOK_RE.match(text, end)
+    if m is None:
+        return None, end
+    secret = m.group().rsplit("/", 1)[-1]
+    if len(secret) < 16 or _placeholder_body(secret):
+        return None, m.end()
+    return _finding(
+        "slack-webhook", "Slack webhook URL", start, m.end(), STRONG, "hooks.slack.com/…"
+    ), m.end()
+
+
+_DISCORD_HOOK_RE = re.compile(r"[0-9]{17,20}/([A-Za-z0-9_-]{60,100})", re.ASCII)
+
+
+def _discord_webhook(text: str, start: int, end: int) -> _Result:
+    m = _DISCORD_HOOK_RE.match(text, end)
+    if m is None or _placeholder_body(m.group(1)):
+        return None, end if m is None else m.end()
+    return _finding(
+        "discord-webhook",
+        "Discord webhook URL",
+        start,
+        m.end(),
+        STRONG,
+        "discord.com/api/webhooks/…",
+    ), m.end()
+
+
+_TELEGRAM_BODY = re.compile(r"AA[A-Za-z0-9_-]{33}(?![A-Za-z0-9_-])", re.ASCII)
+
+
+def _telegram(text: str, start: int, end: int) -> _Result:
+    d = start
+    while d > 0 and start - d < 12 and "0" <= text[d - 1] <= "9":
+        d -= 1
+    if not 8 <= start - d <= 10 or (d > 0 and text[d - 1].isalnum()):
+        return None, end
+    m = _TELEGRAM_BODY.match(text, start + 1)
+    if m is None or _placeholder_body(m.group()[2:]):
+        return None, end
+    return _finding("telegram-bot-token", "Telegram bot token", d, m.end(), STRONG), m.end()
+
+
+_AZURE_AD_BODY = re.compile(r"[A-Za-z0-9_~.-]{31,34}(?![A-Za-z0-9_~.-])", re.ASCII)
+
+
+def _azure_ad(text: str, start: int, end: int) -> _Result:
+    head = text[max(0, start - 4) : start]
+    if len(head) != 4 or not head[3].isdigit() or not all(c.isalnum() or c in "_~.-" for c in head):
+        return None, end
+    if start >= 5 and (text[start - 5].isalnum() or text[start - 5] in "_~.-"):
+        return None, end
+    m = _AZURE_AD_BODY.match(text, end)
+    if m is None or not _randomish(m.group()):
+        return None, end if m is None else m.end()
+    return _finding(
+        "azure-ad-client-secret", "Azure AD client secret", start - 4, m.end(), STRONG
+    ), m.end()
+
+
+_TF_BODY = re.compile(r"[A-Za-z0-9_-]{60,120}", re.ASCII)
+
+
+def _terraform(text: str, start: int, end: int) -> _Result:
+    head = text[max(0, start - 14) : start]
+    m = _TF_BODY.match(text, end)
+    if len(head) != 14 or not head.isalnum() or m is None or _placeholder_body(m.group()):
+        return None, end if m is None else m.end()
+    return _finding(
+        "terraform-cloud-token", "Terraform Cloud token", start - 14, m.end(), STRONG
+    ), m.end()
+
+
+_FCM_BODY = re.compile(r"[A-Za-z0-9_-]{120,200}", re.ASCII)
+
+
+def _fcm(text: str, start: int, end: int) -> _Result:
+    m = _FCM_BODY.match(text, end)
+    if m is None or _placeholder_body(m.group()):
+        return None, end if m is None else m.end()
+    return _finding(
+        "firebase-server-key", "Firebase Cloud Messaging server key", start, m.end(), STRONG
+    ), m.end()
+
+
+_FREE_VALIDATORS: dict[str, Callable[[str, int, int], _Result]] = {
+    "url": _url,
+    "pem": _pem,
+    "putty": _putty,
+    "slack_webhook": _slack_webhook,
+    "discord_webhook": _discord_webhook,
+    "telegram": _telegram,
+    "azure_ad": _azure_ad,
+    "terraform": _terraform,
+    "fcm": _fcm,
+}
+
+# Keyword anchors: `password=…`, `"api_key": "…"`, `Bearer …`, `Basic …`, `AccountKey=…`, `sig=…`
+
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
+_ASSIGN_RE = re.compile(r"[A-Za-z0-9_-]{0,24}[\"']?[ \t]{0,3}(?:=|:|=>)[ \t]{0,3}[\"']?", re.ASCII)
+_VALUE_RE = re.compile(r"[^\s\"'<>,;&)}\]=:@]{1,512}={0,3}", re.ASCII)
+_AUTH_CRED_RE = re.compile(r"[ \t]{1,3}([A-Za-z0-9._~+/-]{1,4096}=*)", re.ASCII)
+
+
+def _keyword(text: str, start: int, end: int, ctx: _Context) -> _Result:
+    word = text[start:end].translate(_ASCII_LOWER)
+    if word in ("bearer", "basic"):
+        m = _AUTH_CRED_RE.match(text, end)
+        if m is None:
+            return None, end
+        return _auth_credential(word, m.group(1), start, m.end()), m.end()
+    s = start
+    while s > 0 and start - s < 32 and text[s - 1] in _NAME_CHARS:
+        s -= 1
+    m = _ASSIGN_RE.match(text, end)
+    if m is None:
+        return None, end
+    v = _VALUE_RE.match(text, m.end())
+    if v is None:
+        return None, m.end()
+    value = v.group()
+    if len(value) < 8:
+        return None, m.end()
+    key = text[s:end] + text[end : m.end()].rstrip("\"' \t:=>")
+    low_key = key.translate(_ASCII_LOWER).replace("_", "").replace("-", "")
+    if low_key.endswith(("accountkey", "sharedaccesskey")):
+        if len(value) >= 40 and _randomish(value):
+            return _finding(
+                "azure-storage-key", "Azure storage account key", s, v.end(), STRONG, key + "=…"
+            ), v.end()
+        return None, v.end()
+    if word == "sig":
+        if len(value) >= 30 and _randomish(value) and text[max(0, s - 1) : s] in ("?", "&", ";"):
+            return _finding(
+                "azure-sas", "Azure shared access signature", s, v.end(), STRONG, "sig=…"
+            ), v.end()
+        return None, v.end()
+    memo_key = (key, value)
+    if memo_key in ctx.memo:
+        found = ctx.memo[memo_key]  # an input repeating one assignment costs one evaluation
+    else:
+        found = ctx.memo[memo_key] = _by_name(value, key)
+    if found is None:
+        return None, m.end()  # the value may still hold a provider token
+    if found.rule == "password-by-name" and ctx.is_connection_string:
+        kind = "password in connection string"
+    else:
+        kind = f"{found.kind} (assigned in text)"
+    return attrs.evolve(found, kind=kind, start=s, end=v.end()), m.end()
+
+
+def _auth_credential(scheme: str, cred: str, start: int, end: int) -> SecretFinding | None:
+    if is_placeholder(cred):
+        return None
+    if scheme == "basic":
+        raw = _b64decode(cred, urlsafe=False)
+        if raw is None or len(cred) < 8:
+            return None
+        try:
+            decoded = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        _user, sep, password = decoded.partition(":")
+        if not sep or not password or not decoded.isprintable() or is_placeholder(password):
+            return None
+        return _finding("basic-auth", "HTTP Basic credentials", start, end, STRUCTURAL, "Basic …")
+    if cred.startswith("eyJ"):
+        jwt, _ = _jwt(cred, 0)
+        if jwt is not None:
+            return _finding(
+                "bearer-token", "bearer token (JWT)", start, end, STRUCTURAL, "Bearer …"
+            )
+    if _high_entropy_token(cred) and _has_run(cred):
+        return _finding("bearer-token", "bearer token", start, end, STRUCTURAL, "Bearer …")
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# By name
+
+
+_SCHEME_VALUE_RE = re.compile(
+    r"(bearer|basic|token|bot|apikey|key|sso-key)[ \t]+(\S{1,4096})", re.ASCII | re.IGNORECASE
+)
+_VAULT_LEGACY_RE = re.compile(r"s\.[A-Za-z0-9]{24}", re.ASCII)
+_AWS_SECRET_RE = re.compile(r"[A-Za-z0-9/+]{40}", re.ASCII)
+
+
+def _by_name(value: str, name: str) -> SecretFinding | None:
+    """The rule for a value sitting under a secret-like name (a key or an assignment)."""
+    cls = _name_class(name)
+    if cls is None:
+        return None
+    v = value.strip()
+    n = len(v)
+    label = f"`{name}`"
+    if cls == "auth":
+        m = _SCHEME_VALUE_RE.fullmatch(v)
+        if m is not None:
+            scheme = m.group(1).lower()
+            found = _auth_credential("basic" if scheme == "basic" else "bearer", m.group(2), 0, n)
+            if found is None:
+                return None
+            kind = "HTTP Basic credentials" if scheme == "basic" else "token"
+            return attrs.evolve(found, kind=f"{kind} in the {label} header value")
+    if n < 8 or n > 4096 or is_placeholder(v) or _not_secret_shape(v):
+        return None
+    if any(c.isspace() for c in v):
+        return None  # prose, or a passphrase of words, which cannot be told apart
+    low = name.translate(_ASCII_LOWER)
+    if "aws" in low and _AWS_SECRET_RE.fullmatch(v) and _high_entropy_token(v):
+        return _finding("aws-secret-access-key", "AWS secret access key", 0, n, STRONG)
+    if "vault" in low and _VAULT_LEGACY_RE.fullmatch(v) and _randomish(v[2:]):
+        return _finding("vault-token", "HashiCorp Vault token", 0, n, STRONG, "s.…")
+    if "heroku" in low and _UUID_RE.fullmatch(v) and _randomish(v):
+        return _finding("heroku-api-key", "Heroku API key", 0, n, STRONG)
+    if cls == "password":
+        if _classes(v) >= 2 or entropy(v) >= 3.0:
+            return _finding("password-by-name", f"password under {label}", 0, n, BY_NAME)
+        return None
+    if _high_entropy_token(v):
+        return _finding("entropy-by-name", f"high-entropy value under {label}", 0, n, BY_NAME)
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# The scanner
+
+
+def scan_text(text: str, *, name: str | None = None) -> list[SecretFinding]:
+    """Every secret-looking span of `text`, in order; `name` is the key the string sits under.
+
+    Pure, linear in `len(text)`, never raises on any `str`. Overlapping findings keep the
+    strongest (then the first).
+    """
+    if not isinstance(text, str) or len(text) < 8:
+        return []
+    findings: list[SecretFinding] = []
+    ctx = _Context(text)
+    pos = 0
+    n = len(text)
+    search = _MASTER.search
+    while pos < n:
+        m = search(text, pos)
+        if m is None:
+            break
+        start, end = m.span()
+        group = m.lastgroup or "kw"
+        anchor = m.group()
+        found: SecretFinding | None
+        if group == "tok":
+            special = _SPECIAL_PREFIXES.get(anchor)
+            if special is None:
+                found, resume = _provider(text, start, anchor)
+            elif special == "jwt":
+                found, resume = _jwt(text, start)
+            elif special == "discord":
+                found, resume = _discord(text, start)
+            elif special == "twilio":
+                found, resume = _twilio(text, start, name, ctx)
+            else:
+                found, resume = _b64_pem(text, start)
+            if found is None:
+                # `secret_key=…` starts like a Notion token, `ACCESS_KEY=…` like a Twilio SID
+                kw = _KEYWORD_AT.match(text, start)
+                if kw is not None:
+                    found, kw_resume = _keyword(text, start, kw.end(), ctx)
+                    resume = max(resume, kw_resume)
+        elif group not in ("kw", "kwc"):
+            found, resume = _FREE_VALIDATORS[group](text, start, end)
+        else:
+            found, resume = _keyword(text, start, end, ctx)
+        if found is not None:
+            findings.append(found)
+        pos = max(resume, end, pos + 1)
+    if name is not None and not findings:
+        by_name = _by_name(text, name)
+        if by_name is not None:
+            findings.append(by_name)
+    return _strongest_first_of_overlaps(findings)
+
+
+def _strongest_first_of_overlaps(findings: list[SecretFinding]) -> list[SecretFinding]:
+    if len(findings) < 2:
+        return findings
+    findings.sort(key=lambda f: (f.start, -f.strength))
+    out: list[SecretFinding] = []
+    for f in findings:
+        if out and f.start < out[-1].end:
+            if f.strength > out[-1].strength:
+                out[-1] = f
+            continue
+        out.append(f)
+    return out
