@@ -24,12 +24,10 @@ from typing import Any
 
 import orjson
 
+import forgec
+from forgec.frontend.schema import manifest_json_schema
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from forgec.frontend.schema import manifest_json_schema  # noqa: E402
-
-import forgec  # noqa: E402
 
 
 NOTES = (
