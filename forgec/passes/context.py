@@ -57,8 +57,9 @@ class Facts:
     # the entry resolves, so `reachable` means something; when False, passes that must deny by
     # default (the network pass) treat every node as possibly reachable
     reachability_known: bool = False
-    # some node of the manifest is not in the IR (unusable id or type, already reported): the
-    # flow is known only in part, so flow-sensitive checks (definedness) stand down
+    # an edge or the entry names a node the IR left out (unusable id or type, already
+    # reported): the flow is known only in part, so flow-sensitive checks (definedness) stand
+    # down
     incomplete: bool = False
     # pointers of the reachable nodes (ids may repeat in a broken flow; pointers never do)
     reachable_pointers: set[str] = attrs.field(factory=set)

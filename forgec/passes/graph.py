@@ -29,7 +29,8 @@ a node:
    warned about either: its id already has its error.
 5. Worst case (SPEC §12): W(node) = weight + the largest W of its successors, where a node's
    weight is 1 and a `foreach`'s is 1 + maxItems × (longest path through its body). Computed
-   over the reachable acyclic graph; above `maxTransitions` it is
+   in reverse topological order over what the start reaches (no recursion: a 64-node chain
+   would otherwise be 64 frames deep); above `maxTransitions` it is
    `FORGEC_TRANSITIONS_MAY_EXCEED` (warning).
 
 Facts recorded for later passes and `forgec inspect`: see `forgec.passes.context.Facts`.
@@ -43,9 +44,6 @@ from forgec.ir.nodes import FailNode, ForeachNode, IfNode, Node, ReturnNode
 from forgec.ir.pointer import join
 from forgec.passes.context import Facts, LoopFacts, PassContext
 from forgec.passes.model import ABSENT, raw_at
-
-# Guard for the worst-case recursion: a cycle the caller did not rule out.
-_CYCLIC = -1
 
 
 class Scope:
@@ -137,12 +135,12 @@ def check_graph(ctx: PassContext) -> None:
     where: dict[str, ForeachNode | None] = {}
     for node, scope in walk:
         where.setdefault(node.id, scope.loop)
-    dropped = dropped_ids(ctx.raw, {node.pointer for node, _ in walk})
-    facts.incomplete = bool(dropped)
+    dropped = Dropped(ctx.raw, walk)
     for scope in scopes:
         _resolve_edges(ctx, scope, where, dropped)
 
     entry_ok = _check_entry(ctx, top, flow.entry, flow.pointer, where, dropped)
+    facts.incomplete = dropped.named
     facts.reachability_known = entry_ok
     cycles = [c for scope in scopes for c in _check_cycles(ctx, scope, flow.entry)]
 
@@ -197,6 +195,24 @@ def _check_duplicates(ctx: PassContext, walk: list[tuple[Node, Scope]]) -> set[s
     return duplicated
 
 
+class Dropped:
+    """The ids of nodes the IR left out, read from the manifest only when an edge or the entry
+    does not resolve (the clean path never pays for it); `named` records that one was named."""
+
+    def __init__(self, raw: Any, walk: list[tuple[Node, Scope]]) -> None:
+        self.raw = raw
+        self.walk = walk
+        self.ids: set[str] | None = None
+        self.named = False
+
+    def __contains__(self, node_id: object) -> bool:
+        if self.ids is None:
+            self.ids = dropped_ids(self.raw, {node.pointer for node, _ in self.walk})
+        found = node_id in self.ids
+        self.named = self.named or found
+        return found
+
+
 def dropped_ids(raw: Any, kept: set[str]) -> set[str]:
     """Ids written on nodes the IR left out (an unusable id or type, already reported): an edge
     or the entry naming one is not missing, it names a broken node."""
@@ -220,7 +236,7 @@ def dropped_ids(raw: Any, kept: set[str]) -> set[str]:
 
 
 def _resolve_edges(
-    ctx: PassContext, scope: Scope, where: dict[str, ForeachNode | None], dropped: set[str]
+    ctx: PassContext, scope: Scope, where: dict[str, ForeachNode | None], dropped: Dropped
 ) -> None:
     index = scope.index
     for node in scope.nodes:
@@ -295,7 +311,7 @@ def _check_entry(
     entry: str | None,
     flow_pointer: str,
     where: dict[str, ForeachNode | None],
-    dropped: set[str],
+    dropped: Dropped,
 ) -> bool:
     if entry is None:
         return False  # missing or ill-typed: the structure pass said so
@@ -373,19 +389,15 @@ def find_cycles(
     return found
 
 
-def _reach_and_order(scope: Scope, start: int | None) -> None:
-    """Mark what `start` reaches and order it topologically: the reverse postorder of a
-    depth-first search (`then` explored before `else`, so it reads like the manifest). A back
-    edge among the reachable nodes leaves `order` None."""
-    if start is None:
-        scope.order = []
-        return
-    reachable = scope.reachable
-    succ = scope.succ
-    on_stack = [False] * len(scope.nodes)
+def dfs_order(succ: list[list[int]], start: int) -> tuple[list[bool], list[int] | None]:
+    """What `start` reaches, and those nodes in topological order: the reverse postorder of a
+    depth-first search (`then` explored before `else`, so it reads like the manifest); None
+    for the order when a back edge shows a cycle among them."""
+    seen = [False] * len(succ)
+    on_stack = [False] * len(succ)
     post: list[int] = []
     acyclic = True
-    reachable[start] = on_stack[start] = True
+    seen[start] = on_stack[start] = True
     stack = [(start, len(succ[start]))]
     while stack:
         v, k = stack[-1]
@@ -398,11 +410,18 @@ def _reach_and_order(scope: Scope, start: int | None) -> None:
         w = succ[v][k - 1]  # last successor first: it ends up later in the reverse postorder
         if on_stack[w]:
             acyclic = False
-        elif not reachable[w]:
-            reachable[w] = on_stack[w] = True
+        elif not seen[w]:
+            seen[w] = on_stack[w] = True
             stack.append((w, len(succ[w])))
     post.reverse()
-    scope.order = post if acyclic else None
+    return seen, post if acyclic else None
+
+
+def _reach_and_order(scope: Scope, start: int | None) -> None:
+    if start is None:
+        scope.order = []
+        return
+    scope.reachable, scope.order = dfs_order(scope.succ, start)
 
 
 def _warn_unreachable(
@@ -486,46 +505,33 @@ def longest_path(
     key = (id(scope), start)
     if key in cache:
         return cache[key]
-    bodies = {s.loop.pointer: s for s in scopes if s.loop is not None}
-    memo: dict[int, tuple[int, int | None]] = {}  # position → (W, best successor)
-
-    def weight(node: Node) -> int:
-        if not isinstance(node, ForeachNode):
-            return 1
-        body = bodies.get(node.pointer)
-        if body is None or not body.nodes:
-            return 1
-        inner = longest_path(scopes, body, 0, cache)
-        if inner is None or node.max_items is None:
-            return _CYCLIC
-        return 1 + node.max_items * inner[0]
-
-    def w(i: int) -> int:
-        if i in memo:
-            return memo[i][0]
-        memo[i] = (_CYCLIC, None)  # on the stack: meeting it again means a cycle
-        own = weight(scope.nodes[i])
-        if own == _CYCLIC:
-            return _CYCLIC
-        best, best_j = 0, None
-        for j in scope.succ[i]:
-            wj = w(j)
-            if wj == _CYCLIC:
-                return _CYCLIC
-            if wj > best:
-                best, best_j = wj, j
-        memo[i] = (own + best, best_j)
-        return own + best
-
-    total = w(start)
+    cache[key] = None  # while measuring: a body that leads back here is unbounded
+    _, order = dfs_order(scope.succ, start)
     result: tuple[int, list[str]] | None = None
-    if total != _CYCLIC:
+    if order is not None:
+        bodies = {s.loop.pointer: s for s in scopes if s.loop is not None}
+        best: dict[int, tuple[int, int | None]] = {}  # position → (W, next on the longest path)
+        for i in reversed(order):  # successors first
+            node = scope.nodes[i]
+            own = 1
+            if isinstance(node, ForeachNode):
+                body = bodies.get(node.pointer)
+                if body is not None and body.nodes:
+                    inner = longest_path(scopes, body, 0, cache)
+                    if inner is None or node.max_items is None:
+                        return None
+                    own = 1 + node.max_items * inner[0]
+            w, nxt = 0, None
+            for j in scope.succ[i]:
+                if best[j][0] > w:
+                    w, nxt = best[j][0], j
+            best[i] = (own + w, nxt)
         path: list[str] = []
         cursor: int | None = start
         while cursor is not None:
             path.append(scope.nodes[cursor].id)
-            cursor = memo[cursor][1]
-        result = (total, path)
+            cursor = best[cursor][1]
+        result = (best[start][0], path)
     cache[key] = result
     return result
 
