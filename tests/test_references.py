@@ -190,6 +190,8 @@ def test_written_on_one_branch_is_maybe_on_both_is_defined() -> None:
     ]
     report = check(manifest_with_nodes(one))
     assert found(report, "FORGEC_REF_MAYBE_UNDEFINED") == ["/flow/nodes/2/value"]
+    [diag] = report.diagnostics
+    assert "the path pick -> done does not write it" in diag.message  # a witness
     assert report.ok  # a warning
     both = [
         branch("pick", "late", "early"),

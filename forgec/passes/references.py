@@ -308,6 +308,9 @@ class _Analysis:
         # the variable they most likely mean has no name we could know
         self.silent = False
         self.bits: dict[str, int] = {}
+        # the scope `scope` is walking: its start and each node's predecessors in it
+        self.start = ""
+        self.preds: dict[str, list[str]] = {}
 
     def bit(self, name: str) -> int:
         b = self.bits.get(name)
@@ -331,6 +334,7 @@ class _Analysis:
                     has_succ.add(node_id)
         out: dict[str, Defs] = {}
         ended: list[Defs] = []
+        self.start, self.preds = start, preds
         for node_id in order:
             node = nodes[node_id]
             if node_id == start:
@@ -347,6 +351,7 @@ class _Analysis:
                 self.read(ref, node, (must, may), loop_vars)
             if isinstance(node, ForeachNode):
                 must, may = self.loop(node, (must, may))
+                self.start, self.preds = start, preds
             target = target_of(node)
             root = written_root(target) if target is not None else None
             if root is not None:
@@ -406,11 +411,17 @@ class _Analysis:
         shown = ", ".join(f"`{w}`" for w in writers)
         subject = f"`{root}`" if ref.text == root else f"`{ref.text}` reads `{root}`, which"
         if may & b:
+            witness = self.path_without(root, node.id) if not loop_vars else None
+            if witness:
+                how = f"the path {witness} does not write it"
+            elif loop_vars:
+                how = "the first iteration, or some path to it, does not write it"
+            else:
+                how = "some paths from the entry do not write it"
             self.ctx.report(
                 "FORGEC_REF_MAYBE_UNDEFINED",
                 ref.pointer,
-                f"{subject} may be undefined at node `{node.id}`: some paths from the entry "
-                "do not write it",
+                f"{subject} may be undefined at node `{node.id}`: {how}",
                 hint=self.maybe_hint(writers, shown),
             )
             return
@@ -425,6 +436,26 @@ class _Analysis:
             f"{subject} is not written on any path from the entry before node `{node.id}`",
             hint=hint,
         )
+
+    def path_without(self, root: str, node_id: str) -> str | None:
+        """A path from the scope's start to `node_id` through no node that writes `root` (a
+        loop on it may run zero times), as `a -> b -> c`; None when there is none here."""
+        nodes = self.facts.nodes_by_id
+        came_from: dict[str, str | None] = {node_id: None}
+        queue = [node_id]
+        for current in queue:  # backwards, breadth first: the shortest such path
+            if current == self.start:
+                path = [current]
+                while (step := came_from[path[-1]]) is not None:
+                    path.append(step)
+                return " -> ".join(path)
+            for pred in self.preds.get(current, ()):
+                target = target_of(nodes[pred])
+                writes = target is not None and written_root(target) == root
+                if pred not in came_from and not writes:
+                    came_from[pred] = current
+                    queue.append(pred)
+        return None
 
     def maybe_hint(self, writers: list[str], shown: str) -> str:
         loops = {self.facts.scope_of.get(w) for w in writers}
