@@ -47,6 +47,7 @@ __all__ = [
     "has_long_run",
     "is_secret_name",
     "name_matters",
+    "redact_text",
     "scan_text",
 ]
 
@@ -67,7 +68,7 @@ STRONG, STRUCTURAL, BY_NAME = 3, 2, 1
 
 # The fast screen's vocabulary (see the module doc). Lower-case ASCII.
 SCREEN_STEMS: tuple[str, ...] = ("pass", "pwd", "secret", "cred", "key", "token", "auth")
-SCREEN_LITERALS: tuple[str, ...] = ("://", "sig=", "basic", "q~")
+SCREEN_LITERALS: tuple[str, ...] = ("@", "sig=", "~")
 LONG_RUN = 20
 _LONG_RUN_RE = re.compile(rf"[A-Za-z0-9_-]{{{LONG_RUN}}}")
 
@@ -193,9 +194,30 @@ _NOT_SECRET_SHAPES = re.compile(
 )
 
 
+# Public keys and certificates: published on purpose.
+_PUBLIC_KEY_PREFIXES = (
+    "ssh-",
+    "ecdsa-sha2-",
+    "sk-ssh-",
+    "sk-ecdsa-",
+    "-----BEGIN PUBLIC",
+    "-----BEGIN CERTIFICATE",
+    "-----BEGIN SSH2 PUBLIC",
+    "-----BEGIN PGP PUBLIC",
+    "MIIBIjAN",
+    "MIICIjAN",
+    "MFkwEwYH",
+    "MHYwEAYH",
+    "MCowBQYDK2Vw",
+    "age1",
+)
+
+
 def _not_secret_shape(v: str) -> bool:
-    if v.startswith(("/", "./", "../", "~/", "#/", "http://", "https://")):
-        return True  # paths, JSON pointers, URLs (a URL with a password is its own rule)
+    if v.startswith(("/", "./", "../", "~/", "#/", "http://", "https://", *_PUBLIC_KEY_PREFIXES)):
+        return (
+            True  # paths, JSON pointers, URLs (a URL with a password is its own rule), public keys
+        )
     return _NOT_SECRET_SHAPES.fullmatch(v) is not None
 
 
@@ -209,6 +231,13 @@ def _classes(v: str) -> int:
         elif "0" <= ch <= "9":
             digit = True
     return lower + upper + digit
+
+
+def _password_like(v: str) -> bool:
+    """A digit or a symbol, or a capital past the first letter: not `required`, `Configured`."""
+    if any(not c.isalpha() for c in v):
+        return True
+    return any("A" <= c <= "Z" for c in v[1:]) and any("a" <= c <= "z" for c in v)
 
 
 _HEXISH_RE = re.compile(r"[0-9a-fA-F-]+", re.ASCII)
@@ -509,19 +538,26 @@ _MASTER = re.compile(
 class _Context:
     """Whole-string facts a few validators need, computed at most once per scan."""
 
-    __slots__ = ("_conn", "_twilio", "memo", "text")
+    __slots__ = ("_auth", "_conn", "_twilio", "memo", "text")
 
     def __init__(self, text: str) -> None:
         self.text = text
         self.memo: dict[tuple[str, str], SecretFinding | None] = {}
         self._twilio: bool | None = None
         self._conn: bool | None = None
+        self._auth: bool | None = None
 
     @property
     def mentions_twilio(self) -> bool:
         if self._twilio is None:
             self._twilio = _TWILIO_WORD.search(self.text) is not None
         return self._twilio
+
+    @property
+    def mentions_auth(self) -> bool:
+        if self._auth is None:
+            self._auth = _AUTH_WORD.search(self.text) is not None
+        return self._auth
 
     @property
     def is_connection_string(self) -> bool:
@@ -531,6 +567,7 @@ class _Context:
 
 
 _TWILIO_WORD = re.compile(r"twilio", re.ASCII | re.IGNORECASE)
+_AUTH_WORD = re.compile(r"auth", re.ASCII | re.IGNORECASE)
 _CONN_STRING_KEYS = re.compile(
     r"(?:server|host|data source|user id|uid|database|initial catalog)[ \t]*=",
     re.ASCII | re.IGNORECASE,
@@ -561,8 +598,11 @@ def _provider(text: str, start: int, anchor: str) -> _Result:
     # A rejected match still claims its span: re-examining it from inside could be quadratic.
     if _placeholder_body(body) or not _has_run(token):
         return None, m.end()
-    if rule == "aws-access-key-id" and token.endswith("EXAMPLE"):
-        return None, m.end()
+    if rule == "aws-access-key-id":
+        if token.endswith("EXAMPLE"):
+            return None, m.end()
+    elif not _high_entropy_token(body, min_len=8):
+        return None, m.end()  # `sk-learn-compatible-wrapper`: a prefix alone proves nothing
     return _finding(rule, kind, start, m.end(), STRONG, anchor + "…"), m.end()
 
 
@@ -715,7 +755,7 @@ def _url(text: str, start: int, end: int) -> _Result:
         if (
             not password
             or is_placeholder(password)
-            or password.lower() in ("x-oauth-basic", "pass")
+            or password.lower() in ("x-oauth-basic", "pass", "anonymous", "guest")
         ):
             return None, end
         db = _DB_SCHEMES.get(scheme)
@@ -843,6 +883,8 @@ def _keyword(text: str, start: int, end: int, ctx: _Context) -> _Result:
         m = _AUTH_CRED_RE.match(text, end)
         if m is None:
             return None, end
+        if word == "basic" and not ctx.mentions_auth:
+            return None, m.end()  # "Basic plan", "basic summary": needs an Authorization nearby
         return _auth_credential(word, m.group(1), start, m.end()), m.end()
     s = start
     while s > 0 and start - s < 32 and text[s - 1] in _NAME_CHARS:
@@ -950,7 +992,7 @@ def _by_name(value: str, name: str) -> SecretFinding | None:
     if "heroku" in low and _UUID_RE.fullmatch(v) and _randomish(v):
         return _finding("heroku-api-key", "Heroku API key", 0, n, STRONG)
     if cls == "password":
-        if _classes(v) >= 2 or entropy(v) >= 3.0:
+        if _password_like(v):
             return _finding("password-by-name", f"password under {label}", 0, n, BY_NAME)
         return None
     if _high_entropy_token(v):
@@ -1013,6 +1055,21 @@ def scan_text(text: str, *, name: str | None = None) -> list[SecretFinding]:
         if by_name is not None:
             findings.append(by_name)
     return _strongest_first_of_overlaps(findings)
+
+
+def redact_text(text: str, *, name: str | None = None) -> str:
+    """`text` with every finding replaced by its public preview (or `[REDACTED]`): for logs."""
+    findings = scan_text(text, name=name)
+    if not findings:
+        return text
+    out: list[str] = []
+    pos = 0
+    for f in findings:
+        out.append(text[pos : f.start])
+        out.append(f"[REDACTED {f.preview}]" if f.preview else "[REDACTED]")
+        pos = f.end
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def _strongest_first_of_overlaps(findings: list[SecretFinding]) -> list[SecretFinding]:

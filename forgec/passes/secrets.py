@@ -48,6 +48,7 @@ HINT = (
 # Keys whose string values are judged under their object's own name.
 _PASSTHROUGH = frozenset({"default", "const", "enum", "examples", "example", "value", "values"})
 _PAIR_NAME_KEYS = ("name", "key", "header")
+_PAIR_KEYS = tuple(f'"{k}":'.encode() for k in _PAIR_NAME_KEYS)
 
 Located = tuple[str, bool, SecretFinding]  # (JSON Pointer, is the member's key, finding)
 
@@ -174,8 +175,10 @@ def _string_is_clean(blob: bytes, q0: int, q1: int) -> bool:
         return False
     if not isinstance(text, str):
         return False
-    # A secret-like key, or a string that may name a `value` beside it, needs the real walk.
-    if name_matters(text):
+    # A name that matters needs the real walk: a secret-like key judges its value, and so does
+    # the string of a `{"name": …, "value": …}` pair.
+    is_key = blob[q1 + 1 : q1 + 2] == b":"
+    if (is_key or blob[max(0, q0 - 9) : q0].endswith(_PAIR_KEYS)) and name_matters(text):
         return False
     return not scan_text(text)
 
