@@ -288,6 +288,22 @@ POSITIVES: list[tuple[str, str, str | None, str]] = [
         None,
         "private-key-base64-pem",
     ),
+    ("der-pkcs8", j("MIIEvg", "IBADAN", rnd(1600, B64)), None, "private-key-der"),
+    ("der-long", j("MIIJQw", "IBADAN", rnd(5000, B64)), "privateKey", "private-key-der"),
+    (
+        "ado-pwd",
+        "Data Source=db;Initial Catalog=app;Uid=sa;Pwd=Lk29-xQz8;",
+        None,
+        "password-by-name",
+    ),
+    ("yaml-camel", j("clientSecret: ", rnd(40, URLSAFE)), None, "entropy-by-name"),
+    ("env-camel", j("githubToken=", rnd(40)), None, "entropy-by-name"),
+    (
+        "url-token-only",
+        j("https://", rnd(32, HEX), "@o123.ingest.example.io/42"),
+        None,
+        "url-token",
+    ),
 ]
 
 NEGATIVES: list[tuple[str, str, str | None]] = [

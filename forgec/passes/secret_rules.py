@@ -128,7 +128,7 @@ def _placeholder_body(body: str) -> bool:
     """True for bodies that are obviously not real: marker words, one repeated char, `<…>`."""
     if _PLACEHOLDER_RE.search(body) is not None:
         return True
-    return len(set(body)) <= max(3, len(body) // 8)
+    return len(set(body)) <= min(10, max(3, len(body) // 8))
 
 
 def _randomish(body: str, *, min_entropy: float = 3.0) -> bool:
@@ -601,7 +601,7 @@ def _provider(text: str, start: int, anchor: str) -> _Result:
     if rule == "aws-access-key-id":
         if token.endswith("EXAMPLE"):
             return None, m.end()
-    elif not _high_entropy_token(body, min_len=8):
+    elif not _high_entropy_token(body[:1024], min_len=8):
         return None, m.end()  # `sk-learn-compatible-wrapper`: a prefix alone proves nothing
     return _finding(rule, kind, start, m.end(), STRONG, anchor + "…"), m.end()
 
