@@ -665,3 +665,54 @@ def _timed(fn: Any) -> float:
     start = time.perf_counter()
     fn()
     return time.perf_counter() - start
+
+
+# ---------------------------------------------------------------------------------------------
+# Messages, redaction, pairs
+
+
+def test_redact_text_keeps_only_previews() -> None:
+    token = j("gh", "p_", rnd(36))
+    url = "postgres://admin:Tr0ub4dor-3xq@db.example.org/prod"
+    text = f"token {token} and {url} done"
+    redacted = scan_text(text)
+    assert [f.rule for f in redacted] == ["github-pat", "url-password"]
+    from forgec.passes.secret_rules import redact_text
+
+    out = redact_text(text)
+    assert token not in out and "Tr0ub4dor" not in out
+    assert out.startswith("token [REDACTED ghp_…] and [REDACTED]")
+    assert out.endswith(" done")
+    assert redact_text("nothing to see here") == "nothing to see here"
+
+
+def test_pair_name_in_either_order() -> None:
+    value = rnd(32)
+    for obj in ({"name": "X-Api-Key", "value": value}, {"value": value, "header": "X-Api-Key"}):
+        raw = minimal_manifest()
+        raw["flow"]["nodes"][0]["value"] = {"headers": [obj]}
+        found = find_secrets(raw)
+        assert [(p, f.rule) for p, _k, f in found] == [
+            ("/flow/nodes/0/value/headers/0/value", "entropy-by-name")
+        ]
+
+
+def test_messages_snapshot(snapshot: Any) -> None:
+    raw = minimal_manifest()
+    raw["description"] = "Reads postgres://app:Wq93-kLp0z@db.internal/app every hour."
+    raw["inputSchema"] = {
+        "type": "object",
+        "properties": {"apiKey": {"type": "string", "default": rnd(40)}},
+    }
+    raw["flow"]["nodes"][0]["value"] = {
+        "jwt": make_jwt(),
+        "pem": make_pem("OPENSSH "),
+        "postgres://app:Zq8vLw2pXk@db.internal/app": True,
+    }
+    report = forgec.check(orjson.dumps(raw, option=orjson.OPT_INDENT_2), path="secrets.talostool")
+    lines = [
+        f"{d.code} {d.path} key={d.key}: {d.message}"
+        for d in report.diagnostics
+        if d.code == "FORGE_SECRET_FOUND"
+    ]
+    assert lines == snapshot

@@ -704,7 +704,7 @@ def _pem(text: str, start: int, end: int) -> _Result:
     if body is None:
         return None, window
     label = m.group(1).strip()
-    kind = f"private key block ({label})" if label else "private key block"
+    kind = f"{label} private key block" if label else "private key block"
     return _finding("private-key", kind, start, body.end(), STRONG, "-----BEGIN …"), body.end()
 
 
