@@ -72,9 +72,11 @@ def find_secrets(raw: Any) -> list[Located]:
 def _message(pointer: str, is_key: bool, f: SecretFinding) -> str:
     what = f"{f.kind} (`{f.preview}`)" if f.preview else f.kind
     if is_key:
-        parent = pointer.rsplit("/", 1)[0] or "/"
-        return f"{what} in a key of the object at `{parent}`; the value is not shown"
-    return f"{what} at `{pointer or '/'}`; the value is not shown"
+        parent = pointer.rsplit("/", 1)[0]
+        where = f"a key of the object at `{parent}`" if parent else "a top-level key"
+        return f"{what} in {where}; the value is not shown"
+    where = f"`{pointer}`" if pointer else "the document root"
+    return f"{what} at {where}; the value is not shown"
 
 
 # ---------------------------------------------------------------------------------------------
