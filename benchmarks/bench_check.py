@@ -8,7 +8,8 @@ Prints medians and ratios for a 64-node manifest close to the 64 KiB limit:
 and the cold wall time of `forgec check small.talostool` and `forgec --help` in a new process.
 
 Targets (issue 2): check ≤ 10× orjson.loads, faster than fastjsonschema, cold check < 120 ms.
-Run by hand: `python benchmarks/bench_check.py`. Not a CI gate.
+Run by hand: `python benchmarks/bench_check.py` (`--per-pass` adds each pass's median time;
+`--quick` skips jsonschema and the cold start-up runs). Not a CI gate.
 """
 
 from __future__ import annotations
@@ -136,8 +137,37 @@ def cold(args: list[str], *, repeat: int = 15) -> float:
     return statistics.median(times)
 
 
+def per_pass(data: bytes, *, repeat: int = 200) -> None:
+    """Median time of the load and of each pass of the table, on the same bytes."""
+    from forgec.catalog import get_catalog
+    from forgec.frontend.manifest import load_manifest
+    from forgec.passes import PASSES
+    from forgec.passes.context import PassContext
+
+    catalog = get_catalog("talos")
+    t_load = median_seconds(lambda: load_manifest(data), repeat=repeat)
+    times: dict[str, list[float]] = {name: [] for name, _ in PASSES}
+    for i in range(repeat + 5):
+        value = load_manifest(data).value
+        ctx = PassContext(raw=value, catalog=catalog)
+        for name, run in PASSES:
+            start = time.perf_counter()
+            run(ctx)
+            if i >= 5:
+                times[name].append(time.perf_counter() - start)
+    print(f"  load                {t_load * 1e6:9.1f} µs")
+    total = t_load
+    for name, ts in times.items():
+        t = statistics.median(ts)
+        total += t
+        print(f"  {name:<19} {t * 1e6:9.1f} µs")
+    print(f"  sum of medians      {total * 1e6:9.1f} µs")
+
+
 def main() -> None:
     data = big_manifest()
+    if "--per-pass" in sys.argv[1:]:
+        per_pass(data)
     report = forgec.check(data)
     print(f"manifest: {len(data)} bytes, 64 nodes, ok={report.ok}")
     for d in report.diagnostics[:5]:
@@ -147,14 +177,18 @@ def main() -> None:
     t_check = median_seconds(lambda: forgec.check(data))
 
     import fastjsonschema
-    import jsonschema
 
     schema = manifest_json_schema()
     fast_validate = fastjsonschema.compile(schema)
     doc = orjson.loads(data)
     t_fast = median_seconds(lambda: fast_validate(orjson.loads(data)))
-    validator = jsonschema.Draft7Validator(schema)
-    t_js = median_seconds(lambda: validator.validate(orjson.loads(data)), repeat=30)
+    quick = "--quick" in sys.argv[1:]
+    t_js = float("nan")
+    if not quick:
+        import jsonschema
+
+        validator = jsonschema.Draft7Validator(schema)
+        t_js = median_seconds(lambda: validator.validate(orjson.loads(data)), repeat=30)
     assert doc
 
     print(f"orjson.loads          {t_orjson * 1e6:9.1f} µs   1.00×")
@@ -170,6 +204,8 @@ def main() -> None:
         f"jsonschema            {t_js * 1e6:9.1f} µs  {t_js / t_orjson:5.2f}× orjson; "
         f"check/jsonschema = {t_check / t_js:.2f}"
     )
+    if quick:
+        return
 
     with tempfile.TemporaryDirectory() as tmp:
         small = Path(tmp) / "small.talostool"

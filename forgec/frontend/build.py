@@ -243,6 +243,12 @@ class _Builder:
     def __init__(self) -> None:
         self.diags: list[Diagnostic] = []
         self.value_bad = False  # set when an expression in the current value slot is unusable
+        # Reads of the node being built (its usable values' `$ref`s and placeholders), and per
+        # built node, for the references pass (see `Manifest.node_reads`).
+        self.refs: list[Ref] = []
+        self.reads: dict[str, list[Ref]] = {}
+        self.has_credential = False
+        self.credential_nodes: list[str] = []
 
     def err(self, code: str, pointer: str, message: str, *, hint: str | None = None) -> None:
         self.diags.append(make(code, pointer, message, hint=hint))
@@ -410,6 +416,8 @@ class _Builder:
             state=state,
             triggers=triggers,
             ui=ui,
+            node_reads=self.reads,
+            credential_nodes=frozenset(self.credential_nodes),
         )
 
     def tool_id(self, raw: dict[str, Any]) -> str | None:
@@ -755,6 +763,17 @@ class _Builder:
 
     def node(self, n: Any, pointer: str, loop: str | None) -> Node | None:
         """One node; `loop` is the id of the enclosing foreach (None at the top level)."""
+        outer = self.refs, self.has_credential  # a body node is built inside its loop's node
+        self.refs, self.has_credential = [], False
+        built = self.node_checked(n, pointer, loop)
+        if built is not None:
+            self.reads[pointer] = self.refs
+            if self.has_credential:
+                self.credential_nodes.append(pointer)
+        self.refs, self.has_credential = outer
+        return built
+
+    def node_checked(self, n: Any, pointer: str, loop: str | None) -> Node | None:
         if type(n) is not dict:
             self.err(
                 STRUCTURE, pointer, f"a node must be an object with `id` and `type`; {_got(n)}"
@@ -1089,8 +1108,10 @@ class _Builder:
         v = obj[key]
         p = f"{pointer}/{key}"
         self.value_bad = False
+        mark = len(self.refs)
         built = self.value(v, p)
         if self.value_bad:
+            del self.refs[mark:]  # the value is left out of the IR, and so are its reads
             return None
         return built if built is not None else Literal(v, p)
 
@@ -1168,7 +1189,9 @@ class _Builder:
         if key == "$ref":
             segments = _cached_path(operand) if type(operand) is str else None
             if segments is not None:
-                return Ref(text=operand, segments=segments, pointer=pointer)
+                ref = Ref(text=operand, segments=segments, pointer=pointer)
+                self.refs.append(ref)
+                return ref
             self.value_bad = True
             self.err(
                 "FORGE_REF_UNSAFE",
@@ -1180,18 +1203,16 @@ class _Builder:
         if key == "$template":
             parts, problem = _cached_template(operand)
             if parts is not None:
-                return Template(
-                    text=operand,
-                    parts=tuple(
-                        [
-                            part
-                            if isinstance(part, str)
-                            else Ref(text=part[0], segments=part[1], pointer=pointer)
-                            for part in parts
-                        ]
-                    ),
-                    pointer=pointer,
+                built = tuple(
+                    [
+                        part
+                        if isinstance(part, str)
+                        else Ref(text=part[0], segments=part[1], pointer=pointer)
+                        for part in parts
+                    ]
                 )
+                self.refs.extend([part for part in built if type(part) is Ref])
+                return Template(text=operand, parts=built, pointer=pointer)
             self.value_bad = True
             self.err(
                 "FORGE_REF_UNSAFE",
@@ -1202,6 +1223,7 @@ class _Builder:
             return Literal(None, pointer)
         if key == "$credential":
             if type(operand) is str:
+                self.has_credential = True
                 return CredentialRef(id=operand, pointer=pointer)
             self.value_bad = True
             self.err(

@@ -269,6 +269,12 @@ class Manifest:
     state: StateDecl | None
     triggers: tuple[Trigger, ...]
     ui: Ui | None
+    # Facts the builder records while it walks the values anyway, so passes need not walk them
+    # again. None when the IR was built by other means (then passes walk the values themselves):
+    # node pointer → every read of that node (`$ref`s and template placeholders, field order)
+    node_reads: dict[str, list[Ref]] | None = attrs.field(default=None, eq=False, repr=False)
+    # pointers of the nodes whose values hold a `$credential`
+    credential_nodes: frozenset[str] | None = attrs.field(default=None, eq=False, repr=False)
 
     @property
     def name(self) -> str:

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterator
 
 from forgec.frontend.names import NAME_RE, RESERVED, parse_path
 from forgec.ir.nodes import (
@@ -41,6 +40,7 @@ from forgec.ir.nodes import (
     CredentialRef,
     FailNode,
     ForeachNode,
+    IfNode,
     ListExpr,
     Literal,
     LlmNode,
@@ -55,7 +55,7 @@ from forgec.ir.nodes import (
 )
 from forgec.ir.pointer import join
 from forgec.passes.context import PassContext
-from forgec.passes.graph import closest, edge_fields, shown
+from forgec.passes.graph import closest, shown
 
 LEADING_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*", re.ASCII)
 
@@ -72,24 +72,40 @@ def check_references(ctx: PassContext) -> None:
         return
     state_fields = set(manifest.state.fields) if manifest.state is not None else set()
     declared = {c.id for c in manifest.credential_requirements if c.id is not None}
+    # The builder recorded every node's reads while it built the values; an IR built by other
+    # means (tests) has them walked here.
+    known = manifest.node_reads
+    with_credentials = manifest.credential_nodes
     reads: dict[str, list[Ref]] = {}
     for node in _all_nodes(manifest.flow.nodes):
-        _check_target(ctx, node, state_fields)
-        if isinstance(node, ForeachNode):
-            _check_loop_vars(ctx, node)
+        kind = type(node)
+        if kind is SetNode or kind is CapabilityNode or kind is LlmNode:
+            target = node.target  # type: ignore[union-attr]
+            # the common case, decided without parsing
+            if target is not None and not (NAME_RE.fullmatch(target) and target not in RESERVED):
+                _check_target(ctx, node, state_fields)
+        elif kind is ForeachNode:
+            _check_loop_vars(ctx, node)  # type: ignore[arg-type]
+        pointer = node.pointer
+        if known is not None and with_credentials is not None:
+            reads[pointer] = known.get(pointer, [])
+            if pointer not in with_credentials:
+                continue
         refs, creds = values_of(node)
-        reads[node.pointer] = refs
+        reads[pointer] = refs
         if creds:
             _check_credentials(ctx, node, creds, declared)
     _record_writers(ctx)
     _definite_assignment(ctx, state_fields, reads)
 
 
-def _all_nodes(nodes: tuple[Node, ...]) -> Iterator[Node]:
+def _all_nodes(nodes: tuple[Node, ...]) -> list[Node]:
+    out: list[Node] = []
     for node in nodes:
-        yield node
-        if isinstance(node, ForeachNode):
-            yield from _all_nodes(node.body)
+        out.append(node)
+        if type(node) is ForeachNode:
+            out.extend(_all_nodes(node.body))
+    return out
 
 
 # --- targets and loop variables -------------------------------------------------------------
@@ -308,9 +324,10 @@ class _Analysis:
         # the variable they most likely mean has no name we could know
         self.silent = False
         self.bits: dict[str, int] = {}
-        # the scope `scope` is walking: its start and each node's predecessors in it
+        # the scope `scope` is walking: its start and its order (a witness path is searched
+        # backwards over it, on the error path only)
         self.start = ""
-        self.preds: dict[str, list[str]] = {}
+        self.order: list[str] = []
 
     def bit(self, name: str) -> int:
         b = self.bits.get(name)
@@ -322,44 +339,47 @@ class _Analysis:
         return {name for name, b in self.bits.items() if bits & b}
 
     def scope(self, order: list[str], start: str, entry: Defs, loop_vars: frozenset[str]) -> Defs:
-        """Run over `order` from `start`; return (must, may) where the scope's runs end."""
+        """Run over `order` from `start`; return (must, may) where the scope's runs end.
+
+        Forward, in one sweep: a node's incoming state is the meet of what its predecessors
+        already pushed to it (they come earlier in the order); a node nobody pushed to is
+        unreachable in this scope and not analysed."""
         nodes = self.facts.nodes_by_id
         ids = set(order)
-        preds: dict[str, list[str]] = {node_id: [] for node_id in order}
-        has_succ: set[str] = set()
-        for node_id in order:
-            for _, succ in edge_fields(nodes[node_id]):
-                if succ in ids:
-                    preds[succ].append(node_id)
-                    has_succ.add(node_id)
-        out: dict[str, Defs] = {}
+        incoming: dict[str, Defs] = {start: entry}
         ended: list[Defs] = []
-        self.start, self.preds = start, preds
+        self.start, self.order = start, order
+        reads = self.reads
+        bits = self.bits
         for node_id in order:
+            defs = incoming.get(node_id)
+            if defs is None:
+                continue  # unreachable in this scope: not analysed
             node = nodes[node_id]
-            if node_id == start:
-                must, may = entry
-            else:
-                incoming = [out[p] for p in preds[node_id] if p in out]
-                if not incoming:
-                    continue  # unreachable in this scope: not analysed
-                must, may = incoming[0]
-                for d, p in incoming[1:]:
-                    must &= d
-                    may |= p
-            for ref in () if self.silent else self.reads.get(node.pointer, ()):
-                self.read(ref, node, (must, may), loop_vars)
-            if isinstance(node, ForeachNode):
-                must, may = self.loop(node, (must, may))
-                self.start, self.preds = start, preds
-            target = target_of(node)
-            root = written_root(target) if target is not None else None
-            if root is not None:
-                b = self.bit(root)
-                must |= b
-                may |= b
-            out[node_id] = (must, may)
-            if node_id not in has_succ and not isinstance(node, (ReturnNode, FailNode)):
+            kind = type(node)
+            if not self.silent:
+                for ref in reads.get(node.pointer, ()):
+                    self.read(ref, node, defs, loop_vars)
+            must, may = defs
+            if kind is ForeachNode:
+                must, may = self.loop(node, defs)  # type: ignore[arg-type]
+                self.start, self.order = start, order
+            elif kind is SetNode or kind is CapabilityNode or kind is LlmNode:
+                target = node.target  # type: ignore[union-attr]
+                root = written_root(target) if type(target) is str else None
+                if root is not None:
+                    b = bits.get(root) or self.bit(root)
+                    must |= b
+                    may |= b
+            pushed = False
+            for succ in _successors(node):
+                if succ in ids:
+                    pushed = True
+                    seen = incoming.get(succ)
+                    incoming[succ] = (
+                        (must, may) if seen is None else (seen[0] & must, seen[1] | may)
+                    )
+            if not pushed and kind is not ReturnNode and kind is not FailNode:
                 ended.append((must, may))
         end_must = ended[0][0] if ended else 0
         end_may = 0
@@ -441,6 +461,12 @@ class _Analysis:
         """A path from the scope's start to `node_id` through no node that writes `root` (a
         loop on it may run zero times), as `a -> b -> c`; None when there is none here."""
         nodes = self.facts.nodes_by_id
+        ids = set(self.order)
+        preds: dict[str, list[str]] = {}
+        for pred in self.order:
+            for succ in _successors(nodes[pred]):
+                if succ in ids:
+                    preds.setdefault(succ, []).append(pred)
         came_from: dict[str, str | None] = {node_id: None}
         queue = [node_id]
         for current in queue:  # backwards, breadth first: the shortest such path
@@ -449,7 +475,7 @@ class _Analysis:
                 while (step := came_from[path[-1]]) is not None:
                     path.append(step)
                 return " -> ".join(path)
-            for pred in self.preds.get(current, ()):
+            for pred in preds.get(current, ()):
                 target = target_of(nodes[pred])
                 writes = target is not None and written_root(target) == root
                 if pred not in came_from and not writes:
@@ -489,6 +515,14 @@ class _Analysis:
         if found is not None:
             return f"did you mean `{found}`?"
         return f"write `{root}` with a `set` step first, or read the tool's input as `input.{root}`"
+
+
+def _successors(node: Node) -> tuple[str, ...]:
+    """The ids a node's edges name (`then` before `else`)."""
+    if type(node) is IfNode:
+        return tuple([t for t in (node.then, node.else_) if t is not None])
+    nxt = getattr(node, "next", None)
+    return (nxt,) if type(nxt) is str else ()
 
 
 def _did_you_mean(name: str, candidates: list[str], prefix: str = "") -> str | None:
