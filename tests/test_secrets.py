@@ -305,6 +305,25 @@ POSITIVES: list[tuple[str, str, str | None, str]] = [
         "url-token",
     ),
 ]
+# fmt: off
+POSITIVES += [
+    ("slack-xoxa", j("xo", "xa-2-", rnd(12, DIGITS), "-", rnd(12, DIGITS), "-", rnd(32, HEX)), None, "slack-token"),
+    ("slack-xoxr", j("xo", "xr-", rnd(12, DIGITS), "-", rnd(40)), None, "slack-token"),
+    ("shopify-custom", j("shp", "ca_", rnd(32, HEX)), None, "shopify-token"),
+    ("shopify-private", j("shp", "pa_", rnd(32, HEX)), None, "shopify-token"),
+    ("shopify-secret", j("shp", "ss_", rnd(32, HEX)), None, "shopify-token"),
+    ("square-eaaa", j("EA", "AA", rnd(60, URLSAFE)), None, "square-token"),
+    ("digitalocean-oauth", j("do", "o_v1_", rnd(64, HEX)), None, "digitalocean-token"),
+    ("digitalocean-refresh", j("do", "r_v1_", rnd(64, HEX)), None, "digitalocean-token"),
+    ("vault-batch", j("hv", "b.", rnd(138, URLSAFE)), None, "vault-token"),
+    ("notion-legacy", j("sec", "ret_", rnd(43)), None, "notion-token"),
+    ("mysql", "mysql://root:Nb7-qPz2Lx@10.0.0.5:3306/shop", None, "url-password"),
+    ("jdbc", "jdbc:postgresql://db:5432/app?user=app&password=Xy7-Kq2-Lm9", None, "password-by-name"),
+    ("pem-encrypted", make_pem("ENCRYPTED "), None, "private-key"),
+    ("pgp", j("-----BEGIN PGP PRIV", "ATE KEY BLOCK-----\n\n", rnd(64, B64)), None, "private-key"),
+    ("surrogate-neighbour", j("\ud800 ", "gh", "p_", rnd(36)), None, "github-pat"),
+]
+# fmt: on
 
 NEGATIVES: list[tuple[str, str, str | None]] = [
     ("angle-placeholder", "<your-key>", "apiKey"),
