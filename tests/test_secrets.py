@@ -716,6 +716,19 @@ def test_pair_name_in_either_order() -> None:
         ]
 
 
+def test_set_step_value_is_judged_under_its_target() -> None:
+    raw = manifest_with_nodes(
+        [
+            {"id": "s", "type": "set", "target": "dbPassword", "value": "Kq83-zLm-Wx", "next": "d"},
+            {"id": "d", "type": "return", "value": {"ok": True}},
+        ]
+    )
+    found = find_secrets(raw)
+    assert [(p, f.rule) for p, _k, f in found] == [("/flow/nodes/0/value", "password-by-name")]
+    raw["flow"]["nodes"][0]["target"] = "status"
+    assert find_secrets(raw) == []
+
+
 def test_messages_snapshot(snapshot: Any) -> None:
     raw = minimal_manifest()
     raw["description"] = "Reads postgres://app:Wq93-kLp0z@db.internal/app every hour."

@@ -5,7 +5,8 @@ Every string is scanned (values and object keys alike) with `scan_text`
 `apiKey` or `Authorization` is judged by the "secret-like name" rule too. The name a value is
 judged under is its key, except that `default`, `const`, `enum`, `examples` and `value` pass
 their object's own name through (`{"password": {"default": "…"}}` is judged as a password), and
-that `{"name": "X-Api-Key", "value": "…"}` pairs judge the value under the pair's name.
+that `{"name": "X-Api-Key", "value": "…"}` pairs (and a `set` step's `target`/`value`) judge
+the value under the pair's name.
 
 Speed. A manifest is mostly clean, and walking a few thousand strings in Python costs several
 times what `orjson.loads` does, so the pass first screens the whole document at C speed:
@@ -47,7 +48,7 @@ HINT = (
 
 # Keys whose string values are judged under their object's own name.
 _PASSTHROUGH = frozenset({"default", "const", "enum", "examples", "example", "value", "values"})
-_PAIR_NAME_KEYS = ("name", "key", "header")
+_PAIR_NAME_KEYS = ("name", "key", "header", "target")  # `target`: a `set` step's variable
 _PAIR_KEYS = tuple(f'"{k}":'.encode() for k in _PAIR_NAME_KEYS)
 
 Located = tuple[str, bool, SecretFinding]  # (JSON Pointer, is the member's key, finding)
