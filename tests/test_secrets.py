@@ -552,6 +552,10 @@ def test_pass_tolerates_any_json_value() -> None:
     ):
         assert find_secrets(raw) == []
     assert find_secrets({"k": 2**70, "p": "postgres://u:Zq8vLw2pXk@h/db"})[0][0] == "/p"
+    cyclic: dict[str, Any] = {"a": []}
+    cyclic["a"].append(cyclic)
+    assert find_secrets(cyclic) == []
+    assert find_secrets({1: "x", "p": "postgres://u:Zq8vLw2pXk@h/db"})[0][0] == "/p"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -12,8 +12,8 @@ Speed. A manifest is mostly clean, and walking a few thousand strings in Python 
 times what `orjson.loads` does, so the pass first screens the whole document at C speed:
 `orjson.dumps` of the parsed value, then a handful of `bytes.find` over it (and over its ASCII
 lower-case copy) for the only features any rule needs (see `secret_rules`): a run of 20+ token
-characters (found with `bytes.translate` + `find`), a literal marker (`://`, `private key`, …)
-or a secret-like stem (`pass`, `key`, `token`, …). Each hit is widened to the JSON string around
+characters (found with `bytes.translate` + `find`), a marker (`@` for URL passwords, `sig=`,
+`~`) or a secret-like stem (`pass`, `key`, `token`, …). Each hit is widened to the JSON string around
 it, which is decoded and scanned on its own; a secret-like *key* sends the pass to the full walk
 (its value's name matters), and so does any finding. Only then does the walk run, to compute
 JSON Pointers. The screen is a superset of the walk by construction; a hypothesis test compares
@@ -88,8 +88,13 @@ def walk_secrets(raw: Any) -> list[Located]:
     out: list[Located] = []
     # (value, pointer, name it is judged under)
     stack: list[tuple[Any, str, str | None]] = [(raw, "", None)]
+    seen: set[int] = set()  # containers already walked: a value built in code may be cyclic
     while stack:
         value, pointer, name = stack.pop()
+        if isinstance(value, dict | list | tuple):
+            if id(value) in seen:
+                continue
+            seen.add(id(value))
         if isinstance(value, str):
             best = _strongest(scan_text(value, name=name))
             if best is not None:
