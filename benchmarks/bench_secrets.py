@@ -49,7 +49,7 @@ def ordinary_manifest() -> dict[str, Any]:
                     "input": {
                         "title": {"$template": f"Follow up {i} on {{{{input.topic}}}}"},
                         "notes": "Created by the weekly planning tool from the meeting notes; "
-                        "it lists what each person owes and the date it is due. " * 15,
+                        "it lists what each person owes and the date it is due. " * 22,
                         "due": "2026-12-01",
                     },
                     "target": f"t{i}",
