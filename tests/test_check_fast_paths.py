@@ -152,3 +152,28 @@ def test_mutated_manifests_check_the_same_both_ways(
     raw = mutate(base, where, action, new)
     _recorded_reads_match_a_walk(raw)
     _same_both_ways(raw)
+
+
+def test_graph_order_comes_from_graphlib_and_reads_like_the_manifest() -> None:
+    raw = manifest_with_nodes(
+        [
+            {"id": "a", "type": "if", "condition": {"op": "truthy", "left": {"$ref": "input.x"}},
+             "then": "b", "else": "c"},
+            {"id": "b", "type": "set", "target": "x", "value": 1, "next": "d"},
+            {"id": "c", "type": "set", "target": "y", "value": 2, "next": "d"},
+            {"id": "d", "type": "return", "value": {"$ref": "x"}},
+            {"id": "lost", "type": "set", "target": "z", "value": 3, "next": "lost2"},
+            {"id": "lost2", "type": "set", "target": "z", "value": 3, "next": "lost"},
+        ]
+    )  # fmt: skip
+    ctx = PassContext(raw=raw, catalog=get_catalog("talos"))
+    for name, run in PASSES[:3]:
+        assert name in ("structure", "graph", "references")
+        run(ctx)
+    facts = ctx.facts
+    # the unreachable cycle is reported whole; the reachable part is still ordered
+    assert facts.cycles == [["lost", "lost2"]]
+    assert facts.topo_order == ["a", "b", "c", "d"]
+    assert facts.worst_case_path == ["a", "b", "d"]
+    # with a cycle anywhere, definite assignment stands down (the cycle is the error to fix)
+    assert not [d for d in ctx.diagnostics if d.code.startswith("FORGEC_REF")]

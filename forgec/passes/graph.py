@@ -14,15 +14,17 @@ a node:
    "did you mean" hint for the closest id in scope). An edge to an id that two nodes of the
    scope share is ambiguous: it already has its error, so it is followed for reachability (to
    every candidate) but not for cycles.
-3. Cycles: an iterative depth-first search per scope (from the entry first, then from every
-   node in manifest order) over the unambiguous edges collects one cycle per back edge, printed
-   whole (`a -> b -> a`) and reported at the edge that closes it. Removing every reported edge
-   makes the graph acyclic, so each diagnostic is a distinct fix. (Not `graphlib`: its
-   `TopologicalSorter` costs about 0.3 ms per 64-node scope, a third of the whole check's
-   budget, and reports only one cycle; one linear DFS gives every back edge.)
-4. Reachability and order: a depth-first search from the entry at the top level, and in a loop's
-   body from its first node when the loop itself is reachable; its reverse postorder is the
-   topological order later passes follow (None when the reachable part has a cycle). Every
+3. Order and cycles: `graphlib.TopologicalSorter` orders each scope whole (predecessors
+   before successors, ties in manifest order). Only when it raises `CycleError` (the error path)
+   does an iterative depth-first search per scope (from the entry first, then from every node
+   in manifest order) over the unambiguous edges collect one cycle per back edge, printed whole
+   (`a -> b -> a`) and reported at the edge that closes it; `graphlib` names only one cycle.
+   Removing every reported edge makes the graph acyclic, so each diagnostic is a distinct fix.
+4. Reachability and order: a plain depth-first search from the entry at the top level, and in
+   a loop's body from its first node when the loop itself is reachable. The scope's order
+   restricted to what is reached is the topological order later passes follow (a subsequence
+   of a topological order is one); when the scope has a cycle, `graphlib` orders the reached
+   part alone, None when that part is cyclic too. Every
    other node is `FORGE_UNREACHABLE_NODE` (warning), except where reachability is unknown:
    with no usable entry, or in a scope where a reachable node has a missing edge (the missing
    target would decide it, and so would a `next`/`then`/`else` that is missing or ill-typed). A duplicate is not
@@ -38,6 +40,7 @@ Facts recorded for later passes and `forgec inspect`: see `forgec.passes.context
 
 from __future__ import annotations
 
+import graphlib
 from typing import Any
 
 from forgec.ir.nodes import FailNode, ForeachNode, IfNode, Node, ReturnNode
@@ -51,11 +54,13 @@ class Scope:
 
     __slots__ = (
         "cut",
+        "full_order",
         "index",
         "loop",
         "missing_edge",
         "nodes",
         "order",
+        "orders",
         "plain",
         "reachable",
         "succ",
@@ -79,6 +84,11 @@ class Scope:
         self.reachable: list[bool] = [False] * len(nodes)
         # reachable positions in topological order, or None when the reachable part is cyclic
         self.order: list[int] | None = []
+        # every position in a topological order (None: the scope has a cycle), set by the
+        # cycle check; reachable parts are ordered from it
+        self.full_order: list[int] | None = None
+        # start position → (reached, their order): see `reach_and_order`
+        self.orders: dict[int, tuple[list[bool], list[int] | None]] = {}
 
 
 def edge_fields(node: Node) -> list[tuple[str, str]]:
@@ -146,17 +156,18 @@ def check_graph(ctx: PassContext) -> None:
 
     # Reachability and order, parents before bodies (build_scopes lists them in that order).
     reachable_loops: set[str] = set()
+    reachable_add, pointers_add = facts.reachable.add, facts.reachable_pointers.add
     for scope in scopes:
         if scope.loop is None:
             start = top.index[flow.entry][0] if entry_ok and flow.entry is not None else None
         else:
             start = 0 if scope.loop.pointer in reachable_loops and scope.nodes else None
         _reach_and_order(scope, start)
-        for i, node in enumerate(scope.nodes):
-            if scope.reachable[i]:
-                facts.reachable.add(node.id)
-                facts.reachable_pointers.add(node.pointer)
-                if isinstance(node, ForeachNode):
+        for node, is_reached in zip(scope.nodes, scope.reachable, strict=True):
+            if is_reached:
+                reachable_add(node.id)
+                pointers_add(node.pointer)
+                if type(node) is ForeachNode:
                     reachable_loops.add(node.pointer)
     _warn_unreachable(ctx, scopes, entry_ok, duplicates)
 
@@ -239,7 +250,18 @@ def _resolve_edges(
     ctx: PassContext, scope: Scope, where: dict[str, ForeachNode | None], dropped: Dropped
 ) -> None:
     index = scope.index
+    top_level = scope.loop is None
     for node in scope.nodes:
+        kind = type(node)
+        nxt = None if kind is IfNode else getattr(node, "next", None)
+        if type(nxt) is str:
+            # the common case: one `next` to a node of the scope
+            positions = index.get(nxt)
+            if positions is not None and len(positions) == 1:
+                scope.cut.append(False)
+                scope.succ.append([positions[0]])
+                scope.plain.append([("next", positions[0])])
+                continue
         succ: list[int] = []
         plain: list[tuple[str, int]] = []
         cut = False
@@ -259,7 +281,7 @@ def _resolve_edges(
                 _missing_edge_message(node, field, target, scope, where),
                 hint=_did_you_mean(target, [i for i in index if i != node.id]),
             )
-        cut = cut or _edge_unknown(ctx.raw, node, scope.loop is None)
+        cut = cut or _edge_unknown(ctx.raw, node, top_level)
         scope.missing_edge = scope.missing_edge or cut
         scope.cut.append(cut)
         scope.succ.append(succ)
@@ -333,6 +355,9 @@ def _check_entry(
 
 
 def _check_cycles(ctx: PassContext, scope: Scope, entry: str | None) -> list[list[Node]]:
+    scope.full_order = topological(scope.succ)
+    if scope.full_order is not None:
+        return []  # acyclic: the unambiguous edges are some of `succ`
     n = len(scope.nodes)
     starts = list(range(n))
     if scope.loop is None and entry is not None and entry in scope.index:
@@ -389,39 +414,55 @@ def find_cycles(
     return found
 
 
-def dfs_order(succ: list[list[int]], start: int) -> tuple[list[bool], list[int] | None]:
-    """What `start` reaches, and those nodes in topological order: the reverse postorder of a
-    depth-first search (`then` explored before `else`, so it reads like the manifest); None
-    for the order when a back edge shows a cycle among them."""
+def topological(succ: list[list[int]], members: list[int] | None = None) -> list[int] | None:
+    """Positions in a topological order (`graphlib`; ties in manifest order), or None when they
+    form a cycle. `members` restricts it to a part closed under `succ` (what a start reaches)."""
+    sorter: graphlib.TopologicalSorter[int] = graphlib.TopologicalSorter()
+    add = sorter.add
+    for i in range(len(succ)) if members is None else members:
+        add(i)
+        for j in succ[i]:
+            add(j, i)  # j comes after i
+    try:
+        return list(sorter.static_order())
+    except graphlib.CycleError:
+        return None
+
+
+def reach(succ: list[list[int]], start: int) -> list[bool]:
+    """Which positions `start` reaches (itself included)."""
     seen = [False] * len(succ)
-    on_stack = [False] * len(succ)
-    post: list[int] = []
-    acyclic = True
-    seen[start] = on_stack[start] = True
-    stack = [(start, len(succ[start]))]
+    seen[start] = True
+    stack = [start]
     while stack:
-        v, k = stack[-1]
-        if k == 0:
-            stack.pop()
-            on_stack[v] = False
-            post.append(v)
-            continue
-        stack[-1] = (v, k - 1)
-        w = succ[v][k - 1]  # last successor first: it ends up later in the reverse postorder
-        if on_stack[w]:
-            acyclic = False
-        elif not seen[w]:
-            seen[w] = on_stack[w] = True
-            stack.append((w, len(succ[w])))
-    post.reverse()
-    return seen, post if acyclic else None
+        for w in succ[stack.pop()]:
+            if not seen[w]:
+                seen[w] = True
+                stack.append(w)
+    return seen
+
+
+def reach_and_order(scope: Scope, start: int) -> tuple[list[bool], list[int] | None]:
+    """What `start` reaches in `scope`, and those positions in a topological order (None when a
+    cycle is among them). Memoised per start: the worst case asks again for the same ones."""
+    known = scope.orders.get(start)
+    if known is not None:
+        return known
+    seen = reach(scope.succ, start)
+    full = scope.full_order
+    if full is not None:
+        order: list[int] | None = [i for i in full if seen[i]]
+    else:
+        order = topological(scope.succ, [i for i, s in enumerate(seen) if s])
+    scope.orders[start] = seen, order
+    return seen, order
 
 
 def _reach_and_order(scope: Scope, start: int | None) -> None:
     if start is None:
         scope.order = []
         return
-    scope.reachable, scope.order = dfs_order(scope.succ, start)
+    scope.reachable, scope.order = reach_and_order(scope, start)
 
 
 def _warn_unreachable(
@@ -434,6 +475,8 @@ def _warn_unreachable(
     for scope in scopes:
         loop_dead = scope.loop is not None and scope.loop.pointer in unreachable_loops
         loop_silent = scope.loop is not None and scope.loop.pointer in silent_loops
+        if all(scope.reachable) and not loop_dead:
+            continue  # the common case: nothing to warn about
         # a reachable node whose successors are unknown could lead anywhere in the scope
         unknown = any(r and c for r, c in zip(scope.reachable, scope.cut, strict=True))
         for i, node in enumerate(scope.nodes):
@@ -506,15 +549,16 @@ def longest_path(
     if key in cache:
         return cache[key]
     cache[key] = None  # while measuring: a body that leads back here is unbounded
-    _, order = dfs_order(scope.succ, start)
+    _, order = reach_and_order(scope, start)
     result: tuple[int, list[str]] | None = None
     if order is not None:
         bodies = {s.loop.pointer: s for s in scopes if s.loop is not None}
         best: dict[int, tuple[int, int | None]] = {}  # position → (W, next on the longest path)
+        nodes, succ = scope.nodes, scope.succ
         for i in reversed(order):  # successors first
-            node = scope.nodes[i]
+            node = nodes[i]
             own = 1
-            if isinstance(node, ForeachNode):
+            if type(node) is ForeachNode:
                 body = bodies.get(node.pointer)
                 if body is not None and body.nodes:
                     inner = longest_path(scopes, body, 0, cache)
@@ -522,7 +566,7 @@ def longest_path(
                         return None
                     own = 1 + node.max_items * inner[0]
             w, nxt = 0, None
-            for j in scope.succ[i]:
+            for j in succ[i]:
                 if best[j][0] > w:
                     w, nxt = best[j][0], j
             best[i] = (own + w, nxt)
