@@ -65,9 +65,13 @@ def find_secrets(raw: Any) -> list[Located]:
         blob = orjson.dumps(raw)
     except (TypeError, ValueError, orjson.JSONEncodeError):
         return walk_secrets(raw)  # not plain JSON (huge int, lone surrogate…): no screen
-    if screen_is_clean(blob):
+    screened = screen(blob)
+    if screened is None:
+        return walk_secrets(raw)
+    dirty, names_matter = screened
+    if not dirty and not names_matter:
         return []
-    return walk_secrets(raw)
+    return walk_secrets(raw, only=dirty)
 
 
 def _message(pointer: str, is_key: bool, f: SecretFinding) -> str:
@@ -84,42 +88,63 @@ def _message(pointer: str, is_key: bool, f: SecretFinding) -> str:
 # The full walk
 
 
-def walk_secrets(raw: Any) -> list[Located]:
+def walk_secrets(raw: Any, *, only: set[str] | None = None) -> list[Located]:
+    """Scan every string of `raw`; with `only`, just those and the ones under a name that matters.
+
+    `only` comes from the screen: the strings whose own text has a finding. The rest can only
+    gain one from their name, so they are scanned when `name_matters(name)`.
+    """
     out: list[Located] = []
-    # (value, pointer, name it is judged under)
-    stack: list[tuple[Any, str, str | None]] = [(raw, "", None)]
+    # (value, path as a linked list of (parent, token), name it is judged under); pointers are
+    # only spelled out for findings
+    stack: list[tuple[Any, _Link, str | None]] = [(raw, None, None)]
     seen: set[int] = set()  # containers already walked: a value built in code may be cyclic
     while stack:
-        value, pointer, name = stack.pop()
-        if isinstance(value, dict | list | tuple):
+        value, link, name = stack.pop()
+        if isinstance(value, str):
+            if only is None or value in only or name_matters(name):
+                best = _strongest(scan_text(value, name=name))
+                if best is not None:
+                    out.append((_pointer(link), False, best))
+        elif isinstance(value, dict):
             if id(value) in seen:
                 continue
             seen.add(id(value))
-        if isinstance(value, str):
-            best = _strongest(scan_text(value, name=name))
-            if best is not None:
-                out.append((pointer, False, best))
-        elif isinstance(value, dict):
             pair = _pair_name(value)
-            children: list[tuple[Any, str, str | None]] = []
+            children: list[tuple[Any, _Link, str | None]] = []
             for key, child in value.items():
                 if not isinstance(key, str):
                     continue
-                child_pointer = f"{pointer}/{escape(key)}"
-                best = _strongest(scan_text(key))
-                if best is not None:
-                    out.append((child_pointer, True, best))
+                child_link = (link, key)
+                if only is None or key in only:
+                    best = _strongest(scan_text(key))
+                    if best is not None:
+                        out.append((_pointer(child_link), True, best))
                 if key == "value" and pair is not None:
                     child_name: str | None = pair
                 elif key in _PASSTHROUGH and name is not None:
                     child_name = name
                 else:
                     child_name = key
-                children.append((child, child_pointer, child_name))
+                children.append((child, child_link, child_name))
             stack.extend(reversed(children))
         elif isinstance(value, list | tuple):
-            stack.extend((v, f"{pointer}/{i}", name) for i, v in reversed(list(enumerate(value))))
+            if id(value) in seen:
+                continue
+            seen.add(id(value))
+            stack.extend((v, (link, i), name) for i, v in reversed(list(enumerate(value))))
     return out
+
+
+_Link = tuple[Any, str | int] | None
+
+
+def _pointer(link: _Link) -> str:
+    tokens: list[str | int] = []
+    while link is not None:
+        link, token = link
+        tokens.append(token)
+    return "".join("/" + escape(t) for t in reversed(tokens))
 
 
 def _pair_name(obj: dict[Any, Any]) -> str | None:
@@ -152,10 +177,16 @@ _LITERALS = tuple(s.encode() for s in SCREEN_LITERALS)
 _QUOTE, _BACKSLASH = 0x22, 0x5C
 
 
-def screen_is_clean(blob: bytes) -> bool:
-    """True when no string of the compact JSON `blob` can hold a finding (see module doc)."""
+def screen(blob: bytes) -> tuple[set[str], bool] | None:
+    """Judge every string of the compact JSON `blob` that has a screen feature (module doc).
+
+    Returns the strings with a finding of their own and whether some key or pair name is
+    secret-like (then values need judging under it), or None when the blob defeats the screen.
+    """
     low = blob.lower()
     checked: set[int] = set()  # opening-quote offsets of strings already judged
+    dirty: set[str] = set()
+    names_matter = False
     for needles, hay in (
         (_STEMS, low),
         (_LITERALS, low),
@@ -166,29 +197,32 @@ def screen_is_clean(blob: bytes) -> bool:
             while i >= 0:
                 span = _enclosing_string(blob, i)
                 if span is None:
-                    return False
+                    return None
                 q0, q1 = span
                 if q0 not in checked:
                     checked.add(q0)
-                    if not _string_is_clean(blob, q0, q1):
-                        return False
+                    try:
+                        text = orjson.loads(blob[q0 : q1 + 1])
+                    except orjson.JSONDecodeError:
+                        return None
+                    if not isinstance(text, str):
+                        return None
+                    if scan_text(text):
+                        dirty.add(text)
+                    # a secret-like key judges its value, and so does a pair's name
+                    is_key = blob[q1 + 1 : q1 + 2] == b":"
+                    if (is_key or blob[max(0, q0 - 9) : q0].endswith(_PAIR_KEYS)) and name_matters(
+                        text
+                    ):
+                        names_matter = True
                 i = hay.find(needle, q1 + 1)
-    return True
+    return dirty, names_matter
 
 
-def _string_is_clean(blob: bytes, q0: int, q1: int) -> bool:
-    try:
-        text = orjson.loads(blob[q0 : q1 + 1])
-    except orjson.JSONDecodeError:
-        return False
-    if not isinstance(text, str):
-        return False
-    # A name that matters needs the real walk: a secret-like key judges its value, and so does
-    # the string of a `{"name": …, "value": …}` pair.
-    is_key = blob[q1 + 1 : q1 + 2] == b":"
-    if (is_key or blob[max(0, q0 - 9) : q0].endswith(_PAIR_KEYS)) and name_matters(text):
-        return False
-    return not scan_text(text)
+def screen_is_clean(blob: bytes) -> bool:
+    """True when no string of the compact JSON `blob` can hold a finding."""
+    screened = screen(blob)
+    return screened is not None and not screened[0] and not screened[1]
 
 
 def _escaped(blob: bytes, j: int) -> bool:
