@@ -13,11 +13,11 @@ times what `orjson.loads` does, so the pass first screens the whole document at 
 `orjson.dumps` of the parsed value, then a handful of `bytes.find` over it (and over its ASCII
 lower-case copy) for the only features any rule needs (see `secret_rules`): a run of 20+ token
 characters (found with `bytes.translate` + `find`), a marker (`@` for URL passwords, `sig=`,
-`~`) or a secret-like stem (`pass`, `key`, `token`, …). Each hit is widened to the JSON string around
-it, which is decoded and scanned on its own; a secret-like *key* sends the pass to the full walk
-(its value's name matters), and so does any finding. Only then does the walk run, to compute
-JSON Pointers. The screen is a superset of the walk by construction; a hypothesis test compares
-the two on generated documents.
+`~`) or a secret-like stem (`pass`, `key`, `token`, …). Each hit is widened to the JSON string
+around it, which is decoded and scanned on its own. Nothing found and no secret-like key or pair
+name: done, without a walk. Otherwise the walk runs, to compute JSON Pointers, scanning only the
+strings the screen flagged and those under a secret-like name. The screen is a superset of the
+walk by construction; a hypothesis test compares the screened pass with the full walk.
 """
 
 from __future__ import annotations
