@@ -48,6 +48,8 @@ _JSON_TYPE_NAMES = {
 
 def is_expression(value: Any) -> bool:
     """Whether a value is an expression object (`{"$ref": ..}` and the like)."""
+    if type(value) is dict:  # the common case, without the ABC check below
+        return len(value) == 1 and next(iter(value)) in EXPRESSION_KEYS
     return isinstance(value, Mapping) and len(value) == 1 and next(iter(value)) in EXPRESSION_KEYS
 
 
@@ -100,10 +102,10 @@ def _is_number(value: Any) -> bool:
 
 
 def _type_ok(kind: str, value: Any) -> bool:
-    if kind == "any":
-        return True
     if kind == "string":
         return isinstance(value, str)
+    if kind == "any":
+        return True
     if kind == "integer":
         return _is_int(value)
     if kind == "number":
@@ -144,9 +146,17 @@ class Field:
     ) -> list[InputProblem]:
         if not runtime and is_expression(value):
             return []  # computed: checked at run time
-        where = _where(path)
         if value is None and self.nullable:
             return []
+        if self.kind == "string" and type(value) is str and self.validate is None:
+            # the common case, without building the messages' `where`
+            if self.enum is None and (
+                (self.min_length is None or len(value) >= self.min_length)
+                and (self.max_length is None or len(value) <= self.max_length)
+            ):
+                return []
+            return self._string_problems(value, path, _where(path))
+        where = _where(path)
         if runtime and self.kind == "integer" and isinstance(value, float) and value.is_integer():
             value = int(value)  # run-time data follows JSON Schema, where 5.0 is an integer
         if not _type_ok(self.kind, value):
@@ -343,25 +353,28 @@ class Shape:
     ) -> list[InputProblem]:
         if not runtime and is_expression(literal):
             return []  # the whole input is computed: checked at run time
-        if not isinstance(literal, Mapping):
+        if type(literal) is not dict and not isinstance(literal, Mapping):
             return [InputProblem((), f"the input must be an object, not {json_type_name(literal)}")]
-        if not isinstance(computed, (set, frozenset)):
+        if type(computed) is not frozenset and not isinstance(computed, (set, frozenset)):
             try:
                 computed = frozenset(computed)
             except TypeError:
                 computed = frozenset()
         out: list[InputProblem] = []
         present: set[str] = set()
-        extra = sorted(str(k) for k in computed if k not in literal)
-        for key in [*literal.keys(), *extra]:
-            name = key if isinstance(key, str) else str(key)
+        fields = self.fields
+        extra = [k for k in computed if k not in literal]
+        for key in [*literal.keys(), *sorted(str(k) for k in extra)] if extra else literal:
+            name = key if type(key) is str else str(key)
             present.add(name)
-            if name not in self.fields:
+            if name not in fields:
                 out.append(InputProblem((name,), self._unknown_message(name)))
         for key, value in literal.items():
-            spec = self.fields.get(key) if isinstance(key, str) else None
+            spec = fields.get(key) if type(key) is str else None
             if spec is not None:
-                out.extend(spec.problems(value, (key,), runtime))
+                found = spec.problems(value, (key,), runtime)
+                if found:
+                    out.extend(found)
         for name in self.required:
             if name not in present:
                 out.append(InputProblem((name,), f"missing required field `{name}`"))

@@ -21,7 +21,7 @@ Every capability step is checked, reachable or not (a later edit may make it rea
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from forgec.catalog import CapabilitySpec, Catalog, get_catalog
@@ -41,13 +41,16 @@ from forgec.passes.context import PassContext
 from forgec.passes.graph import closest, shown
 
 
-def capability_nodes(nodes: tuple[Node, ...]) -> Iterator[CapabilityNode]:
+def capability_nodes(nodes: tuple[Node, ...]) -> list[CapabilityNode]:
     """Every capability step, loop bodies included, in manifest order."""
+    out: list[CapabilityNode] = []
     for node in nodes:
-        if isinstance(node, CapabilityNode):
-            yield node
-        elif isinstance(node, ForeachNode):
-            yield from capability_nodes(node.body)
+        kind = type(node)
+        if kind is CapabilityNode:
+            out.append(node)  # type: ignore[arg-type]
+        elif kind is ForeachNode:
+            out.extend(capability_nodes(node.body))  # type: ignore[union-attr]
+    return out
 
 
 def input_parts(value: Value | None) -> tuple[Any, frozenset[str]] | None:
@@ -55,19 +58,25 @@ def input_parts(value: Value | None) -> tuple[Any, frozenset[str]] | None:
 
     None when nothing is known statically (the input is one `$ref`, or absent).
     """
-    if isinstance(value, Literal):
-        return value.value, frozenset()
-    if isinstance(value, ObjectExpr):
-        literal = {k: m.value for k, m in value.fields if isinstance(m, Literal)}
-        computed = frozenset(k for k, m in value.fields if not isinstance(m, Literal))
-        return literal, computed
+    kind = type(value)
+    if kind is Literal:
+        return value.value, frozenset()  # type: ignore[union-attr]
+    if kind is ObjectExpr:
+        literal: dict[str, Any] = {}
+        computed: list[str] = []
+        for k, m in value.fields:  # type: ignore[union-attr]
+            if type(m) is Literal:
+                literal[k] = m.value
+            else:
+                computed.append(k)
+        return literal, frozenset(computed)
     return None
 
 
 def literal_fields(value: Value | None) -> Mapping[str, Any]:
     """The literal fields of an object input (what a marks resolver decides on)."""
     parts = input_parts(value)
-    if parts is None or not isinstance(parts[0], Mapping):
+    if parts is None or (type(parts[0]) is not dict and not isinstance(parts[0], Mapping)):
         return {}
     return parts[0]
 
@@ -110,7 +119,7 @@ def _unknown(ctx: PassContext, node: CapabilityNode, name: str) -> None:
 
 def _check_input(ctx: PassContext, node: CapabilityNode, spec: CapabilitySpec) -> None:
     value = node.input
-    base = join(node.pointer, "input")
+    base = node.pointer + "/input"
     if isinstance(value, (Template, ListExpr)):
         kind = "a template (a string)" if isinstance(value, Template) else "a list"
         ctx.report(
@@ -143,8 +152,8 @@ def _check_input(ctx: PassContext, node: CapabilityNode, spec: CapabilitySpec) -
 
 def _check_compensation(ctx: PassContext, node: CapabilityNode, spec: CapabilitySpec) -> None:
     comp = node.compensation
-    if comp is None:
-        return
+    if comp is None or (comp == spec.undo and comp in ctx.catalog):
+        return  # none, or the right one
     pointer = join(node.pointer, "compensation")
     if spec.undo is None:
         ctx.report(

@@ -10,7 +10,6 @@ bad schema may have become None).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 from forgec.ir.nodes import ForeachNode, LlmNode, Manifest, Node
@@ -20,13 +19,16 @@ from forgec.passes.context import PassContext
 ABSENT = object()  # what `raw_at` returns for a pointer that leads nowhere
 
 
-def llm_nodes(nodes: tuple[Node, ...]) -> Iterator[LlmNode]:
+def llm_nodes(nodes: tuple[Node, ...]) -> list[LlmNode]:
     """Every model step, loop bodies included, in manifest order."""
+    out: list[LlmNode] = []
     for node in nodes:
-        if isinstance(node, LlmNode):
-            yield node
-        elif isinstance(node, ForeachNode):
-            yield from llm_nodes(node.body)
+        kind = type(node)
+        if kind is LlmNode:
+            out.append(node)  # type: ignore[arg-type]
+        elif kind is ForeachNode:
+            out.extend(llm_nodes(node.body))  # type: ignore[union-attr]
+    return out
 
 
 def raw_at(raw: Any, pointer: str) -> Any:
