@@ -322,6 +322,17 @@ POSITIVES += [
     ("pem-encrypted", make_pem("ENCRYPTED "), None, "private-key"),
     ("pgp", j("-----BEGIN PGP PRIV", "ATE KEY BLOCK-----\n\n", rnd(64, B64)), None, "private-key"),
     ("surrogate-neighbour", j("\ud800 ", "gh", "p_", rnd(36)), None, "github-pat"),
+    ("airtable", j("pa", "t", rnd(14), ".", rnd(64, HEX)), None, "airtable-token"),
+    ("bitbucket", j("AT", "BB", rnd(32)), None, "bitbucket-app-password"),
+    ("meta", j("EA", "AG", rnd(150)), None, "meta-access-token"),
+    ("flyio", j("fo", "1_", rnd(43, URLSAFE)), None, "flyio-token"),
+    ("shippo", j("shippo", "_live_", rnd(40, HEX)), None, "shippo-token"),
+    ("flutterwave", j("FLW", "SECK-", rnd(32, "abcdefgh0123456789"), "-X"), None, "flutterwave-key"),
+    ("typeform", j("tf", "p_", rnd(44, URLSAFE)), None, "typeform-token"),
+    ("readme", j("rd", "me_", rnd(70, LOWER_ALNUM)), None, "readme-api-key"),
+    ("pinecone", j("pc", "sk_", rnd(60)), None, "pinecone-api-key"),
+    ("braintree", j("access_token$", "production$", rnd(16, LOWER_ALNUM), "$", rnd(32, HEX)), None, "paypal-braintree-token"),
+    ("mailchimp", j(rnd(32, HEX), "-u", "s12"), None, "mailchimp-api-key"),
 ]
 # fmt: on
 
@@ -417,6 +428,14 @@ NEGATIVES: list[tuple[str, str, str | None]] = [
     ("numbers", "12345678901234567890123", None),
     ("op-reference", "op://vault/item/password", "password"),
     ("arn-reference", "arn:aws:secretsmanager:eu-west-1:123456789012:secret:db", "secret"),
+    ("path-word", "pathname/to/the/file/on/disk", None),
+    ("patterns-prose", "patterns and paths are matched by the router", None),
+    ("eaa-word", "EAAB is an acronym here", None),
+    ("us-suffix", "release-us1 in region eu", None),
+    ("sk-words", "sk-learn-compatible-estimator-wrapper-v2", None),
+    ("sk-long-word", "sk-thisisaverylongwordwithoutanyspaces", None),
+    ("hf-model-name", "hf_transformersAutoModelForCausalLM2", None),
+    ("words-under-token", "weeklyDigestRefreshTokenForTheTeam", "token"),
 ]
 
 

@@ -123,7 +123,7 @@ _PLACEHOLDER_MARKS = (
 
 
 _PLACEHOLDER_RE = re.compile(
-    "|".join(re.escape(m) for m in _PLACEHOLDER_MARKS) + r"|[<>{}$*]", re.IGNORECASE
+    "|".join(re.escape(m) for m in _PLACEHOLDER_MARKS) + r"|[<>{}*]|\$[({A-Z]", re.IGNORECASE
 )
 
 
@@ -244,12 +244,34 @@ def _password_like(v: str) -> bool:
 
 
 _HEXISH_RE = re.compile(r"[0-9a-fA-F-]+", re.ASCII)
+# The commonest English letter pairs: about half the pairs of words, a few % of random text.
+_BIGRAMS_TEXT = (
+    "th he in er an re on at en nd ti es or te of ed is it al ar st to nt ng se ha as ou io le "
+    "ve co me de hi ri ro ic ne ea ra ce li ch ll be ma si om ur"
+)
+_COMMON_BIGRAMS = frozenset(_BIGRAMS_TEXT.split())
+
+
+def _englishy(v: str) -> bool:
+    """Made of words (`learncompatiblewrapper`), not random: common letter pairs dominate.
+
+    Random base62 of 20 characters passes for words about once in 2 000 (measured).
+    """
+    if _HEXISH_RE.fullmatch(v) or sum(c.isdigit() for c in v) * 12 > len(v):
+        return False
+    low = v.translate(_ASCII_LOWER)
+    pairs = [low[i : i + 2] for i in range(len(low) - 1)]
+    letter_pairs = [p for p in pairs if p.isalpha()]
+    if len(letter_pairs) < 10:
+        return False
+    common = sum(p in _COMMON_BIGRAMS for p in letter_pairs)
+    return common >= 0.35 * len(letter_pairs)
 
 
 def _high_entropy_token(v: str, *, min_len: int = 16) -> bool:
-    """Random enough to be a token: two character classes and entropy above the bar."""
+    """Random enough to be a token: two character classes, entropy above the bar, not words."""
     n = len(v)
-    if n < min_len or n > 4096 or _classes(v) < 2:
+    if n < min_len or n > 4096 or _classes(v) < 2 or _englishy(v[:256]):
         return False
     if _HEXISH_RE.fullmatch(v):
         threshold = 3.0
@@ -449,6 +471,17 @@ _PROVIDER_TABLE: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
     ("aws-session-token", "AWS session token", ("FwoGZXIvYXdz", "IQoJb3JpZ2lu"), r"[A-Za-z0-9+/=]{80,2000}"),
     ("twitter-bearer-token", "X (Twitter) bearer token", ("AAAAAAAAAAAAAAAAAAAAA",), r"[A-Za-z0-9%]{30,200}"),
     ("dropbox-token", "Dropbox access token", ("sl.", "sl.u."), r"[A-Za-z0-9_-]{130,1500}"),
+    ("airtable-token", "Airtable personal access token", ("pat",), r"[A-Za-z0-9]{14}\.[a-f0-9]{64}"),
+    ("bitbucket-app-password", "Bitbucket app password", ("ATBB",), r"[A-Za-z0-9_=.-]{32,100}"),
+    ("meta-access-token", "Meta (Facebook) access token", ("EAAB", "EAAC", "EAAG", "EAAI", "EAAJ", "EAAM", "EAAU"), r"[A-Za-z0-9]{80,400}"),
+    ("flyio-token", "Fly.io token", ("fo1_", "fm1r_", "fm2_"), r"[A-Za-z0-9_+/=,-]{40,2000}"),
+    ("shippo-token", "Shippo API token", ("shippo_live_", "shippo_test_"), r"[a-f0-9]{40}"),
+    ("flutterwave-key", "Flutterwave secret key", ("FLWSECK-", "FLWSECK_TEST-"), r"[a-h0-9]{32}-X"),
+    ("typeform-token", "Typeform personal access token", ("tfp_",), r"[A-Za-z0-9_.-]{40,64}"),
+    ("frameio-token", "Frame.io token", ("fio-u-",), r"[A-Za-z0-9_=-]{64}"),
+    ("readme-api-key", "ReadMe API key", ("rdme_",), r"[a-z0-9]{70}"),
+    ("pinecone-api-key", "Pinecone API key", ("pcsk_",), r"[A-Za-z0-9_]{40,120}"),
+    ("paypal-braintree-token", "PayPal Braintree access token", ("access_token$production$",), r"[a-z0-9]{16}\$[a-f0-9]{32}"),
     ("private-key-der", "private key (base64 DER)", ("MII",), r"[A-Za-z0-9+/]{3}(?:IBADAN|IBAAKC)[A-Za-z0-9+/]{40,8000}={0,2}"),
     ("private-key-der", "private key (base64 DER)", ("MHcCAQEE", "MC4CAQAwBQYDK2Vw"), r"[A-Za-z0-9+/]{20,400}={0,2}"),
 )  # fmt: skip
@@ -502,6 +535,7 @@ _FREE_PATTERNS = {
     "azure_ad": r"Q~(?<=[A-Za-z0-9_~.-]{3}[0-9]Q~)(?=[A-Za-z0-9_~.-]{31,34}(?![A-Za-z0-9_~.-]))",
     "terraform": r"\.atlasv1\.(?<=[A-Za-z0-9]{14}\.atlasv1\.)(?=[A-Za-z0-9_-]{60})",
     "fcm": r":APA91b(?=[A-Za-z0-9_-]{120})",
+    "mailchimp": r"-us(?<=[0-9a-f]{32}-us)(?=[0-9]{1,2}(?![A-Za-z0-9]))",
 }
 _KEYWORDS = (
     r"pass(?:word|wd|phrase)?|pwd|secret|token|api[_-]?key|access[_-]?key|auth[_-]?key|"
@@ -602,11 +636,16 @@ def _provider(text: str, start: int, anchor: str) -> _Result:
     if rule == "aws-access-key-id":
         if token.endswith("EXAMPLE"):
             return None, m.end()
-    elif not _high_entropy_token(body[:1024], min_len=8):
-        return None, m.end()  # `sk-learn-compatible-wrapper`: a prefix alone proves nothing
+    elif _englishy(body[:256]) or (
+        _ALNUM_RUN_RE.search(body) is None and not _high_entropy_token(body[:1024], min_len=8)
+    ):
+        # words (`sk-learn-compatible-wrapper`, `hf_transformersAutoModel`): a prefix alone
+        # proves nothing; a long unbroken random run (any alphabet) is what tokens are made of
+        return None, m.end()
     return _finding(rule, kind, start, m.end(), STRONG, anchor + "…"), m.end()
 
 
+_ALNUM_RUN_RE = re.compile(r"[A-Za-z0-9]{20}", re.ASCII)
 _JWT_RE = re.compile(
     r"(eyJ[A-Za-z0-9_-]{4,8000})\.([A-Za-z0-9_-]{2,16000})\.([A-Za-z0-9_-]{16,8000})", re.ASCII
 )
@@ -858,6 +897,20 @@ def _fcm(text: str, start: int, end: int) -> _Result:
     ), m.end()
 
 
+_MAILCHIMP_SUFFIX = re.compile(r"[0-9]{1,2}", re.ASCII)
+
+
+def _mailchimp(text: str, start: int, end: int) -> _Result:
+    s = start - 32
+    if s > 0 and (text[s - 1].isalnum() or text[s - 1] in "_-"):
+        return None, end
+    m = _MAILCHIMP_SUFFIX.match(text, end)
+    stop = m.end() if m else end
+    if not _randomish(text[s:start]):
+        return None, stop
+    return _finding("mailchimp-api-key", "Mailchimp API key", s, stop, STRONG), stop
+
+
 _FREE_VALIDATORS: dict[str, Callable[[str, int, int], _Result]] = {
     "url": _url,
     "pem": _pem,
@@ -868,6 +921,7 @@ _FREE_VALIDATORS: dict[str, Callable[[str, int, int], _Result]] = {
     "azure_ad": _azure_ad,
     "terraform": _terraform,
     "fcm": _fcm,
+    "mailchimp": _mailchimp,
 }
 
 # Keyword anchors: `password=…`, `"api_key": "…"`, `Bearer …`, `Basic …`, `AccountKey=…`, `sig=…`
