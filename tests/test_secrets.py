@@ -462,6 +462,14 @@ def test_preview_never_holds_the_secret() -> None:
             assert text[f.start : f.end] not in f.preview or f.end - f.start <= 3
 
 
+def test_provider_token_wins_over_its_wrapper() -> None:
+    token = j("gh", "p_", rnd(36))
+    for text, name in ((f"Bearer {token}", "Authorization"), (f"Authorization: Bearer {token}", None),
+                       (f"https://u:{token}@github.com/x", None), (f"token={token}", None)):  # fmt: skip
+        findings = scan_text(text, name=name)
+        assert [f.rule for f in findings] == ["github-pat"], (text, findings)
+
+
 def test_embedded_in_prose_and_located() -> None:
     token = j("gh", "p_", rnd(36))
     text = f"Call the API with {token} as the token."

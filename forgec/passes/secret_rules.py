@@ -940,7 +940,8 @@ def _keyword(text: str, start: int, end: int, ctx: _Context) -> _Result:
             return None, end
         if word == "basic" and not ctx.mentions_auth:
             return None, m.end()  # "Basic plan", "basic summary": needs an Authorization nearby
-        return _auth_credential(word, m.group(1), start, m.end()), m.end()
+        # resume inside: a provider token as the credential is the stronger finding
+        return _auth_credential(word, m.group(1), start, m.end()), end
     s = start
     while s > 0 and start - s < 32 and text[s - 1] in _NAME_CHARS:
         s -= 1
