@@ -27,6 +27,7 @@ holds the two paths to the same result.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -765,7 +766,25 @@ class _Builder:
         """One node; `loop` is the id of the enclosing foreach (None at the top level)."""
         outer = self.refs, self.has_credential  # a body node is built inside its loop's node
         self.refs, self.has_credential = [], False
-        built = self.node_checked(n, pointer, loop)
+        built = None
+        if type(n) is dict:
+            # The happy path's gate, decided by lookups and two set comparisons.
+            typ = n.get("type")
+            keys = None
+            if type(typ) is str:
+                keys = _FAST_KEYS_TOP.get(typ) if loop is None else _FAST_KEYS_BODY.get(typ)
+            if keys is not None:
+                node_id = n.get("id")
+                present = n.keys()
+                if (
+                    present <= keys[0]
+                    and present >= keys[1]
+                    and type(node_id) is str
+                    and NODE_ID_RE.fullmatch(node_id)
+                ):
+                    built = self.fast_node(str(typ), n, node_id, pointer)
+        if built is None:
+            built = self.node_checked(n, pointer, loop)
         if built is not None:
             self.reads[pointer] = self.refs
             if self.has_credential:
@@ -807,12 +826,6 @@ class _Builder:
             )
             return None
         allowed, required = _NODE_KEYS[typ, loop is None]
-        if id_ok and typ != "foreach":
-            keys = n.keys()
-            if keys <= _sets(allowed) and keys >= _sets(required):
-                fast = self.fast_node(typ, n, str(node_id), pointer)
-                if fast is not None:
-                    return fast
         where = f"{typ} node {shown_id}"
         self.fields(n, pointer, allowed, required, where)
         built = self.node_body(
@@ -828,107 +841,114 @@ class _Builder:
         reports. Values are built last: `value_field` reports its own problems and never
         causes a fall-back, so nothing is reported twice. Must build exactly what
         `node_body` builds for the same input (tested)."""
+        return _FAST_NODE[typ](self, n, node_id, p)
+
+    def fast_set(self, n: dict[str, Any], node_id: str, p: str) -> Node | None:
+        nxt = n.get("next", _ABSENT)
+        if nxt is _ABSENT:
+            nxt = None
+        elif type(nxt) is not str:
+            return None
+        target = n["target"]
+        if type(target) is not str:
+            return None
+        return SetNode(
+            id=node_id, pointer=p, target=target, value=self.value_field(n, "value", p), next=nxt
+        )
+
+    def fast_capability(self, n: dict[str, Any], node_id: str, p: str) -> Node | None:
         get = n.get
         nxt = get("next", _ABSENT)
         if nxt is _ABSENT:
             nxt = None
         elif type(nxt) is not str:
             return None
-        if typ == "set":
-            target = n["target"]
-            if type(target) is not str:
+        capability = n["capability"]
+        target = get("target", _ABSENT)
+        compensation = get("compensation", _ABSENT)
+        if type(capability) is not str:
+            return None
+        if target is _ABSENT:
+            target = None
+        elif type(target) is not str:
+            return None
+        if compensation is _ABSENT:
+            compensation = None
+        elif type(compensation) is not str:
+            return None
+        retry = None
+        r = get("retry", _ABSENT)
+        if r is not _ABSENT:
+            if type(r) is not dict or r.keys() != _RETRY_KEYS:
                 return None
-            return SetNode(
-                id=node_id,
-                pointer=p,
-                target=target,
-                value=self.value_field(n, "value", p),
-                next=nxt,
-            )
-        if typ == "capability":
-            capability = n["capability"]
-            target = get("target", _ABSENT)
-            compensation = get("compensation", _ABSENT)
-            if type(capability) is not str:
-                return None
-            if target is _ABSENT:
-                target = None
-            elif type(target) is not str:
-                return None
-            if compensation is _ABSENT:
-                compensation = None
-            elif type(compensation) is not str:
-                return None
-            retry = None
-            if "retry" in n:
-                r = n["retry"]
-                if type(r) is not dict or r.keys() != _RETRY_KEYS:
-                    return None
-                attempts, backoff = r["attempts"], r["backoffMs"]
-                if not (
-                    type(attempts) is int
-                    and 1 <= attempts <= 3
-                    and type(backoff) is int
-                    and 0 <= backoff <= 5000
-                ):
-                    return None
-                retry = Retry(attempts=attempts, backoff_ms=backoff, pointer=f"{p}/retry")
-            return CapabilityNode(
-                id=node_id,
-                pointer=p,
-                capability=capability,
-                input=self.value_field(n, "input", p),
-                target=target,
-                retry=retry,
-                compensation=compensation,
-                next=nxt,
-            )
-        if typ == "if":
-            then, else_, c = n["then"], n["else"], n["condition"]
-            if type(then) is not str or type(else_) is not str or type(c) is not dict:
-                return None
-            op = c.get("op")
-            if (
-                not c.keys() <= _CONDITION_KEYS
-                or op not in CONDITION_OPS
-                or type(op) is not str
-                or "left" not in c
-                or ("right" in c) == (op in UNARY_OPS)
+            attempts, backoff = r["attempts"], r["backoffMs"]
+            if not (
+                type(attempts) is int
+                and 1 <= attempts <= 3
+                and type(backoff) is int
+                and 0 <= backoff <= 5000
             ):
                 return None
-            cp = f"{p}/condition"
-            left = self.value_field(c, "left", cp)
-            right = self.value_field(c, "right", cp) if op not in UNARY_OPS else None
-            return IfNode(
-                id=node_id,
-                pointer=p,
-                condition=Condition(op=op, left=left, right=right, pointer=cp),
-                then=then,
-                else_=else_,
-            )
-        if typ == "llm":
-            op, target = n["op"], n["target"]
-            if (
-                type(op) is not str
-                or op not in LLM_OPS
-                or type(target) is not str
-                or "requirements" in n
-                or "outputSchema" in n
-            ):
-                return None
-            return LlmNode(
-                id=node_id,
-                pointer=p,
-                op=op,
-                input=self.value_field(n, "input", p),
-                target=target,
-                requirements=None,
-                output_schema=None,
-                next=nxt,
-            )
-        if typ == "return":
-            return ReturnNode(id=node_id, pointer=p, value=self.value_field(n, "value", p))
-        return None
+            retry = Retry(attempts=attempts, backoff_ms=backoff, pointer=p + "/retry")
+        return CapabilityNode(
+            id=node_id,
+            pointer=p,
+            capability=capability,
+            input=self.value_field(n, "input", p),
+            target=target,
+            retry=retry,
+            compensation=compensation,
+            next=nxt,
+        )
+
+    def fast_if(self, n: dict[str, Any], node_id: str, p: str) -> Node | None:
+        then, else_, c = n["then"], n["else"], n["condition"]
+        if type(then) is not str or type(else_) is not str or type(c) is not dict:
+            return None
+        op = c.get("op")
+        if (
+            type(op) is not str
+            or op not in CONDITION_OPS
+            or not c.keys() <= _CONDITION_KEYS
+            or "left" not in c
+            or ("right" in c) == (op in UNARY_OPS)
+        ):
+            return None
+        cp = p + "/condition"
+        left = self.value_field(c, "left", cp)
+        right = self.value_field(c, "right", cp) if op not in UNARY_OPS else None
+        return IfNode(
+            id=node_id,
+            pointer=p,
+            condition=Condition(op=op, left=left, right=right, pointer=cp),
+            then=then,
+            else_=else_,
+        )
+
+    def fast_llm(self, n: dict[str, Any], node_id: str, p: str) -> Node | None:
+        if "requirements" in n or "outputSchema" in n:
+            return None
+        nxt = n.get("next", _ABSENT)
+        if nxt is _ABSENT:
+            nxt = None
+        elif type(nxt) is not str:
+            return None
+        op, target = n["op"], n["target"]
+        if type(op) is not str or op not in LLM_OPS or type(target) is not str:
+            return None
+        return LlmNode(
+            id=node_id,
+            pointer=p,
+            op=op,
+            input=self.value_field(n, "input", p),
+            target=target,
+            requirements=None,
+            output_schema=None,
+            next=nxt,
+        )
+
+    def fast_return(self, n: dict[str, Any], node_id: str, p: str) -> Node | None:
+        return ReturnNode(id=node_id, pointer=p, value=self.value_field(n, "value", p))
 
     def node_body(
         self, typ: str, n: dict[str, Any], node_id: str, p: str, loop: str | None, where: str
@@ -1107,6 +1127,9 @@ class _Builder:
             return None
         v = obj[key]
         p = f"{pointer}/{key}"
+        t = type(v)
+        if t is not dict and t is not list:
+            return Literal(v, p)  # a scalar: nothing to walk
         self.value_bad = False
         mark = len(self.refs)
         built = self.value(v, p)
@@ -1126,10 +1149,19 @@ class _Builder:
                     if type(k) is str and k[:1] == "$":
                         return self.expression(k, v[k], pointer)
             members: dict[str, Value] | None = None
+            sub: Value | None
             for k, x in v.items():
                 tx = type(x)
                 if tx is dict or tx is list:
-                    sub = self.value(x, _child(pointer, k))
+                    if tx is dict and len(x) == 1:
+                        # a member that is an expression, without another call to find out
+                        for xk in x:
+                            if type(xk) is str and xk[:1] == "$":
+                                sub = self.expression(xk, x[xk], _child(pointer, k))
+                            else:
+                                sub = self.value(x, _child(pointer, k))
+                    else:
+                        sub = self.value(x, _child(pointer, k))
                     if sub is not None:
                         if members is None:
                             members = {}
@@ -1379,6 +1411,25 @@ _NODE_KEYS: dict[tuple[str, bool], tuple[tuple[str, ...], tuple[str, ...]]] = {
 }
 
 _SET_CACHE: dict[tuple[str, ...], frozenset[str]] = {}
+
+# The node types `fast_node` builds, with (allowed keys, required keys) as sets, for a node at
+# the top level and in a loop body; and the method that builds each.
+_FAST_TYPES = ("set", "capability", "llm", "if", "return")
+_FAST_KEYS_TOP: dict[Any, tuple[frozenset[str], frozenset[str]]] = {
+    typ: (frozenset(_NODE_KEYS[typ, True][0]), frozenset(_NODE_KEYS[typ, True][1]))
+    for typ in _FAST_TYPES
+}
+_FAST_KEYS_BODY: dict[Any, tuple[frozenset[str], frozenset[str]]] = {
+    typ: (frozenset(_NODE_KEYS[typ, False][0]), frozenset(_NODE_KEYS[typ, False][1]))
+    for typ in _FAST_TYPES
+}
+_FAST_NODE: dict[str, Callable[[_Builder, dict[str, Any], str, str], Node | None]] = {
+    "set": _Builder.fast_set,
+    "capability": _Builder.fast_capability,
+    "llm": _Builder.fast_llm,
+    "if": _Builder.fast_if,
+    "return": _Builder.fast_return,
+}
 
 
 def _sets(names: tuple[str, ...]) -> frozenset[str]:
