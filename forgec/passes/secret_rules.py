@@ -391,8 +391,9 @@ def _name_class(name: str | None) -> str | None:
 
 _B62 = "A-Za-z0-9"
 
-# prefix → (rule, kind, compiled pattern from the prefix to the token end, prefix length)
-_Provider = tuple[str, str, "re.Pattern[str]", int]
+# prefix → (rule, kind, pattern source from the prefix to the token end, prefix length); the
+# patterns compile on first use (compiling all ~150 at import would slow every cold start)
+_Provider = tuple[str, str, str, int]
 
 _PROVIDER_TABLE: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
     ("github-pat", "GitHub personal access token", ("ghp_",), r"[A-Za-z0-9]{36,251}"),
@@ -491,9 +492,14 @@ def _compile_providers() -> dict[str, _Provider]:
     table: dict[str, _Provider] = {}
     for rule, kind, prefixes, body in _PROVIDER_TABLE:
         for prefix in prefixes:
-            full = re.compile(re.escape(prefix) + f"(?:{body})(?![{_B62}])", re.ASCII)
+            full = re.escape(prefix) + f"(?:{body})(?![{_B62}])"
             table[prefix] = (rule, kind, full, len(prefix))
     return table
+
+
+@functools.cache
+def _provider_pattern(source: str) -> re.Pattern[str]:
+    return re.compile(source, re.ASCII)
 
 
 PROVIDERS = _compile_providers()
@@ -624,8 +630,8 @@ def _finding(
 
 
 def _provider(text: str, start: int, anchor: str) -> _Result:
-    rule, kind, full, plen = PROVIDERS[anchor]
-    m = full.match(text, start)
+    rule, kind, source, plen = PROVIDERS[anchor]
+    m = _provider_pattern(source).match(text, start)
     if m is None:
         return None, start + plen
     token = m.group()
