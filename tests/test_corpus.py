@@ -85,3 +85,13 @@ def test_every_diagnostic_in_the_corpus_points_at_a_line() -> None:
             continue  # nothing is parsed: the whole file is the location
         for d in _check(name).diagnostics:
             assert d.span is not None, f"{name}: {d.code} at {d.path!r} has no position"
+
+
+def test_rendered_text_never_shows_the_secret_it_reports() -> None:
+    name = "FORGE_SECRET_FOUND.trigger.talostool"
+    secret = "Tr0ub4dor-3xq"
+    assert secret in (CORPUS / name).read_text()
+    text = render_report(_check(name))
+    assert "FORGE_SECRET_FOUND" in text
+    assert secret not in text
+    assert "@db.example.org/prod" in text  # the rest of the line is still shown for context

@@ -78,6 +78,8 @@ def _snippet(d: Diagnostic, source: str | None) -> tuple[str, int, int] | None:
         end = max(d.span.end_column - 1, start + 1)
     else:
         end = len(raw)  # a multi-line construct: underline to the end of its first line
+    if d.code == "FORGE_SECRET_FOUND":
+        raw = _mask_secrets(raw, start, end)
     # expand tabs before measuring so the caret lines up with what the terminal shows
     visible_start = len(raw[:start].expandtabs())
     visible_end = len(raw[:end].expandtabs())
@@ -94,6 +96,22 @@ def _snippet(d: Diagnostic, source: str | None) -> tuple[str, int, int] | None:
         visible_end -= shift
     length = max(min(visible_end, len(line)) - visible_start, 1)
     return line, visible_start, length
+
+
+def _mask_secrets(line: str, start: int, end: int) -> str:
+    """The source line with what looks like a secret blanked out, same length (so the caret
+    still lines up): a diagnostic must never print the secret it warns about."""
+    from forgec.passes.secret_rules import scan_text
+
+    spans = [(f.start, f.end) for f in scan_text(line)]
+    if not spans:  # the scanner needs the value's context: blank the whole flagged span
+        spans = [(start, end)]
+    chars = list(line)
+    for lo, hi in spans:
+        for i in range(max(lo, 0), min(hi, len(chars))):
+            if chars[i] not in ' "':
+                chars[i] = "•"
+    return "".join(chars)
 
 
 def render_report(report: object, *, color: bool = False) -> str:
