@@ -36,6 +36,7 @@ from forgec.host.credentials import CredentialStore
 from forgec.host.db import DatabaseError, connect
 from forgec.host.models import ModelRouter
 from forgec.runtime.host import CallContext, HostError
+from forgec.runtime.talos_facts import INPUT_LIMITS as TALOS_INPUT_LIMITS
 
 # Talon host tools → the label each needs (channel.send's depends on the channel)
 TALON_LABELS: dict[str, str] = {
@@ -202,7 +203,7 @@ class ReferenceHost:
     def check_call(self, capability: str, input: Any) -> None:
         """Steps 1–3 of the bridge: known, granted, within size, valid per the catalog."""
         if capability in talos.HANDLERS:
-            limit = talos.INPUT_LIMITS[capability]
+            limit = TALOS_INPUT_LIMITS[capability]
         elif capability in TALON_LABELS:
             needed = label_needed(capability, input)
             assert needed is not None

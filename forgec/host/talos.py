@@ -21,20 +21,7 @@ from typing import Any
 
 from forgec.host import validate as v
 from forgec.host.db import Tx, new_id, now_iso
-
-STATUSES = ("open", "done", "cancelled")
-
-# bytes of the compact JSON input (the seed's capability table)
-INPUT_LIMITS = {
-    "tasks.list": 1024,
-    "tasks.create": 16 * 1024,
-    "tasks.setStatus": 1024,
-    "notes.list": 1024,
-    "notes.create": 32 * 1024,
-    "notes.update": 32 * 1024,
-    "memory.search": 1024,
-    "memory.create": 32 * 1024,
-}
+from forgec.runtime.talos_facts import TASK_STATUSES
 
 
 def _task(row: sqlite3.Row) -> dict[str, Any]:
@@ -89,7 +76,7 @@ def _due(value: str | None) -> str | None:
 def tasks_list(conn: sqlite3.Connection, inp: Any) -> dict[str, Any]:
     cap = "tasks.list"
     f = v.fields(cap, inp, allowed={"status", "query", "limit"})
-    status = v.string(cap, f, "status", choices=STATUSES)
+    status = v.string(cap, f, "status", choices=TASK_STATUSES)
     query = v.string(cap, f, "query", max_len=500)
     limit = v.integer(cap, f, "limit", default=50, low=1, high=100)
     sql = "SELECT * FROM tasks WHERE 1=1"
@@ -116,7 +103,7 @@ def tasks_create(conn: sqlite3.Connection, inp: Any) -> dict[str, Any]:
     title = v.req_string(cap, f, "title", min_len=1, max_len=200)
     notes = v.string(cap, f, "notes", default="") or ""
     due = _due(v.string(cap, f, "due"))
-    status = v.string(cap, f, "status", default="open", choices=STATUSES) or "open"
+    status = v.string(cap, f, "status", default="open", choices=TASK_STATUSES) or "open"
     now = now_iso()
     tid = new_id("task")
     with Tx(conn):
@@ -139,7 +126,7 @@ def tasks_set_status(conn: sqlite3.Connection, inp: Any) -> dict[str, Any]:
     cap = "tasks.setStatus"
     f = v.fields(cap, inp, allowed={"id", "status"}, required=("id", "status"))
     tid = v.req_string(cap, f, "id", min_len=1, max_len=200)
-    status = v.req_string(cap, f, "status", choices=STATUSES)
+    status = v.req_string(cap, f, "status", choices=TASK_STATUSES)
     with Tx(conn):
         row = conn.execute("SELECT status FROM tasks WHERE id = ?", (tid,)).fetchone()
         if row is None:

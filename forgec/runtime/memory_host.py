@@ -21,21 +21,9 @@ import attrs
 import orjson
 
 from forgec.runtime.host import CallContext, HostError
+from forgec.runtime.talos_facts import INPUT_LIMITS, TASK_STATUSES
 
 FAILED = "RUN_CAPABILITY_FAILED"
-
-# capability → input limit in bytes of compact UTF-8 JSON (the seed's table)
-INPUT_LIMITS: dict[str, int] = {
-    "tasks.list": 1024,
-    "tasks.create": 16 * 1024,
-    "tasks.setStatus": 1024,
-    "notes.list": 1024,
-    "notes.create": 32 * 1024,
-    "notes.update": 32 * 1024,
-    "memory.search": 1024,
-    "memory.create": 32 * 1024,
-}
-TASK_STATUSES = ("open", "done", "cancelled")
 
 
 @attrs.frozen
