@@ -1,4 +1,5 @@
-"""Small helpers shared by subcommands: reading files, the --target and --format options."""
+"""Small helpers shared by subcommands: reading files, the --target and --format options, and
+printing a tool's diagnostics to standard error the way `check` shows them."""
 
 from __future__ import annotations
 
@@ -41,6 +42,28 @@ def read_source(path: str) -> bytes:
         raise UsageError(f"{path}: is a directory") from None
     except OSError as exc:
         raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
+def read_path(arg: str) -> tuple[bytes, str | None]:
+    """The bytes of ARG (``-`` for standard input) and its path for messages (None for stdin)."""
+    return read_source(arg), (None if arg == "-" else arg)
+
+
+def print_report(report: Any) -> None:
+    """A check report's diagnostics on standard error (coloured on a terminal)."""
+    from forgec.render.text import render_report, use_color
+
+    sys.stderr.write(render_report(report, color=use_color(sys.stderr)) + "\n")
+
+
+def print_diagnostics(
+    diagnostics: Any, *, path: str | None, source: str | None, color: bool = False
+) -> None:
+    """Each diagnostic (of a load, say) on standard error, one rendered block after another."""
+    from forgec.render.text import render_diagnostic
+
+    for d in diagnostics:
+        print(render_diagnostic(d, path=path, source=source, color=color), file=sys.stderr)
 
 
 def write_text(path: str | None, text: str) -> None:

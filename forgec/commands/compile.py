@@ -28,15 +28,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from forgec.api import check
     from forgec.cli import EXIT_ERRORS, EXIT_OK
-    from forgec.commands.common import read_source, write_text
+    from forgec.commands.common import print_report, read_path, write_text
     from forgec.frontend.canonical import dumps_canonical
-    from forgec.render.text import render_report, use_color
 
-    data = read_source(args.source)
-    path = None if args.source == "-" else args.source
+    data, path = read_path(args.source)
     report = check(data, path=path or "<stdin>.forge", target=args.target)
     if report.diagnostics:
-        sys.stderr.write(render_report(report, color=use_color(sys.stderr)) + "\n")
+        print_report(report)
     if not report.ok or report.manifest is None:
         count = len(report.errors)
         print(f"forgec: not compiled: {count} error(s)", file=sys.stderr)

@@ -36,13 +36,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from forgec.api import is_forge_source, load
     from forgec.cli import EXIT_ERRORS, EXIT_OK, UsageError
-    from forgec.commands.common import read_source, write_text
+    from forgec.commands.common import print_diagnostics, read_path, write_text
     from forgec.frontend.canonical import dumps_canonical
     from forgec.frontend.dsl_format import FormatError, format_forge
-    from forgec.render.text import render_diagnostic, use_color
+    from forgec.render.text import use_color
 
-    data = read_source(args.path)
-    path = None if args.path == "-" else args.path
+    data, path = read_path(args.path)
     form = "forge" if is_forge_source(data, path) else "talostool"
     to = args.to or form
     if (args.write or args.check) and to != form:
@@ -51,12 +50,12 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--write needs a file, not standard input")
     loaded = load(data, path=path)
     if loaded.diagnostics or loaded.value is None:
-        color = use_color(sys.stderr)
-        for d in loaded.diagnostics:
-            print(
-                render_diagnostic(d, path=path, source=loaded.source_map.text, color=color),
-                file=sys.stderr,
-            )
+        print_diagnostics(
+            loaded.diagnostics,
+            path=path,
+            source=loaded.source_map.text,
+            color=use_color(sys.stderr),
+        )
         print(f"forgec: {args.path}: not formatted", file=sys.stderr)
         return EXIT_ERRORS
     try:

@@ -7,7 +7,6 @@ reach are grey. A flow with errors is still drawn as far as it goes (the errors 
 from __future__ import annotations
 
 import argparse
-import sys
 
 from forgec.commands.common import add_format, add_target
 
@@ -28,16 +27,13 @@ def run(args: argparse.Namespace) -> int:
     from forgec.api import load
     from forgec.catalog import get_catalog
     from forgec.cli import EXIT_ERRORS, EXIT_OK
-    from forgec.commands.common import read_source, write_text
+    from forgec.commands.common import print_diagnostics, read_path, write_text
     from forgec.render.graph import to_dot, to_mermaid
-    from forgec.render.text import render_diagnostic
 
-    data = read_source(args.path)
-    path = None if args.path == "-" else args.path
+    data, path = read_path(args.path)
     loaded = load(data, path=path)
     if loaded.value is None:
-        for d in loaded.diagnostics:
-            print(render_diagnostic(d, path=path, source=loaded.source_map.text), file=sys.stderr)
+        print_diagnostics(loaded.diagnostics, path=path, source=loaded.source_map.text)
         return EXIT_ERRORS
     catalog = get_catalog(args.target)
     draw = to_dot if args.format == "dot" else to_mermaid

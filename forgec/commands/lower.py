@@ -26,13 +26,12 @@ def checked_program(args: argparse.Namespace) -> tuple[Any, Any] | None:
     """(report, Program) for PATH, or None after printing its errors to standard error."""
     from forgec.api import check
     from forgec.backend import lower_report
-    from forgec.commands.common import read_source
-    from forgec.render.text import render_diagnostics
+    from forgec.commands.common import print_report, read_path
 
-    data = read_source(args.path)
-    report = check(data, path=None if args.path == "-" else args.path, target=args.target)
+    data, path = read_path(args.path)
+    report = check(data, path=path, target=args.target)
     if not report.ok:
-        sys.stderr.write(render_diagnostics(report, stream=sys.stderr) + "\n")
+        print_report(report)
         sys.stderr.write(f"forgec: {args.path}: not lowered, the tool has errors\n")
         return None
     return report, lower_report(report)

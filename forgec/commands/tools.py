@@ -132,10 +132,9 @@ def _guard(fn: Any) -> Any:
 
 @_guard
 def cmd_install(args: argparse.Namespace) -> int:
-    from forgec.commands.common import read_source
+    from forgec.commands.common import read_path
 
-    data = read_source(args.path)
-    path = None if args.path == "-" else args.path
+    data, path = read_path(args.path)
     with _open(args) as store:
         result = store.install(data, path=path, target=args.target)
     if args.format == "json":
