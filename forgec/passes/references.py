@@ -31,7 +31,6 @@ Three checks, in one pass because they share the value walk:
 
 from __future__ import annotations
 
-import functools
 import re
 
 from forgec.frontend.names import NAME_RE, RESERVED, parse_path
@@ -77,13 +76,22 @@ def check_references(ctx: PassContext) -> None:
     known = manifest.node_reads
     with_credentials = manifest.credential_nodes
     reads: dict[str, list[Ref]] = {}
+    # Writers are recorded in the same loop: the reachable nodes that hold their id first (a
+    # duplicate is an error of its own) and write a variable (`state.X` counts as itself).
+    facts = ctx.facts
+    reachable, by_id, writers = facts.reachable_pointers, facts.nodes_by_id, facts.writers
     for node in _all_nodes(manifest.flow.nodes):
         kind = type(node)
         if kind is SetNode or kind is CapabilityNode or kind is LlmNode:
             target = node.target  # type: ignore[union-attr]
-            # the common case, decided without parsing
-            if target is not None and not (NAME_RE.fullmatch(target) and target not in RESERVED):
-                _check_target(ctx, node, state_fields)
+            if target is not None:
+                # the common case, decided without parsing
+                if not (NAME_RE.fullmatch(target) and target not in RESERVED):
+                    _check_target(ctx, node, state_fields)
+                if node.pointer in reachable and by_id.get(node.id) is node:
+                    name = target if target.startswith("state.") else written_root(target)
+                    if name is not None:
+                        writers.setdefault(name, []).append(node.id)
         elif kind is ForeachNode:
             _check_loop_vars(ctx, node)  # type: ignore[arg-type]
         pointer = node.pointer
@@ -95,7 +103,6 @@ def check_references(ctx: PassContext) -> None:
         reads[pointer] = refs
         if creds:
             _check_credentials(ctx, node, creds, declared)
-    _record_writers(ctx)
     _definite_assignment(ctx, state_fields, reads)
 
 
@@ -117,10 +124,22 @@ def target_of(node: Node) -> str | None:
     return None
 
 
-@functools.lru_cache(maxsize=1024)
 def written_root(target: str) -> str | None:
     """The variable a target writes for definedness: its leading NAME, None for `state.X` (state
     is always defined) or when it has no leading name at all."""
+    root = _ROOTS.get(target, _UNKNOWN)
+    if root is _UNKNOWN:
+        if len(_ROOTS) >= 4096:
+            _ROOTS.clear()  # bounded; targets repeat within a manifest and across checks
+        root = _ROOTS[target] = _written_root(target)
+    return root  # type: ignore[return-value]
+
+
+_UNKNOWN = object()
+_ROOTS: dict[str, object] = {}
+
+
+def _written_root(target: str) -> str | None:
     match = LEADING_NAME.match(target)
     if match is None or match.group() in ALWAYS_DEFINED:
         return None
@@ -283,17 +302,6 @@ def _check_credentials(
             )
 
 
-def _record_writers(ctx: PassContext) -> None:
-    facts = ctx.facts
-    for node in facts.nodes_by_id.values():
-        target = target_of(node)
-        if target is None or node.pointer not in facts.reachable_pointers:
-            continue
-        name = target if target.startswith("state.") else written_root(target)
-        if name is not None:
-            facts.writers.setdefault(name, []).append(node.id)
-
-
 def _definite_assignment(
     ctx: PassContext, state_fields: set[str], reads: dict[str, list[Ref]]
 ) -> None:
@@ -357,29 +365,43 @@ class _Analysis:
                 continue  # unreachable in this scope: not analysed
             node = nodes[node_id]
             kind = type(node)
+            must, may = defs
             if not self.silent:
                 for ref in reads.get(node.pointer, ()):
+                    segments = ref.segments
+                    if segments:
+                        first = segments[0]
+                        if first == "input" or (
+                            must & bits.get(first, 0)  # type: ignore[arg-type]
+                            and first not in RESERVED
+                        ):
+                            continue  # the common case, decided here; `read` has the rest
                     self.read(ref, node, defs, loop_vars)
-            must, may = defs
-            if kind is ForeachNode:
-                must, may = self.loop(node, defs)  # type: ignore[arg-type]
-                self.start, self.order = start, order
-            elif kind is SetNode or kind is CapabilityNode or kind is LlmNode:
-                target = node.target  # type: ignore[union-attr]
-                root = written_root(target) if type(target) is str else None
-                if root is not None:
-                    b = bits.get(root) or self.bit(root)
-                    must |= b
-                    may |= b
+            if kind is IfNode:
+                succs: tuple[str | None, ...] = (node.then, node.else_)  # type: ignore[union-attr]
+            elif kind is ReturnNode or kind is FailNode:
+                continue  # writes nothing, leads nowhere, leaves no run open
+            else:
+                if kind is ForeachNode:
+                    must, may = self.loop(node, defs)  # type: ignore[arg-type]
+                    self.start, self.order = start, order
+                else:  # set, capability, llm
+                    target = node.target  # type: ignore[union-attr]
+                    root = written_root(target) if target is not None else None
+                    if root is not None:
+                        b = bits.get(root) or self.bit(root)
+                        must |= b
+                        may |= b
+                succs = (node.next,)  # type: ignore[union-attr]
             pushed = False
-            for succ in _successors(node):
+            for succ in succs:
                 if succ in ids:
                     pushed = True
                     seen = incoming.get(succ)
                     incoming[succ] = (
                         (must, may) if seen is None else (seen[0] & must, seen[1] | may)
                     )
-            if not pushed and kind is not ReturnNode and kind is not FailNode:
+            if not pushed:
                 ended.append((must, may))
         end_must = ended[0][0] if ended else 0
         end_may = 0
