@@ -10,12 +10,12 @@ Run: `python benchmarks/bench_dsl.py [--runs N]`. Prints medians and the ratios.
 from __future__ import annotations
 
 import argparse
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from _timing import median_seconds
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -63,15 +63,6 @@ def sixty_four_nodes() -> str:
     return "\n".join(lines) + "\n"
 
 
-def median_time(fn, runs: int) -> float:
-    samples = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - t)
-    return statistics.median(samples)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=30)
@@ -92,8 +83,8 @@ def main() -> None:
     for _ in range(3):
         bare.parse(text)
         check(text, path="bench.forge")
-    t_bare = median_time(lambda: bare.parse(text), args.runs)
-    t_full = median_time(lambda: check(text, path="bench.forge"), args.runs)
+    t_bare = median_seconds(lambda: bare.parse(text), repeat=args.runs)
+    t_full = median_seconds(lambda: check(text, path="bench.forge"), repeat=args.runs)
     print(f"64-node .forge ({len(text)} bytes, {nodes} top-level nodes + 2 in a loop body)")
     print(f"  lark bare LALR parse          median {t_bare * 1000:7.2f} ms")
     print(f"  forgec end to end (all checks) median {t_full * 1000:7.2f} ms")
@@ -113,8 +104,10 @@ def main() -> None:
         ]
         startup = [sys.executable, "-c", "pass"]
         subprocess.run(cmd, check=True, cwd=ROOT)
-        t_cold = median_time(lambda: subprocess.run(cmd, check=True, cwd=ROOT), args.cold_runs)
-        t_py = median_time(lambda: subprocess.run(startup, check=True), args.cold_runs)
+        t_cold = median_seconds(
+            lambda: subprocess.run(cmd, check=True, cwd=ROOT), repeat=args.cold_runs
+        )
+        t_py = median_seconds(lambda: subprocess.run(startup, check=True), repeat=args.cold_runs)
     print(f"cold `forgec compile`           median {t_cold * 1000:7.1f} ms   (target < 200 ms)")
     print(f"  of which Python start-up      median {t_py * 1000:7.1f} ms")
 

@@ -18,15 +18,14 @@ Run by hand: `python benchmarks/bench_secrets.py`. Not a CI gate.
 
 from __future__ import annotations
 
+import functools
 import random
-import statistics
 import string
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import _timing
 import orjson
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,6 +35,9 @@ from forgec.passes.secret_rules import scan_text  # noqa: E402
 from forgec.passes.secrets import find_secrets, walk_secrets  # noqa: E402
 
 LIMIT = 65_536
+
+# every measurement here starts after three untimed calls
+median_seconds = functools.partial(_timing.median_seconds, warmup=3)
 
 
 def ordinary_manifest() -> dict[str, Any]:
@@ -136,17 +138,6 @@ def adversarial_manifest() -> dict[str, Any]:
     while len(orjson.dumps(raw)) > LIMIT:  # quotes double when escaped
         raw["quotes"] = raw["quotes"][: len(raw["quotes"]) // 2]
     return raw
-
-
-def median_seconds(fn: Callable[[], object], *, repeat: int = 50) -> float:
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def main() -> None:

@@ -11,9 +11,7 @@ work counts equally for each. Prints medians, ratios and ns per transition.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 
+from _timing import median_seconds  # noqa: E402
 from reference_interp import build_ir, lower_dict, reference_run  # noqa: E402
 
 from forgec.runtime import CallContext, run  # noqa: E402
@@ -208,14 +207,13 @@ def reset(host: MemoryHost) -> None:
 
 def measure(fn: Any, host: MemoryHost, runs: int, repeats: int = 7) -> float:
     """Median seconds per run over `repeats` batches of `runs`."""
-    batches = []
-    for _ in range(repeats):
-        start = time.perf_counter()
+
+    def batch() -> None:
         for _ in range(runs):
             reset(host)
             fn()
-        batches.append((time.perf_counter() - start) / runs)
-    return statistics.median(batches)
+
+    return median_seconds(batch, repeat=repeats) / runs
 
 
 def main() -> int:

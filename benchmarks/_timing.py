@@ -1,0 +1,23 @@
+"""Timing shared by the benchmarks: the median wall time of a call, after optional warm-up runs.
+
+A median (not a mean) so one scheduler hiccup on a shared machine does not move the figure.
+`bench_check.py` still carries its own copy; its owner is to switch it to this module.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+
+
+def median_seconds(fn: Callable[[], object], *, repeat: int, warmup: int = 0) -> float:
+    """Median seconds of one `fn()` over `repeat` timed calls, after `warmup` untimed ones."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
