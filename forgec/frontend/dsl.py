@@ -87,6 +87,20 @@ def _join(a: Pos, b: Pos) -> Pos:
     return (a[0], a[1], b[2], b[3])
 
 
+def _clause(kw: Any, parts: list[tuple[str, _N | None]]) -> _N:
+    """The object a keyword clause writes (`network`, `retry`, ...): its present parts, in the
+    given key order, spanning from the keyword to the part written last."""
+    members: dict[str, Any] = {}
+    kids: dict[str, _N] = {}
+    start = end = _tpos(kw)
+    for key, n in parts:
+        if n is not None:
+            members[key] = n.v
+            kids[key] = n
+            end = max(end, n.s)
+    return _N(members, _join(start, end), kids)
+
+
 class _SyntaxProblem(Exception):
     """A problem inside a token (a bad escape, a badly indented multi-line string)."""
 
@@ -298,31 +312,15 @@ class _Builder:
 
     def network(self, c: list) -> tuple:
         kw, mode, hosts = c
-        members: dict[str, Any] = {"mode": mode.v}
-        kids = {"mode": mode}
-        end = mode.s
-        if hosts is not None:
-            members["hosts"] = hosts.v
-            kids["hosts"] = hosts
-            end = hosts.s
-        n = _N(members, _join(_tpos(kw), end), kids)
+        n = _clause(kw, [("mode", mode), ("hosts", hosts)])
         n.k = _tpos(kw)
         return ("member", "network", n)
 
     def credential(self, c: list) -> tuple:
         kw, cid, purpose, hosts = c
-        members: dict[str, Any] = {"id": cid.v}
-        kids = {"id": cid}
-        end = cid.s
         if purpose is not None:
-            members["purpose"] = self._plain(purpose).v
-            kids["purpose"] = purpose
-            end = purpose.s
-        if hosts is not None:
-            members["hosts"] = hosts.v
-            kids["hosts"] = hosts
-            end = hosts.s
-        return ("credential", _N(members, _join(_tpos(kw), end), kids))
+            self._plain(purpose)
+        return ("credential", _clause(kw, [("id", cid), ("purpose", purpose), ("hosts", hosts)]))
 
     def model(self, c: list) -> tuple:
         kw, val = c
@@ -331,31 +329,15 @@ class _Builder:
 
     def state(self, c: list) -> tuple:
         kw, max_bytes, fields = c
-        members: dict[str, Any] = {}
-        kids: dict[str, _N] = {}
-        end = _tpos(kw)
-        if fields is not None:
-            members["fields"] = fields.v
-            kids["fields"] = fields
-            end = fields.s
-        if max_bytes is not None:
-            members["maxBytes"] = max_bytes.v
-            kids["maxBytes"] = max_bytes
-            end = max(end, max_bytes.s)
-        n = _N(members, _join(_tpos(kw), end), kids)
+        n = _clause(kw, [("fields", fields), ("maxBytes", max_bytes)])
         n.k = _tpos(kw)
         return ("member", "state", n)
 
     def trigger(self, c: list) -> tuple:
         kw, kind, cron = c
-        members: dict[str, Any] = {"type": kind.v}
-        kids = {"type": kind}
-        end = kind.s
         if cron is not None:
-            members["cron"] = self._plain(cron).v
-            kids["cron"] = cron
-            end = cron.s
-        return ("trigger", _N(members, _join(_tpos(kw), end), kids))
+            self._plain(cron)
+        return ("trigger", _clause(kw, [("type", kind), ("cron", cron)]))
 
     def ui_value(self, c: list) -> _N:
         label, path = c[0], c[1]
@@ -456,14 +438,7 @@ class _Builder:
 
     def retry(self, c: list) -> tuple[str, _N]:
         kw, attempts, backoff = c
-        members: dict[str, Any] = {"attempts": attempts.v}
-        kids = {"attempts": attempts}
-        end = attempts.s
-        if backoff is not None:
-            members["backoffMs"] = backoff.v
-            kids["backoffMs"] = backoff
-            end = backoff.s
-        n = _N(members, _join(_tpos(kw), end), kids)
+        n = _clause(kw, [("attempts", attempts), ("backoffMs", backoff)])
         n.k = _tpos(kw)
         return ("retry", n)
 
