@@ -61,7 +61,6 @@ class Scope:
         "nodes",
         "order",
         "orders",
-        "plain",
         "reachable",
         "succ",
     )
@@ -75,8 +74,6 @@ class Scope:
             self.index.setdefault(node.id, []).append(i)
         # position → every successor position (an ambiguous edge leads to each candidate)
         self.succ: list[list[int]] = []
-        # position → (field, successor) through unambiguous edges: what cycles are made of
-        self.plain: list[list[tuple[str, int]]] = []
         # some edge does not resolve (anywhere in the scope) / position → its successors are
         # not all known (a missing, dropped, absent or ill-typed target)
         self.missing_edge = False
@@ -142,9 +139,7 @@ def check_graph(ctx: PassContext) -> None:
     scopes, walk = build_scopes(flow.nodes)
     top = scopes[0]
     duplicates = _check_duplicates(ctx, walk)
-    where: dict[str, ForeachNode | None] = {}
-    for node, scope in walk:
-        where.setdefault(node.id, scope.loop)
+    where = facts.scope_of  # id → the loop holding its first node (None: the top level)
     dropped = Dropped(ctx.raw, walk)
     for scope in scopes:
         _resolve_edges(ctx, scope, where, dropped)
@@ -260,17 +255,13 @@ def _resolve_edges(
             if positions is not None and len(positions) == 1:
                 scope.cut.append(False)
                 scope.succ.append([positions[0]])
-                scope.plain.append([("next", positions[0])])
                 continue
         succ: list[int] = []
-        plain: list[tuple[str, int]] = []
         cut = False
         for field, target in edge_fields(node):
             positions = index.get(target)
             if positions:
                 succ.extend(positions)
-                if len(positions) == 1:
-                    plain.append((field, positions[0]))
                 continue
             cut = True
             if target in dropped:
@@ -285,7 +276,6 @@ def _resolve_edges(
         scope.missing_edge = scope.missing_edge or cut
         scope.cut.append(cut)
         scope.succ.append(succ)
-        scope.plain.append(plain)
 
 
 def _edge_unknown(raw: Any, node: Node, top_level: bool) -> bool:
@@ -363,7 +353,7 @@ def _check_cycles(ctx: PassContext, scope: Scope, entry: str | None) -> list[lis
     if scope.loop is None and entry is not None and entry in scope.index:
         starts.insert(0, scope.index[entry][0])
     cycles = []
-    for path, last, field in find_cycles(scope.plain, starts):
+    for path, last, field in find_cycles(plain_edges(scope), starts):
         ids = [scope.nodes[i].id for i in path]
         cycles.append([scope.nodes[i] for i in path])
         where = "the flow" if scope.loop is None else f"the body of loop `{scope.loop.id}`"
@@ -374,6 +364,20 @@ def _check_cycles(ctx: PassContext, scope: Scope, entry: str | None) -> list[lis
             hint="flows are acyclic; repeat work with a bounded `foreach` instead",
         )
     return cycles
+
+
+def plain_edges(scope: Scope) -> list[list[tuple[str, int]]]:
+    """Position → (field, successor) through unambiguous edges (an id that two nodes of the
+    scope share is already an error): what cycles are made of. Built on the error path only."""
+    out: list[list[tuple[str, int]]] = []
+    for node in scope.nodes:
+        edges: list[tuple[str, int]] = []
+        for field, target in edge_fields(node):
+            positions = scope.index.get(target)
+            if positions is not None and len(positions) == 1:
+                edges.append((field, positions[0]))
+        out.append(edges)
+    return out
 
 
 def find_cycles(
