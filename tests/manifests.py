@@ -4,6 +4,8 @@
 node, network forbidden, no credentials. Keyword overrides replace top-level fields; pass
 `DELETE` to remove one (``minimal_manifest(title=DELETE)``).
 
+`example(name)` reads `examples/NAME.talostool` (the shipped examples) afresh.
+
 `manifest_with_nodes(nodes)` wraps a list of node objects in that manifest, with the entry set to
 the first node's id unless `entry` is given.
 """
@@ -11,7 +13,12 @@ the first node's id unless `entry` is given.
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
+
+import orjson
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 DELETE: Any = object()  # sentinel: remove the field instead of setting it
 
@@ -42,6 +49,11 @@ def _apply(manifest: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any
         else:
             manifest[key] = copy.deepcopy(value)
     return manifest
+
+
+def example(name: str) -> dict[str, Any]:
+    """A fresh copy of the shipped example `examples/NAME.talostool`."""
+    return orjson.loads((EXAMPLES / f"{name}.talostool").read_bytes())
 
 
 def minimal_manifest(**overrides: Any) -> dict[str, Any]:

@@ -4,20 +4,14 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from pathlib import Path
 
-import orjson
 import pytest
+from manifests import EXAMPLES, example
 
 from forgec.catalog import get_catalog
 from forgec.render.graph import to_dot, to_mermaid
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 NAMES = sorted(p.stem for p in EXAMPLES.glob("*.talostool"))
-
-
-def _manifest(name: str) -> dict:
-    return orjson.loads((EXAMPLES / f"{name}.talostool").read_bytes())
 
 
 def _catalog(name: str):
@@ -26,13 +20,13 @@ def _catalog(name: str):
 
 @pytest.mark.parametrize("name", ["weekly-review", "talon-status-check", "task-triage"])
 def test_mermaid_snapshot(name: str, snapshot) -> None:
-    assert to_mermaid(_manifest(name), catalog=_catalog(name)) == snapshot
+    assert to_mermaid(example(name), catalog=_catalog(name)) == snapshot
 
 
 @pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz `dot` is not installed")
 @pytest.mark.parametrize("name", NAMES)
 def test_dot_renders_with_graphviz(name: str) -> None:
-    source = to_dot(_manifest(name), catalog=_catalog(name))
+    source = to_dot(example(name), catalog=_catalog(name))
     done = subprocess.run(
         ["dot", "-Tsvg"], input=source.encode(), capture_output=True, timeout=20, check=False
     )

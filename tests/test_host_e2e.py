@@ -11,17 +11,12 @@ import threading
 from pathlib import Path
 
 import pytest
+from manifests import example
 
 import forgec
 from forgec.host import HostOptions, open_host
 from forgec.host.config import ChannelConfig, HostConfig
 from forgec.runtime import run
-
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-
-
-def _manifest(name: str) -> dict:
-    return json.loads((EXAMPLES / f"{name}.talostool").read_text())
 
 
 def _run(manifest: dict, inp, host, target: str = "talon"):
@@ -35,7 +30,7 @@ def _labels(manifest: dict, target: str = "talon") -> tuple[str, ...]:
 
 
 def test_thread_facts_example(tmp_path: Path) -> None:
-    m = _manifest("talon-thread-facts")
+    m = example("talon-thread-facts")
     opts = HostOptions(
         db=tmp_path / "h.db", default_labels=_labels(m), config=HostConfig(thread="th")
     )
@@ -47,7 +42,7 @@ def test_thread_facts_example(tmp_path: Path) -> None:
 
 
 def test_failed_run_undoes_memory_writes(tmp_path: Path) -> None:
-    m = _manifest("talon-thread-facts")
+    m = example("talon-thread-facts")
     bad = copy.deepcopy(m)
     # make the run fail after the loop: the writes must be undone, in reverse order
     bad["flow"]["nodes"][0]["next"] = "boom"
@@ -115,7 +110,7 @@ def test_failed_run_cancels_created_task(tmp_path: Path) -> None:
 
 
 def test_weekly_scheduler_example(tmp_path: Path) -> None:
-    m = _manifest("talon-weekly-scheduler")
+    m = example("talon-weekly-scheduler")
     personas = tmp_path / "personas"
     (personas / "assistant" / "prompts").mkdir(parents=True)
     (personas / "assistant" / "persona.md").write_text("# Assistant\n")
@@ -144,7 +139,7 @@ def test_weekly_scheduler_example(tmp_path: Path) -> None:
 
 
 def test_db_digest_example_with_replayed_model(tmp_path: Path) -> None:
-    m = _manifest("talon-db-digest")
+    m = example("talon-db-digest")
     replay = tmp_path / "answers.json"
     replay.write_text(json.dumps([{"node": "digest", "output": "- said hi"}]))
     cfg = HostConfig(
@@ -196,7 +191,7 @@ def status_server():
 
 
 def test_http_tool_run_with_credential_and_override(tmp_path: Path, status_server) -> None:
-    m = _manifest("talon-status-check")
+    m = example("talon-status-check")
     port = status_server.server_address[1]
     node = m["flow"]["nodes"][0]
     node["input"]["url"] = {"$template": f"http://api.github.com:{port}/repos/{{{{input.repo}}}}"}

@@ -11,6 +11,7 @@ import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from manifests import EXAMPLES, example
 from reference_interp import lower_dict, manifest
 
 from forgec.backend import INVARIANTS, OPS, LoweringError, Op, OperandKind, disassemble
@@ -21,8 +22,6 @@ from forgec.backend.invariants import (
     stack_depth_consistent,
 )
 from forgec.runtime import Program, ProgramError
-
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 def ops_of(program: Program) -> str:
@@ -307,7 +306,7 @@ def test_both_forms_of_an_example_lower_to_the_same_program(path: Path) -> None:
 def test_api_lower_returns_a_runnable_program() -> None:
     import forgec
 
-    tool = orjson.loads((EXAMPLES / "weekly-review.talostool").read_bytes())
+    tool = example("weekly-review")
     program = forgec.lower(tool)
     assert isinstance(program, Program) and program.id == "weekly-review"
     with pytest.raises(forgec.CheckError):

@@ -8,10 +8,10 @@ from typing import Any
 
 import orjson
 import pytest
+from manifests import EXAMPLES, example
 
 from forgec.cli import main
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 WEEKLY = str(EXAMPLES / "weekly-review.talostool")
 TODAY = '{"today": "2026-01-05"}'
 
@@ -94,7 +94,7 @@ def test_input_from_a_file(capsys: Any, tmp_path: Path) -> None:
 
 
 def test_run_text_lists_compensations(capsys: Any, tmp_path: Path) -> None:
-    tool = orjson.loads((EXAMPLES / "weekly-review.talostool").read_bytes())
+    tool = example("weekly-review")
     tool["flow"]["nodes"] = [
         {
             "id": "mk",
