@@ -16,10 +16,14 @@ from typing import Any
 from forgec.store.core import StoredVersion
 
 
-def run_stored(stored: StoredVersion, tool_input: Any, *, host: Any, consent: Any) -> Any:
+def run_stored(
+    stored: StoredVersion, tool_input: Any, *, host: Any, consent: Any, program: Any = None
+) -> Any:
+    """Run the stored Program (PROGRAM: that Program already read, so it is not read twice)."""
     from forgec.runtime import Program, run
 
-    program = Program.from_json(stored.program)
+    if program is None:
+        program = Program.from_json(stored.program)
     return run(program, tool_input, host=host, consent=consent)
 
 
@@ -56,6 +60,7 @@ def run_stored_cli(
     """`forgec tools run`: the same options, input, consent and output as `forgec run`."""
     from forgec.commands.common import host_from_args
     from forgec.commands.run import read_input
+    from forgec.runtime import Program
 
     tool_input = read_input(getattr(args, "input", None))
 
@@ -82,7 +87,9 @@ def run_stored_cli(
     # like `forgec run`: without --persona-labels, grant what the tool needs
     host: Any = host_from_args(args, default_labels=tuple(stored.marks.labels))
     try:
-        result = run_stored(stored, tool_input, host=host, consent=consent)
+        # read once: the text output lists the Program's compensations too
+        program = Program.from_json(stored.program)
+        result = run_stored(stored, tool_input, host=host, consent=consent, program=program)
     finally:
         close = getattr(host, "close", None)
         if close is not None:
@@ -94,7 +101,6 @@ def run_stored_cli(
         sys.stdout.write(out + "\n")
     else:
         from forgec.commands.run import render_text
-        from forgec.runtime import Program
 
-        sys.stdout.write(render_text(Program.from_json(stored.program), result))
+        sys.stdout.write(render_text(program, result))
     return 0 if result.ok else 1
