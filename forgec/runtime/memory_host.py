@@ -231,6 +231,24 @@ def _title(capability: str, title: str) -> str:
     return title
 
 
+def _matches(query: str | None, record: dict[str, Any], text_field: str) -> bool:
+    """No query, or the query inside the title or the text field (case-insensitive)."""
+    if query is None:
+        return True
+    needle = query.lower()
+    return needle in record["title"].lower() or needle in record[text_field].lower()
+
+
+def _newest_first(
+    records: dict[str, dict[str, Any]], keep: Callable[[dict[str, Any]], bool], limit: int
+) -> dict[str, Any]:
+    """A list result of the kept records (copies): newest createdAt first, then the
+    later-created first (a dict's insertion order is creation order)."""
+    kept = [(r["createdAt"], i, r) for i, r in enumerate(records.values()) if keep(r)]
+    kept.sort(key=lambda k: (k[0], k[1]), reverse=True)
+    return {"items": [dict(r) for _, _, r in kept[:limit]]}
+
+
 def _tasks_list(host: MemoryHost, input: dict[str, Any]) -> Any:
     _check_fields(
         "tasks.list", input, {"status": (str, False), "query": (str, False), "limit": (int, False)}
@@ -239,20 +257,11 @@ def _tasks_list(host: MemoryHost, input: dict[str, Any]) -> Any:
     status, query = input.get("status"), input.get("query")
     if status is not None and status not in TASK_STATUSES:
         raise HostError(FAILED, f"tasks.list status must be one of {', '.join(TASK_STATUSES)}")
-    items = [
-        t
-        for t in host.tasks.values()
-        if (status is None or t["status"] == status)
-        and (
-            query is None
-            or query.lower() in t["title"].lower()
-            or query.lower() in t["notes"].lower()
-        )
-    ]
-    # newest createdAt first, then the later-created first (insertion order is creation order)
-    order = {tid: i for i, tid in enumerate(host.tasks)}
-    items.sort(key=lambda t: (t["createdAt"], order[t["id"]]), reverse=True)
-    return {"items": [dict(t) for t in items[:limit]]}
+    return _newest_first(
+        host.tasks,
+        lambda t: (status is None or t["status"] == status) and _matches(query, t, "notes"),
+        limit,
+    )
 
 
 def _tasks_create(host: MemoryHost, input: dict[str, Any]) -> Any:
@@ -306,16 +315,7 @@ def _notes_list(host: MemoryHost, input: dict[str, Any]) -> Any:
     _check_fields("notes.list", input, {"query": (str, False), "limit": (int, False)})
     limit = _limit("notes.list", input, 100, 100)
     query = input.get("query")
-    items = [
-        n
-        for n in host.notes.values()
-        if query is None
-        or query.lower() in n["title"].lower()
-        or query.lower() in n["body"].lower()
-    ]
-    order = {nid: i for i, nid in enumerate(host.notes)}
-    items.sort(key=lambda n: (n["createdAt"], order[n["id"]]), reverse=True)
-    return {"items": [dict(n) for n in items[:limit]]}
+    return _newest_first(host.notes, lambda n: _matches(query, n, "body"), limit)
 
 
 def _notes_create(host: MemoryHost, input: dict[str, Any]) -> Any:
