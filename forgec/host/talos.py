@@ -61,6 +61,34 @@ def _like(text: str) -> str:
     return f"%{escaped}%"
 
 
+def _newest_first(
+    conn: sqlite3.Connection,
+    table: str,
+    where: list[tuple[str, Any]],
+    query: str | None,
+    text_column: str,
+    limit: int,
+) -> list[sqlite3.Row]:
+    """Rows of `table` (tasks or notes) newest first, passing each `where` condition and, with
+    a query, holding it in the title or `text_column`. Table and column names are ours."""
+    sql = f"SELECT * FROM {table} WHERE 1=1"
+    args: list[Any] = []
+    for condition, value in where:
+        sql += f" AND {condition}"
+        args.append(value)
+    if query:
+        # SQLite's LIKE and lower() fold ASCII only: compare Unicode-casefolded text instead
+        sql += (
+            " AND (forgec_casefold(title) LIKE ? ESCAPE '\\'"
+            f" OR forgec_casefold({text_column}) LIKE ? ESCAPE '\\')"
+        )
+        pattern = _like(query.casefold())
+        args += [pattern, pattern]
+    sql += " ORDER BY created_at DESC, seq DESC LIMIT ?"
+    args.append(limit)
+    return conn.execute(sql, args).fetchall()
+
+
 def _due(value: str | None) -> str | None:
     if value is None:
         return None
@@ -79,22 +107,9 @@ def tasks_list(conn: sqlite3.Connection, inp: Any) -> dict[str, Any]:
     status = v.string(cap, f, "status", choices=TASK_STATUSES)
     query = v.string(cap, f, "query", max_len=500)
     limit = v.integer(cap, f, "limit", default=50, low=1, high=100)
-    sql = "SELECT * FROM tasks WHERE 1=1"
-    args: list[Any] = []
-    if status is not None:
-        sql += " AND status = ?"
-        args.append(status)
-    if query:
-        # SQLite's LIKE and lower() fold ASCII only: compare Unicode-casefolded text instead
-        sql += (
-            " AND (forgec_casefold(title) LIKE ? ESCAPE '\\'"
-            " OR forgec_casefold(notes) LIKE ? ESCAPE '\\')"
-        )
-        pattern = _like(query.casefold())
-        args += [pattern, pattern]
-    sql += " ORDER BY created_at DESC, seq DESC LIMIT ?"
-    args.append(limit)
-    return {"items": [_task(r) for r in conn.execute(sql, args)]}
+    where = [("status = ?", status)] if status is not None else []
+    rows = _newest_first(conn, "tasks", where, query, "notes", limit)
+    return {"items": [_task(r) for r in rows]}
 
 
 def tasks_create(conn: sqlite3.Connection, inp: Any) -> dict[str, Any]:
@@ -145,18 +160,8 @@ def notes_list(conn: sqlite3.Connection, inp: Any) -> dict[str, Any]:
     f = v.fields(cap, inp, allowed={"query", "limit"})
     query = v.string(cap, f, "query", max_len=500)
     limit = v.integer(cap, f, "limit", default=50, low=1, high=100)
-    sql = "SELECT * FROM notes"
-    args: list[Any] = []
-    if query:
-        sql += (
-            " WHERE forgec_casefold(title) LIKE ? ESCAPE '\\'"
-            " OR forgec_casefold(body) LIKE ? ESCAPE '\\'"
-        )
-        pattern = _like(query.casefold())
-        args += [pattern, pattern]
-    sql += " ORDER BY created_at DESC, seq DESC LIMIT ?"
-    args.append(limit)
-    return {"items": [_note(r) for r in conn.execute(sql, args)]}
+    rows = _newest_first(conn, "notes", [], query, "body", limit)
+    return {"items": [_note(r) for r in rows]}
 
 
 def notes_create(conn: sqlite3.Connection, inp: Any) -> dict[str, Any]:
