@@ -168,15 +168,20 @@ def test_without_shape_check_scoping_still_holds(db: Path, monkeypatch) -> None:
     assert rows == [{"key": "bob-t9"}]
 
 
-def test_params_limit_and_truncation(db: Path) -> None:
+def _add_alice_items(db: Path, keys: list[str]) -> None:
+    """Memory items of alice's thread t1, written straight into the database."""
     raw = sqlite3.connect(db)
     raw.executemany(
         "INSERT INTO memory_items (id, persona, thread_id, key, type, value, created_at,"
         " updated_at) VALUES (?, 'alice', 't1', ?, 'note', 'v', 'now', 'now')",
-        [(f"id{i}", f"k{i:04d}") for i in range(1200)],
+        [(f"id{i}", key) for i, key in enumerate(keys)],
     )
     raw.commit()
     raw.close()
+
+
+def test_params_limit_and_truncation(db: Path) -> None:
+    _add_alice_items(db, [f"k{i:04d}" for i in range(1200)])
     with _open(db, "alice", "t1") as h:
         res = q(h, "SELECT key FROM memory_items ORDER BY key")
         assert len(res["rows"]) == 100 and res["truncated"] is True
@@ -193,14 +198,7 @@ def test_params_limit_and_truncation(db: Path) -> None:
 
 
 def test_slow_query_is_stopped(db: Path) -> None:
-    raw = sqlite3.connect(db)
-    raw.executemany(
-        "INSERT INTO memory_items (id, persona, thread_id, key, type, value, created_at,"
-        " updated_at) VALUES (?, 'alice', 't1', ?, 'note', 'v', 'now', 'now')",
-        [(f"id{i}", f"k{i}") for i in range(200)],
-    )
-    raw.commit()
-    raw.close()
+    _add_alice_items(db, [f"k{i}" for i in range(200)])
     with _open(db, "alice", "t1", db_query_time_ms=100) as h, pytest.raises(HostError) as info:
         q(h, "SELECT count(*) FROM memory_items a, memory_items b, memory_items c, memory_items d")
     assert "longer than 100 ms" in info.value.message
