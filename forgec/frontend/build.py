@@ -138,6 +138,7 @@ _UNSUPPORTED_KEYWORD_HINTS = {
 }
 
 EXPRESSION_KEYS = ("$ref", "$template", "$credential")
+_EXPRESSION_KEY_SET = frozenset(EXPRESSION_KEYS)
 
 
 def build_manifest(raw: Any) -> tuple[Manifest, list[Diagnostic]]:
@@ -1150,7 +1151,7 @@ class _Builder:
                         if members is None:
                             members = {}
                         members[k] = sub
-            if len(v) > 1 and ("$ref" in v or "$template" in v or "$credential" in v):
+            if len(v) > 1 and not _EXPRESSION_KEY_SET.isdisjoint(v):
                 self.mixed_expression(v, pointer)
             if members is None:
                 return None
