@@ -53,6 +53,11 @@ async def _session(
             return await body(session)
 
 
+def serve_args(store_path: Path, tmp_path: Path, *extra: str) -> list[str]:
+    """`forgec mcp serve` options: the test's store, a host database in TMP_PATH, then EXTRA."""
+    return ["--store", str(store_path), "--db", str(tmp_path / "h.db"), *extra]
+
+
 def run_client(args: list[str], body: Any, **kw: Any) -> Any:
     async def main() -> Any:
         with anyio.fail_after(60):
@@ -72,7 +77,7 @@ def test_lists_only_what_the_labels_grant(store_path: Path, tmp_path: Path) -> N
 
     labels = "db.query:own,tool.create"
     tools = run_client(
-        ["--store", str(store_path), "--db", str(tmp_path / "h.db"), "--persona-labels", labels],
+        serve_args(store_path, tmp_path, "--persona-labels", labels),
         body,
     )
     assert sorted(tools) == ["db_query", "dynamic_list_Dtasks", "tool_create"]
@@ -83,18 +88,11 @@ def test_lists_only_what_the_labels_grant(store_path: Path, tmp_path: Path) -> N
     assert tools["db_query"].annotations.read_only_hint is True
 
     # deny by default: no labels, only the forged tool that needs none
-    bare = run_client(["--store", str(store_path), "--db", str(tmp_path / "h.db")], body)
+    bare = run_client(serve_args(store_path, tmp_path), body)
     assert sorted(bare) == ["dynamic_list_Dtasks"]
 
     wide = run_client(
-        [
-            "--store",
-            str(store_path),
-            "--db",
-            str(tmp_path / "h.db"),
-            "--persona-labels",
-            "net.http:egress",
-        ],
+        serve_args(store_path, tmp_path, "--persona-labels", "net.http:egress"),
         body,
     )
     assert "dynamic_web_Dfetch" in wide and "net_http" in wide
@@ -111,7 +109,7 @@ def test_a_tool_not_listed_is_refused_when_called(store_path: Path, tmp_path: Pa
             await session.call_tool("tool_create", {"manifest": {}}),
         ]
 
-    results = run_client(["--store", str(store_path), "--db", str(tmp_path / "h.db")], body)
+    results = run_client(serve_args(store_path, tmp_path), body)
     for result in results:
         assert result.is_error
         assert "not available" in _text(result)
@@ -141,7 +139,7 @@ def test_calling_a_forged_tool_returns_structured_content(store_path: Path, tmp_
         bad = await session.call_tool("dynamic_list_Dtasks", {"unexpected": 1})
         return ok, bad
 
-    ok, bad = run_client(["--store", str(store_path), "--db", str(tmp_path / "h.db")], body)
+    ok, bad = run_client(serve_args(store_path, tmp_path), body)
     assert not ok.is_error, _text(ok)
     assert ok.structured_content == {"items": []}
     assert orjson.loads(_text(ok)) == {"items": []}
@@ -162,14 +160,7 @@ def test_tool_create_installs_off(store_path: Path, tmp_path: Path) -> None:
         return created, failed, from_text, both, [t.name for t in listed.tools]
 
     created, failed, from_text, both, names = run_client(
-        [
-            "--store",
-            str(store_path),
-            "--db",
-            str(tmp_path / "h.db"),
-            "--persona-labels",
-            "tool.create",
-        ],
+        serve_args(store_path, tmp_path, "--persona-labels", "tool.create"),
         body,
     )
     assert not created.is_error, _text(created)
@@ -200,14 +191,7 @@ def test_r4_asks_every_time_or_is_refused(store_path: Path, tmp_path: Path) -> N
     async def body(session: Any) -> Any:
         return [await session.call_tool("dynamic_web_Dfetch", {}) for _ in range(2)]
 
-    args = [
-        "--store",
-        str(store_path),
-        "--db",
-        str(tmp_path / "h.db"),
-        "--persona-labels",
-        "net.http:egress",
-    ]
+    args = serve_args(store_path, tmp_path, "--persona-labels", "net.http:egress")
     results = run_client(args, body, elicitation=decline)
     assert len(asked) == 2  # asked on every call, never remembered
     assert "dynamic:web.fetch" in asked[0]
@@ -232,16 +216,9 @@ def test_r4_runs_after_elicitation_or_by_policy(store_path: Path, tmp_path: Path
     async def body(session: Any) -> Any:
         return await session.call_tool("dynamic_web_Dfetch", {})
 
-    args = [
-        "--store",
-        str(store_path),
-        "--db",
-        str(tmp_path / "h.db"),
-        "--host-config",
-        str(config),
-        "--persona-labels",
-        "net.http:egress",
-    ]
+    args = serve_args(
+        store_path, tmp_path, "--host-config", str(config), "--persona-labels", "net.http:egress"
+    )
     ran = run_client(args, body, elicitation=accept)
     assert len(asked) == 1
     # consent was given, so the tool ran; the request itself failed at the network
@@ -267,14 +244,7 @@ def test_a_host_tool_call_returns_structured_rows(store_path: Path, tmp_path: Pa
         return ok, bad
 
     ok, bad = run_client(
-        [
-            "--store",
-            str(store_path),
-            "--db",
-            str(tmp_path / "h.db"),
-            "--persona-labels",
-            "db.query:own",
-        ],
+        serve_args(store_path, tmp_path, "--persona-labels", "db.query:own"),
         body,
     )
     assert not ok.is_error, _text(ok)
@@ -301,16 +271,14 @@ def test_listing_follows_the_store_and_instructions_follow_visibility(
         return session.instructions, before, after, refused
 
     instructions, before, after, refused = run_client(
-        [
-            "--store",
-            str(store_path),
-            "--db",
-            str(tmp_path / "h.db"),
+        serve_args(
+            store_path,
+            tmp_path,
             "--persona-labels",
             "db.query:own",
             "--templates",
             str(tmp_path / "templates"),
-        ],
+        ),
         body,
     )
     assert instructions == "## Queries\nOnly SELECT.\n\n## List tasks\nUse it for open tasks."
@@ -341,14 +309,14 @@ def test_r4_consent_over_the_multi_round_protocol(store_path: Path, tmp_path: Pa
             "forgec",
             "mcp",
             "serve",
-            "--store",
-            str(store_path),
-            "--db",
-            str(tmp_path / "h.db"),
-            "--host-config",
-            str(config),
-            "--persona-labels",
-            "net.http:egress",
+            *serve_args(
+                store_path,
+                tmp_path,
+                "--host-config",
+                str(config),
+                "--persona-labels",
+                "net.http:egress",
+            ),
         ],
         env={"PYTHONPATH": str(ROOT)},
         cwd=str(ROOT),
