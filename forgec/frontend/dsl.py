@@ -424,17 +424,17 @@ class _Builder:
             id_n, "set", target.s, [("target", target), ("value", value), ("next", nxt)]
         )
 
-    def call_node(self, c: list) -> _N:
-        id_n, target, kw, cap, value, *rest = c
+    def _step(self, c: list, kind: str, head: str) -> _N:
+        """A `call` or `llm` step: `id: [target =] KW NAME input [options] [next]`."""
+        id_n, target, kw, what, value, *rest = c
         nxt = rest.pop()
-        fields: list[tuple[str, _N | None]] = [
-            ("capability", cap),
-            ("input", value),
-            ("target", target),
-        ]
+        fields: list[tuple[str, _N | None]] = [(head, what), ("input", value), ("target", target)]
         fields.extend(rest)
         fields.append(("next", nxt))
-        return self._mk_node(id_n, "capability", _tpos(kw), fields)
+        return self._mk_node(id_n, kind, _tpos(kw), fields)
+
+    def call_node(self, c: list) -> _N:
+        return self._step(c, "capability", "capability")
 
     def retry(self, c: list) -> tuple[str, _N]:
         kw, attempts, backoff = c
@@ -448,12 +448,7 @@ class _Builder:
         return ("compensation", cap)
 
     def llm_node(self, c: list) -> _N:
-        id_n, target, kw, op, value, *rest = c
-        nxt = rest.pop()
-        fields: list[tuple[str, _N | None]] = [("op", op), ("input", value), ("target", target)]
-        fields.extend(rest)
-        fields.append(("next", nxt))
-        return self._mk_node(id_n, "llm", _tpos(kw), fields)
+        return self._step(c, "llm", "op")
 
     def requires(self, c: list) -> tuple[str, _N]:
         kw, val = c
