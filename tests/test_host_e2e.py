@@ -7,10 +7,10 @@ import copy
 import http.server
 import json
 import sqlite3
-import threading
 from pathlib import Path
 
 import pytest
+from loopback import serving
 from manifests import example
 
 import forgec
@@ -182,12 +182,8 @@ class _Status(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def status_server():
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Status)
-    srv.auth = []  # type: ignore[attr-defined]
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield srv
-    srv.shutdown()
-    srv.server_close()
+    with serving(_Status, auth=[]) as srv:
+        yield srv
 
 
 def test_http_tool_run_with_credential_and_override(tmp_path: Path, status_server) -> None:

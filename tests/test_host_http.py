@@ -7,12 +7,12 @@ from __future__ import annotations
 import gzip
 import http.server
 import json
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from loopback import serving
 
 from forgec.host import HostOptions, open_host
 from forgec.host.config import HostConfig
@@ -105,14 +105,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[http.server.ThreadingHTTPServer]:
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    srv.daemon_threads = True
-    srv.seen = []  # type: ignore[attr-defined]
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
-    yield srv
-    srv.shutdown()
-    srv.server_close()
+    with serving(_Handler, seen=[]) as srv:
+        yield srv
 
 
 @pytest.fixture

@@ -7,10 +7,10 @@ from __future__ import annotations
 import datetime as dt
 import http.server
 import ssl
-import threading
 from pathlib import Path
 
 import pytest
+from loopback import serving
 
 from forgec.host import HostOptions, open_host
 from forgec.host.config import HostConfig
@@ -102,16 +102,10 @@ class _Hello(http.server.BaseHTTPRequestHandler):
 def tls(tmp_path_factory):
     folder = tmp_path_factory.mktemp("tls")
     ca_file, cert_file, key_file = _certs(folder)
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Hello)
-    srv.daemon_threads = True
-    srv.hosts = []  # type: ignore[attr-defined]
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(cert_file, key_file)
-    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield srv, ca_file
-    srv.shutdown()
-    srv.server_close()
+    with serving(_Hello, tls=ctx, hosts=[]) as srv:
+        yield srv, ca_file
 
 
 def _call(tmp_path: Path, srv, ca_file: Path | None, host: str):

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import http.server
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from loopback import serving
 
 from forgec.host import HostOptions, open_host
 from forgec.host.config import ConfigError, ModelConfig, parse_config
@@ -71,13 +71,8 @@ def _completion(content: str) -> dict:
 
 @pytest.fixture(scope="module")
 def chat() -> Iterator[http.server.ThreadingHTTPServer]:
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Chat)
-    srv.daemon_threads = True
-    srv.requests = []  # type: ignore[attr-defined]
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield srv
-    srv.shutdown()
-    srv.server_close()
+    with serving(_Chat, requests=[]) as srv:
+        yield srv
 
 
 def _base(chat) -> str:
