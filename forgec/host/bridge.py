@@ -37,6 +37,7 @@ from forgec.host.db import DatabaseError, connect
 from forgec.host.models import ModelRouter
 from forgec.runtime.host import CallContext, HostError
 from forgec.runtime.talos_facts import INPUT_LIMITS as TALOS_INPUT_LIMITS
+from forgec.runtime.talos_facts import TALOS_UNDO, undo_input
 
 # Talon host tools → the label each needs (channel.send's depends on the channel)
 TALON_LABELS: dict[str, str] = {
@@ -72,9 +73,7 @@ JOURNAL_DEPTH = 512
 
 # compensation pairs (SPEC §5): step capability → the capability that undoes it
 UNDO = {
-    "tasks.create": "tasks.setStatus",
-    "tasks.setStatus": "tasks.setStatus",
-    "notes.update": "notes.update",
+    **TALOS_UNDO,
     "schedule.manage": "schedule.manage",
     "memory.access": "memory.access",
 }
@@ -370,25 +369,11 @@ class ReferenceHost:
             v.fail(f"{capability} cannot undo {step_capability}")
         res = step_result if isinstance(step_result, Mapping) else {}
         inp = step_input if isinstance(step_input, Mapping) else {}
-        if step_capability == "tasks.create":
-            return self.call(
-                "tasks.setStatus", {"id": res.get("id"), "status": "cancelled"}, context
-            )
-        if step_capability == "tasks.setStatus":
-            return self.call(
-                "tasks.setStatus",
-                {"id": res.get("id"), "status": res.get("previousStatus")},
-                context,
-            )
-        if step_capability == "notes.update":
-            prev = res.get("previous")
-            if not isinstance(prev, Mapping):
+        if step_capability in TALOS_UNDO:
+            undo = undo_input(step_capability, res)
+            if undo is None:
                 v.fail("notes.update: the step's result has no `previous` content to restore")
-            return self.call(
-                "notes.update",
-                {"id": res.get("id"), "title": prev.get("title"), "body": prev.get("body")},
-                context,
-            )
+            return self.call(capability, undo, context)
         # the Talon pairs undo through the host directly, behind the same label
         self.check_call(capability, inp)
         with self._lock:

@@ -21,7 +21,7 @@ import attrs
 import orjson
 
 from forgec.runtime.host import CallContext, HostError
-from forgec.runtime.talos_facts import INPUT_LIMITS, TASK_STATUSES
+from forgec.runtime.talos_facts import INPUT_LIMITS, TALOS_UNDO, TASK_STATUSES, undo_input
 
 FAILED = "RUN_CAPABILITY_FAILED"
 
@@ -176,19 +176,11 @@ class MemoryHost:
         self.calls.append(Call("compensate", step_capability, step_input, context.node_id, 1))
         self._maybe_fail(f"compensate:{step_capability}")
         result = step_result if isinstance(step_result, dict) else {}
-        if step_capability == "tasks.create" and capability == "tasks.setStatus":
-            undo = {"id": result.get("id"), "status": "cancelled"}
-        elif step_capability == "tasks.setStatus" and capability == "tasks.setStatus":
-            undo = {"id": result.get("id"), "status": result.get("previousStatus")}
-        elif step_capability == "notes.update" and capability == "notes.update":
-            previous = result.get("previous") or {}
-            undo = {
-                "id": result.get("id"),
-                "title": previous.get("title"),
-                "body": previous.get("body"),
-            }
-        else:
+        if TALOS_UNDO.get(step_capability) != capability:
             raise HostError(FAILED, f"{capability} cannot undo {step_capability}")
+        undo = undo_input(step_capability, result)
+        if undo is None:  # nothing to put back: the update's own check refuses the empty fields
+            undo = {"id": result.get("id"), "title": None, "body": None}
         return self._dispatch(capability, undo)
 
 

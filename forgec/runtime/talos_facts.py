@@ -1,4 +1,5 @@
-"""TALOS capability facts every host shares: input size limits and task statuses (SPEC §5).
+"""TALOS capability facts every host shares (SPEC §5): input size limits, task statuses, and
+the undo pairs with how a step's result gives the input of the call that undoes it.
 
 The in-memory host (`forgec.runtime.memory_host`) and the SQLite reference host
 (`forgec.host.talos`) both enforce these at the bridge; one table keeps them from drifting.
@@ -7,6 +8,9 @@ while the host may import the runtime.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
 
 # capability → input limit in bytes of compact UTF-8 JSON (the seed's capability table)
 INPUT_LIMITS: dict[str, int] = {
@@ -20,3 +24,31 @@ INPUT_LIMITS: dict[str, int] = {
     "memory.create": 32 * 1024,
 }
 TASK_STATUSES = ("open", "done", "cancelled")
+
+# step capability → the capability that undoes it
+TALOS_UNDO: dict[str, str] = {
+    "tasks.create": "tasks.setStatus",
+    "tasks.setStatus": "tasks.setStatus",
+    "notes.update": "notes.update",
+}
+
+
+def undo_input(step_capability: str, result: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The input of the `TALOS_UNDO` call that undoes a step, from the step's result: a
+    created task is cancelled, a status or a note's content put back from `previousStatus` /
+    `previous`. None when the result does not say what to put back (a `notes.update` result
+    without a `previous` object) or the step is not a TALOS one."""
+    if step_capability == "tasks.create":
+        return {"id": result.get("id"), "status": "cancelled"}
+    if step_capability == "tasks.setStatus":
+        return {"id": result.get("id"), "status": result.get("previousStatus")}
+    if step_capability == "notes.update":
+        previous = result.get("previous")
+        if not isinstance(previous, Mapping):
+            return None
+        return {
+            "id": result.get("id"),
+            "title": previous.get("title"),
+            "body": previous.get("body"),
+        }
+    return None
