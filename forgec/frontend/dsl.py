@@ -746,8 +746,3 @@ def load_forge(text: str | bytes, *, path: str | None = None) -> Loaded:
 def _failed(path: str | None, text: str | None, message: str) -> Loaded:
     d = make(STRUCTURE, "", message, span=Span(path, 1, 1, 1, 2))
     return Loaded(None, ForgeSourceMap(path, text, None), [d], "forge")
-
-
-def compile_forge(text: str | bytes, *, path: str | None = None) -> Loaded:
-    """Alias of `load_forge` for readers looking for the compiler's entry point."""
-    return load_forge(text, path=path)
