@@ -57,6 +57,10 @@ SCHEMA_KEYWORDS = frozenset(
 CONDITION_OPS = frozenset({"eq", "neq", "truthy", "exists", "contains", "gt", "gte", "lt", "lte"})
 
 
+# the hard bound on transitions of one run (SPEC: maxTransitions is at most 256)
+MAX_TRANSITIONS = 256
+
+
 class ProgramError(ValueError):
     """A Program (usually read from JSON) is not a well-formed `forgec.program.v1`."""
 
@@ -94,7 +98,8 @@ class Program:
 
     @property
     def transition_limit(self) -> int:
-        return min(self.max_transitions, 256)
+        """What a run may spend: `maxTransitions`, never above the hard bound."""
+        return min(self.max_transitions, MAX_TRANSITIONS)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -190,7 +195,7 @@ def verify(program: Program) -> None:
     right after lowering; this is the runtime's own guard against a hand-edited Program.
     """
     p = program
-    if not 1 <= p.max_transitions <= 256:
+    if not 1 <= p.max_transitions <= MAX_TRANSITIONS:
         raise ProgramError("maxTransitions must be 1..256")
     if not p.code:
         raise ProgramError("empty code")

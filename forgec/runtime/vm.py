@@ -42,7 +42,6 @@ from forgec.runtime.values import (
 INPUT_LIMIT = 65_536
 OUTPUT_LIMIT = 262_144
 RESULT_LIMIT = 262_144
-HARD_TRANSITION_LIMIT = 256
 
 # Op numbers as plain ints: the dispatch loop compares ints, not enum members.
 _ENTER, _EVAL, _STORE, _POP, _CALL, _MODEL = 1, 2, 3, 4, 5, 6
@@ -441,7 +440,7 @@ class _Run:
     def _execute(self, env: Env) -> Any:
         comp = compiled(self.program)
         code = comp.code
-        limit = min(self.program.max_transitions, HARD_TRANSITION_LIMIT)
+        limit = self.program.transition_limit
         state = env["state"]
         stack: list[Any] = []
         push, pop = stack.append, stack.pop
