@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from forgec.catalog.fields import is_expression
+
 
 def _literal_fields(inp: Any) -> dict[str, Any]:
     if not isinstance(inp, dict):
@@ -23,8 +25,9 @@ def _literal_fields(inp: Any) -> dict[str, Any]:
 
 
 def _has_expr(v: Any) -> bool:
+    """Whether an expression (`$ref`, `$template`, `$credential`) stands anywhere in `v`."""
     if isinstance(v, dict):
-        if len(v) == 1 and next(iter(v)) in ("$ref", "$template", "$credential"):
+        if is_expression(v):
             return True
         return any(_has_expr(x) for x in v.values())
     if isinstance(v, list):
