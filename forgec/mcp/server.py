@@ -38,7 +38,7 @@ from forgec.mcp.listing import (
     forged_visible,
     host_entries,
 )
-from forgec.mcp.names import id_from_mcp_name
+from forgec.mcp.names import PREFIX, id_from_mcp_name
 from forgec.mcp.policy import ConsentPolicy
 
 SERVER_NAME = "forgec"
@@ -83,11 +83,20 @@ class ForgeServer:
 
     # -- what is visible ------------------------------------------------------------------
 
+    def _fixed_visible(self) -> dict[str, Visible]:
+        """The host tools and `tool_create` the labels grant (nothing from the store)."""
+        labels = self.options.labels
+        out = {entry.name: Visible(entry) for entry in host_entries(labels)}
+        if TOOL_CREATE_LABEL in labels:
+            entry = create_entry()
+            out[entry.name] = Visible(entry)
+        return out
+
     def visible(self) -> dict[str, Visible]:
         labels = self.options.labels
-        out: dict[str, Visible] = {}
-        for entry in host_entries(labels):
-            out[entry.name] = Visible(entry)
+        fixed = self._fixed_visible()
+        # listed in this order: host tools, forged tools, tool_create
+        out = {name: v for name, v in fixed.items() if v.entry.kind == "host"}
         with self._store() as store:
             for stored in store.enabled_versions():
                 if not forged_visible(stored.marks, labels):
@@ -97,15 +106,15 @@ class ForgeServer:
                     _warn(f"{stored.name}: its MCP name would be over 128 characters; not listed")
                     continue
                 out[forged.name] = Visible(forged, stored)
-        if TOOL_CREATE_LABEL in labels:
-            entry = create_entry()
-            out[entry.name] = Visible(entry)
+        out.update(fixed)
         return out
 
     def lookup(self, name: str) -> Visible | None:
         """Call-time check: the tool as it would be listed now, or None (refused)."""
         tool_id = id_from_mcp_name(name)
         if tool_id is None:
+            if not name.startswith(PREFIX):  # a host tool or tool_create: no store to read
+                return self._fixed_visible().get(name)
             return self.visible().get(name)
         labels = self.options.labels
         from forgec.store import StoreError
