@@ -177,3 +177,18 @@ def test_graph_order_comes_from_graphlib_and_reads_like_the_manifest() -> None:
     assert facts.worst_case_path == ["a", "b", "d"]
     # with a cycle anywhere, definite assignment stands down (the cycle is the error to fix)
     assert not [d for d in ctx.diagnostics if d.code.startswith("FORGEC_REF")]
+
+
+@pytest.mark.parametrize(
+    "path", sorted((ROOT / "examples").glob("*.talostool")), ids=lambda p: p.name
+)
+def test_a_manifest_written_in_flow_order_is_ordered_as_written(path: Path) -> None:
+    raw = load_manifest(path.read_bytes()).value
+    ctx = PassContext(raw=raw, catalog=get_catalog("talon"))
+    for _name, run in PASSES[:2]:
+        run(ctx)
+    nodes = raw["flow"]["nodes"]
+    assert ctx.facts.topo_order == [n["id"] for n in nodes]
+    for n in nodes:
+        if n["type"] == "foreach":
+            assert ctx.facts.body_order[n["id"]] == [b["id"] for b in n["body"]]

@@ -15,7 +15,8 @@ a node:
    scope share is ambiguous: it already has its error, so it is followed for reachability (to
    every candidate) but not for cycles.
 3. Order and cycles: `graphlib.TopologicalSorter` orders each scope whole (predecessors
-   before successors, ties in manifest order). Only when it raises `CycleError` (the error path)
+   before successors; of the nodes ready next, the earliest in the manifest first, so a
+   manifest written in flow order keeps its order). Only when it raises `CycleError` (the error path)
    does an iterative depth-first search per scope (from the entry first, then from every node
    in manifest order) over the unambiguous edges collect one cycle per back edge, printed whole
    (`a -> b -> a`) and reported at the edge that closes it; `graphlib` names only one cycle.
@@ -41,6 +42,7 @@ Facts recorded for later passes and `forgec inspect`: see `forgec.passes.context
 from __future__ import annotations
 
 import graphlib
+import heapq
 from typing import Any
 
 from forgec.ir.nodes import FailNode, ForeachNode, IfNode, Node, ReturnNode
@@ -419,8 +421,11 @@ def find_cycles(
 
 
 def topological(succ: list[list[int]], members: list[int] | None = None) -> list[int] | None:
-    """Positions in a topological order (`graphlib`; ties in manifest order), or None when they
-    form a cycle. `members` restricts it to a part closed under `succ` (what a start reaches)."""
+    """Positions in a topological order, or None when they form a cycle; `graphlib` sorts.
+
+    Of the positions whose predecessors are all placed, the earliest in the manifest comes next,
+    so a manifest written in flow order is listed as written. `members` restricts the sort to a
+    part closed under `succ` (what a start reaches)."""
     sorter: graphlib.TopologicalSorter[int] = graphlib.TopologicalSorter()
     add = sorter.add
     for i in range(len(succ)) if members is None else members:
@@ -428,9 +433,20 @@ def topological(succ: list[list[int]], members: list[int] | None = None) -> list
         for j in succ[i]:
             add(j, i)  # j comes after i
     try:
-        return list(sorter.static_order())
+        sorter.prepare()
     except graphlib.CycleError:
         return None
+    ready = list(sorter.get_ready())
+    heapq.heapify(ready)
+    order: list[int] = []
+    push, pop, done, get_ready = heapq.heappush, heapq.heappop, sorter.done, sorter.get_ready
+    while ready:
+        i = pop(ready)
+        order.append(i)
+        done(i)
+        for j in get_ready():
+            push(ready, j)
+    return order
 
 
 def reach(succ: list[list[int]], start: int) -> list[bool]:
