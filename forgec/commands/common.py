@@ -66,6 +66,13 @@ def print_diagnostics(
         print(render_diagnostic(d, path=path, source=source, color=color), file=sys.stderr)
 
 
+def emit_json(value: Any) -> None:
+    """VALUE as indented JSON on standard output (the `--format json` of every subcommand)."""
+    import orjson
+
+    sys.stdout.write(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode() + "\n")
+
+
 def write_text(path: str | None, text: str) -> None:
     """Write to PATH, or to standard output when PATH is None or ``-``."""
     if path is None or path == "-":

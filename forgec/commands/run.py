@@ -132,7 +132,7 @@ def render_card(ui: dict[str, Any], output: Any) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from forgec.cli import EXIT_ERRORS, EXIT_OK
+    from forgec.cli import EXIT_ERRORS
     from forgec.commands.lower import checked_program
     from forgec.runtime import run as run_program
 
@@ -146,12 +146,16 @@ def run(args: argparse.Namespace) -> int:
         result = run_program(program, value, host=host, consent=make_consent(args, report))
     finally:
         host.close()
-    if args.format == "json":
-        import orjson
+    return print_result(program, result, args.format)
 
-        sys.stdout.write(
-            orjson.dumps(result.to_json(), option=orjson.OPT_INDENT_2).decode("utf-8") + "\n"
-        )
+
+def print_result(program: Any, result: Any, fmt: str) -> int:
+    """A run's result on standard output, as JSON or text; the exit status it means."""
+    from forgec.cli import EXIT_ERRORS, EXIT_OK
+    from forgec.commands.common import emit_json
+
+    if fmt == "json":
+        emit_json(result.to_json())
     else:
         sys.stdout.write(render_text(program, result))
     return EXIT_OK if result.ok else EXIT_ERRORS

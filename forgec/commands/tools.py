@@ -15,7 +15,7 @@ import argparse
 import sys
 from typing import Any
 
-from forgec.commands.common import add_format, add_target
+from forgec.commands.common import add_format, add_target, emit_json
 
 
 def _store_options(p: argparse.ArgumentParser, *formats: str) -> None:
@@ -97,12 +97,6 @@ def _open(args: argparse.Namespace) -> Any:
         raise UsageError(str(exc)) from None
 
 
-def _emit_json(value: Any) -> None:
-    import orjson
-
-    sys.stdout.write(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode() + "\n")
-
-
 def _fail(message: str, code: int = 1) -> int:
     print(f"forgec: {message}", file=sys.stderr)
     return code
@@ -138,7 +132,7 @@ def cmd_install(args: argparse.Namespace) -> int:
     with _open(args) as store:
         result = store.install(data, path=path, target=args.target)
     if args.format == "json":
-        _emit_json(result.to_json())
+        emit_json(result.to_json())
     else:
         from forgec.render.text import render_report, use_color
 
@@ -161,7 +155,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     with _open(args) as store:
         tools = store.tools()
     if args.format == "json":
-        _emit_json([t.to_json() for t in tools])
+        emit_json([t.to_json() for t in tools])
         return 0
     if not tools:
         print("no tools installed")
@@ -190,7 +184,7 @@ def cmd_versions(args: argparse.Namespace) -> int:
         name = store.tool(args.tool).name
         versions = store.versions(args.tool)
     if args.format == "json":
-        _emit_json([v.to_json() for v in versions])
+        emit_json([v.to_json() for v in versions])
         return 0
     print(f"{name}:")
     for v in reversed(versions):
@@ -232,7 +226,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         stored = store.get(args.tool, args.tool_version)
         status = store.consent_status(args.tool, stored.version)
     if args.format == "json":
-        _emit_json(_show_json(stored, status))
+        emit_json(_show_json(stored, status))
         return 0
     print(render_consent_card(stored.manifest, stored.marks))
     state = "on" if stored.enabled else "off"
@@ -291,7 +285,7 @@ def cmd_enable(args: argparse.Namespace) -> int:
                     )
         status = store.enable(stored.tool_id, consent=consent)
     if args.format == "json":
-        _emit_json(
+        emit_json(
             {
                 "name": stored.name,
                 "version": stored.version,
@@ -315,7 +309,7 @@ def cmd_disable(args: argparse.Namespace) -> int:
         store.disable(args.tool)
         summary = store.tool(args.tool)
     if args.format == "json":
-        _emit_json({"name": summary.name, "version": summary.version, "enabled": False})
+        emit_json({"name": summary.name, "version": summary.version, "enabled": False})
     else:
         print(f"{summary.name} v{summary.version} is off")
     return 0
@@ -327,7 +321,7 @@ def cmd_rollback(args: argparse.Namespace) -> int:
         version = store.rollback(args.tool)
         summary = store.tool(args.tool)
     if args.format == "json":
-        _emit_json({"name": summary.name, "version": version, "enabled": False})
+        emit_json({"name": summary.name, "version": version, "enabled": False})
     else:
         print(
             f"{summary.name}: v{version} is current again, and the tool is off; turn it on "

@@ -59,7 +59,7 @@ def run_stored_cli(
 ) -> int:
     """`forgec tools run`: the same options, input, consent and output as `forgec run`."""
     from forgec.commands.common import host_from_args
-    from forgec.commands.run import read_input
+    from forgec.commands.run import print_result, read_input
     from forgec.runtime import Program
 
     tool_input = read_input(getattr(args, "input", None))
@@ -94,13 +94,4 @@ def run_stored_cli(
         close = getattr(host, "close", None)
         if close is not None:
             close()
-    if getattr(args, "format", "text") == "json":
-        import orjson
-
-        out = orjson.dumps(result.to_json(), option=orjson.OPT_INDENT_2).decode()
-        sys.stdout.write(out + "\n")
-    else:
-        from forgec.commands.run import render_text
-
-        sys.stdout.write(render_text(program, result))
-    return 0 if result.ok else 1
+    return print_result(program, result, getattr(args, "format", "text"))
