@@ -105,3 +105,12 @@ def test_cli_fmt_refuses_a_syntax_error(tmp_path: Path) -> None:
     done = _cli("fmt", str(bad))
     assert done.returncode == 1
     assert "syntax error" in done.stderr and "b.forge:1:" in done.stderr
+
+
+@pytest.mark.parametrize("name", ["weekly-review", "talon-status-check"])
+def test_cli_fmt_prints_forge_from_either_form(name: str) -> None:
+    expected = (EXAMPLES / f"{name}.forge").read_text(encoding="utf-8")
+    assert _cli("fmt", str(EXAMPLES / f"{name}.talostool")).stdout == expected
+    assert _cli("fmt", str(EXAMPLES / f"{name}.forge")).stdout == expected
+    manifest = (EXAMPLES / f"{name}.talostool").read_text(encoding="utf-8")
+    assert _cli("fmt", "--to", "talostool", str(EXAMPLES / f"{name}.forge")).stdout == manifest

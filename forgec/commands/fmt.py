@@ -1,6 +1,8 @@
 """`forgec fmt PATH [--to forge|talostool] [--write|--check]`: canonical text of either form.
 
-`.talostool` → `.forge` is the decompiler. Formatting needs only a readable document, not a
+Printing defaults to `.forge` text whatever the input (issue 3: "canonical `.forge` text from
+either form"), so `forgec fmt x.talostool` is the decompiler; `--to talostool` prints the
+canonical manifest instead. `--write` and `--check` keep the file's own form (SPEC §10). Formatting needs only a readable document, not a
 valid tool, but it refuses a source with syntax-level problems (bad syntax, duplicate keys):
 rewriting those would silently pick one reading.
 """
@@ -23,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--to",
         choices=("forge", "talostool"),
-        help="output form (default: the form of PATH)",
+        help="output form (default: forge when printing; the file's own form with --write/--check)",
     )
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--write", action="store_true", help="rewrite PATH in place")
@@ -43,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
 
     data, path = read_path(args.path)
     form = "forge" if is_forge_source(data, path) else "talostool"
-    to = args.to or form
+    to = args.to or (form if args.write or args.check else "forge")
     if (args.write or args.check) and to != form:
         raise UsageError("--write and --check keep the file's own form; drop --to")
     if args.write and path is None:
