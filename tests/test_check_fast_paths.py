@@ -9,6 +9,7 @@ and require the same diagnostics and marks.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,8 @@ ROOT = Path(__file__).resolve().parent.parent
 FILES = sorted((ROOT / "tests/corpus").glob("*.talostool")) + sorted(
     (ROOT / "examples").glob("*.talostool")
 )
+
+_MEMBER = re.compile(rb'\s*"(?:[^"\\]|\\.)*": ')  # a line that starts with an object key
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=8),
@@ -192,3 +195,23 @@ def test_a_manifest_written_in_flow_order_is_ordered_as_written(path: Path) -> N
     for n in nodes:
         if n["type"] == "foreach":
             assert ctx.facts.body_order[n["id"]] == [b["id"] for b in n["body"]]
+
+
+@settings(max_examples=60, deadline=None)
+@given(manifests(), st.integers(0, 10_000), st.booleans())
+def test_a_duplicate_in_a_canonically_formatted_file_is_still_found(
+    raw: dict[str, Any], where: int, newline: bool
+) -> None:
+    # The loader skips its colon count when the text is its own re-serialisation; a duplicated
+    # member line must still be caught in a file that is otherwise in that layout.
+    text = orjson.dumps(raw, option=orjson.OPT_INDENT_2) + (b"\n" if newline else b"")
+    assert load_manifest(text).diagnostics == []
+    lines = text.split(b"\n")
+    members = [i for i, line in enumerate(lines) if line.endswith(b",") and _MEMBER.match(line)]
+    if not members:
+        return
+    i = members[where % len(members)]
+    doubled = b"\n".join([*lines[: i + 1], lines[i], *lines[i + 1 :]])
+    found = load_manifest(doubled).diagnostics
+    assert [d.code for d in found] == ["FORGE_MANIFEST_STRUCTURE"]
+    assert "duplicate key" in found[0].message

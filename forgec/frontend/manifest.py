@@ -7,8 +7,10 @@ column of the problem.
 
 Two properties orjson does not check are verified without a Python walk of the tree:
 
-* **Duplicate keys.** Every structural `:` of the text belongs to exactly one object member;
-  every other `:` is inside a string. Re-serialising the parsed value with orjson writes one
+* **Duplicate keys.** First, the common case: when the text is byte for byte the
+  re-serialisation below (give or take a final newline), it cannot have held a member the
+  parse dropped, so there is nothing more to check. Otherwise: every structural `:` of the
+  text belongs to exactly one object member; every other `:` is inside a string. Re-serialising the parsed value with orjson writes one
   `:` per member it kept plus the colons of the strings it kept. So, unless the text spells a
   colon as an escape (`\\u003a`), the two counts are equal exactly when no member was dropped,
   i.e. when no key repeats. When they differ, or an escaped colon makes the count unreliable,
@@ -112,6 +114,8 @@ def _structural_problems(
     deep = out is None or (
         _DEEP_LINE in out and (_DEEP_MEMBER in out or _DEEP_CONTAINER.search(out) is not None)
     )
+    if not deep and out is not None and _same_text(raw, out):
+        return None  # the text is its own re-serialisation: no member was dropped
     suspicious = deep or out is None or out.count(b":") != raw.count(b":")
     if not suspicious and b"\\" in raw:
         # Escaped colons would upset the count: fall back to the exact scan.
@@ -120,6 +124,16 @@ def _structural_problems(
         return None
     index = source_map.index()
     return _depth_diagnostics(index, source_map, deep), _duplicate_diagnostics(index, source_map)
+
+
+def _same_text(raw: bytes, out: bytes) -> bool:
+    """Whether `raw` is exactly `out`, give or take one final newline: a manifest formatted the
+    way forgec writes one (`forgec fmt`; also Python's `json.dumps(indent=2,
+    ensure_ascii=False)` and JavaScript's `JSON.stringify(v, null, 2)`)."""
+    n = len(out)
+    if len(raw) == n:
+        return raw == out
+    return len(raw) == n + 1 and raw.endswith(b"\n") and raw.startswith(out)
 
 
 def _depth_diagnostics(
