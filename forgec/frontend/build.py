@@ -785,6 +785,7 @@ class _Builder:
                 ):
                     built = self.fast_node(str(typ), n, node_id, pointer)
         if built is None:
+            self.refs, self.has_credential = [], False  # whatever a declined fast path saw
             built = self.node_checked(n, pointer, loop)
         if built is not None:
             self.reads[pointer] = self.refs
