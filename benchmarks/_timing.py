@@ -1,7 +1,6 @@
 """Timing shared by the benchmarks: the median wall time of a call, after optional warm-up runs.
 
 A median (not a mean) so one scheduler hiccup on a shared machine does not move the figure.
-`bench_check.py` still carries its own copy; its owner is to switch it to this module.
 """
 
 from __future__ import annotations

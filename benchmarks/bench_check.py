@@ -30,6 +30,9 @@ import orjson
 import forgec
 from forgec.frontend.schema import manifest_json_schema
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _timing
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -120,14 +123,7 @@ def big_manifest(target_bytes: int = 64_000) -> bytes:
 
 
 def median_seconds(fn: Callable[[], object], *, repeat: int = 200) -> float:
-    for _ in range(5):
-        fn()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return _timing.median_seconds(fn, repeat=repeat, warmup=5)
 
 
 def cold(args: list[str], *, repeat: int = 15) -> float:
