@@ -10,8 +10,9 @@ the value under the pair's name.
 
 Speed. A manifest is mostly clean, and walking a few thousand strings in Python costs several
 times what `orjson.loads` does, so the pass first screens the whole document at C speed:
-`orjson.dumps` of the parsed value, then a handful of `bytes.find` over it (and over its ASCII
-lower-case copy) for the only features any rule needs (see `secret_rules`): a run of 20+ token
+`orjson.dumps` of the parsed value, then a handful of literal searches over it (and over its
+ASCII lower-case copy; `re` literals or `bytes.find`, whichever is faster for the needle, see
+`_finder`) for the only features any rule needs (see `secret_rules`): a run of 20+ token
 characters (found with `bytes.translate` + `find`), a marker (`@` for URL passwords, `sig=`,
 `~`) or a secret-like stem (`pass`, `key`, `token`, …). Each hit is widened to the JSON string
 around it, which is decoded and scanned on its own. Nothing found and no secret-like key or pair
@@ -22,6 +23,8 @@ walk by construction; a hypothesis test compares the screened pass with the full
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -172,8 +175,40 @@ _RUN_TABLE = bytes(
     for b in range(256)
 )
 _RUN_NEEDLE = b"a" * LONG_RUN
-_STEMS = tuple(s.encode() for s in SCREEN_STEMS)
-_LITERALS = tuple(s.encode() for s in SCREEN_LITERALS)
+
+
+def _finder(needle: bytes) -> Callable[[bytes, int], int]:
+    """`hay.find(needle, pos)`, the fastest way CPython 3.11 offers for this needle.
+
+    One byte: `bytes.find` (memchr). Longer: a compiled literal pattern, because `re` skips to
+    the needle's first byte and is about twice as fast as `bytes.find` over prose (measured:
+    12 µs against 25 µs over 61 KB). A needle holding a byte that is not a letter (`sig=`)
+    first asks whether that byte occurs at all, which memchr answers in well under a µs.
+    """
+    if len(needle) == 1:
+        return lambda hay, pos: hay.find(needle, pos)
+    search = re.compile(re.escape(needle)).search
+    gate = next((bytes([b]) for b in needle if not chr(b).isalpha()), None)
+
+    def find(hay: bytes, pos: int) -> int:
+        if gate is not None and hay.find(gate, pos) < 0:
+            return -1
+        m = search(hay, pos)
+        return -1 if m is None else m.start()
+
+    return find
+
+
+_STEMS = tuple(_finder(s.encode()) for s in SCREEN_STEMS)
+_LITERALS = tuple(_finder(s.encode()) for s in SCREEN_LITERALS)
+
+
+def _run_finder(hay: bytes, pos: int) -> int:
+    # `bytes.find` here: a needle of one repeated byte makes `re` stop at every token character
+    return hay.find(_RUN_NEEDLE, pos)
+
+
+_RUN = _run_finder
 _QUOTE, _BACKSLASH = 0x22, 0x5C
 
 
@@ -190,10 +225,10 @@ def screen(blob: bytes) -> tuple[set[str], bool] | None:
     for needles, hay in (
         (_STEMS, low),
         (_LITERALS, low),
-        ((_RUN_NEEDLE,), blob.translate(_RUN_TABLE)),
+        ((_RUN,), blob.translate(_RUN_TABLE)),
     ):
         for needle in needles:
-            i = hay.find(needle)
+            i = needle(hay, 0)
             while i >= 0:
                 span = _enclosing_string(blob, i)
                 if span is None:
@@ -215,7 +250,7 @@ def screen(blob: bytes) -> tuple[set[str], bool] | None:
                         text
                     ):
                         names_matter = True
-                i = hay.find(needle, q1 + 1)
+                i = needle(hay, q1 + 1)
     return dirty, names_matter
 
 
