@@ -469,3 +469,56 @@ def test_a_huge_bogus_id_is_shortened_in_messages() -> None:
 def test_a_missing_edge_on_an_unreachable_node_does_not_hide_it() -> None:
     ctx = run_graph(ir([r("done"), s("stray", "nowhere")], entry="done"))
     assert sorted(codes(ctx)) == ["FORGE_EDGE_MISSING", "FORGE_UNREACHABLE_NODE"]
+
+
+def _sorted_per_position(succ: list[list[int]], members: list[int] | None) -> list[int] | None:
+    """The order `topological` promises, computed the plain way: every position in `graphlib`,
+    the earliest ready position next."""
+    import graphlib
+    import heapq
+
+    sorter: graphlib.TopologicalSorter[int] = graphlib.TopologicalSorter()
+    for i in range(len(succ)) if members is None else members:
+        sorter.add(i)
+        for j in succ[i]:
+            sorter.add(j, i)
+    try:
+        sorter.prepare()
+    except graphlib.CycleError:
+        return None
+    ready = list(sorter.get_ready())
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(i)
+        sorter.done(i)
+        for j in sorter.get_ready():
+            heapq.heappush(ready, j)
+    return order
+
+
+@st.composite
+def _successor_lists(draw: st.DrawFn) -> list[list[int]]:
+    n = draw(st.integers(1, 10))
+    # mostly "next is the following node" (what runs are made of), some jumps, back edges,
+    # self-loops, repeated targets (an `if` whose branches meet) and ends
+    target = st.one_of(st.just(-1), st.integers(0, n - 1))
+    succ = []
+    for i in range(n):
+        out = draw(st.lists(target, max_size=3))
+        succ.append([min(i + 1, n - 1) if t == -1 else t for t in out])
+    return succ
+
+
+@settings(max_examples=200, deadline=None)
+@given(_successor_lists(), st.integers(0, 9))
+def test_topological_sorting_runs_gives_the_per_position_order(
+    succ: list[list[int]], start: int
+) -> None:
+    from forgec.passes.graph import reach, topological
+
+    assert topological(succ) == _sorted_per_position(succ, None)
+    seen = reach(succ, start % len(succ))
+    members = [i for i, s in enumerate(seen) if s]
+    assert topological(succ, members) == _sorted_per_position(succ, members)
