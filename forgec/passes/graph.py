@@ -71,9 +71,11 @@ class Scope:
         self.loop = loop
         self.nodes = nodes
         # id → positions in `nodes` holding it (more than one only for a duplicated id)
-        self.index: dict[str, list[int]] = {}
-        for i, node in enumerate(nodes):
-            self.index.setdefault(node.id, []).append(i)
+        self.index: dict[str, list[int]] = {node.id: [i] for i, node in enumerate(nodes)}
+        if len(self.index) < len(nodes):  # a duplicated id: the last one won, list them all
+            self.index = {}
+            for i, node in enumerate(nodes):
+                self.index.setdefault(node.id, []).append(i)
         # position → every successor position (an ambiguous edge leads to each candidate)
         self.succ: list[list[int]] = []
         # some edge does not resolve (anywhere in the scope) / position → its successors are
@@ -160,6 +162,12 @@ def check_graph(ctx: PassContext) -> None:
         else:
             start = 0 if scope.loop.pointer in reachable_loops and scope.nodes else None
         _reach_and_order(scope, start)
+        if start is not None and all(scope.reachable):  # the common case: all of it
+            nodes = scope.nodes
+            facts.reachable.update([node.id for node in nodes])
+            facts.reachable_pointers.update([node.pointer for node in nodes])
+            reachable_loops.update([n.pointer for n in nodes if type(n) is ForeachNode])
+            continue
         for node, is_reached in zip(scope.nodes, scope.reachable, strict=True):
             if is_reached:
                 reachable_add(node.id)
@@ -185,6 +193,11 @@ def check_graph(ctx: PassContext) -> None:
 def _check_duplicates(ctx: PassContext, walk: list[tuple[Node, Scope]]) -> set[str]:
     """Report every node whose id an earlier node (in manifest order) already has."""
     facts = ctx.facts
+    by_id = {node.id: node for node, _ in walk}
+    if len(by_id) == len(walk):  # the common case: every id once
+        facts.nodes_by_id.update(by_id)
+        facts.scope_of.update({node.id: scope.loop for node, scope in walk})
+        return set()
     first_pointer: dict[str, str] = {}
     duplicated: set[str] = set()
     for node, scope in walk:
@@ -248,16 +261,25 @@ def _resolve_edges(
 ) -> None:
     index = scope.index
     top_level = scope.loop is None
+    cut_append, succ_append = scope.cut.append, scope.succ.append
     for node in scope.nodes:
-        kind = type(node)
-        nxt = None if kind is IfNode else getattr(node, "next", None)
-        if type(nxt) is str:
-            # the common case: one `next` to a node of the scope
-            positions = index.get(nxt)
-            if positions is not None and len(positions) == 1:
-                scope.cut.append(False)
-                scope.succ.append([positions[0]])
-                continue
+        if type(node) is IfNode:
+            # the common branch: both targets are nodes of the scope
+            if node.then is not None and node.else_ is not None:
+                then, else_ = index.get(node.then), index.get(node.else_)
+                if then is not None and else_ is not None and len(then) == len(else_) == 1:
+                    cut_append(False)
+                    succ_append([then[0], else_[0]])
+                    continue
+        else:
+            nxt = getattr(node, "next", None)
+            if type(nxt) is str:
+                # the common case: one `next` to a node of the scope
+                positions = index.get(nxt)
+                if positions is not None and len(positions) == 1:
+                    cut_append(False)
+                    succ_append([positions[0]])
+                    continue
         succ: list[int] = []
         cut = False
         for field, target in edge_fields(node):
@@ -276,8 +298,8 @@ def _resolve_edges(
             )
         cut = cut or _edge_unknown(ctx.raw, node, top_level)
         scope.missing_edge = scope.missing_edge or cut
-        scope.cut.append(cut)
-        scope.succ.append(succ)
+        cut_append(cut)
+        succ_append(succ)
 
 
 def _edge_unknown(raw: Any, node: Node, top_level: bool) -> bool:
@@ -453,7 +475,7 @@ def topological(succ: list[list[int]], members: list[int] | None = None) -> list
     previous = -2
     for i in positions:
         out = succ[previous] if previous == i - 1 else None
-        if out and preds[i] == 1 and all(j == i for j in out):
+        if out and preds[i] == 1 and out.count(i) == len(out):
             h = run_of[previous]
             run_of[i] = h
             tail[h] = i
