@@ -608,6 +608,38 @@ def test_screen_matches_walk(raw: Any) -> None:
     assert find_secrets(raw) == walk_secrets(raw)
 
 
+_NO_RUN_TOKEN = "Zq8v.Lw2pXkR4.mT7bQ9wE"  # random, but no 20-character run for the screen
+
+
+@pytest.mark.parametrize(
+    "member",
+    [
+        # secret-like names in any case, as keys and as a header pair's name: only the name's
+        # stem (`pwd`, `pass`, `secret`, `auth`, `token`, `cred`, `key`) can flag these
+        {"PWD": "Zq8vLw2p!xR4"},
+        {"dbPassword": "Zq8vLw2p!xR4"},
+        {"Client_Secret": _NO_RUN_TOKEN},
+        {"AUTH": _NO_RUN_TOKEN},
+        {"x-auth-token": _NO_RUN_TOKEN},
+        {"Credential": _NO_RUN_TOKEN},
+        {"apiKEY": _NO_RUN_TOKEN},
+        {"headers": [{"name": "X-Api-Key", "value": _NO_RUN_TOKEN}]},
+        # assignments in text, found by the content's stem or `sig=` in any case
+        {"d": "PWD=Zq8vLw2p!xR4"},
+        {"d": "db_PASS: Zq8vLw2p!xR4"},
+        {"d": f"Secret={_NO_RUN_TOKEN}"},
+        {"d": f"TOKEN = {_NO_RUN_TOKEN}"},
+        {"d": "Authorization Basic YWI6aHVudGVy"},
+        {"d": "https://x.blob.core.windows.net/c?sv=1&SIG=Zq8vLw2pXkR4Zq8vLw2pXkR4Zq8vLw2pXk"},
+    ],
+)
+def test_screen_sees_each_stem_in_any_case(member: dict[str, Any]) -> None:
+    raw = {"description": "Plans the week. " * 40, "flow": [member, {"next": "n1"}]}
+    found = walk_secrets(raw)
+    assert found  # the case is a real finding, so the screen has something to miss
+    assert find_secrets(raw) == found
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=300), st.one_of(st.none(), st.text(max_size=20), _names))
 def test_scan_text_never_raises(text: str, name: str | None) -> None:
