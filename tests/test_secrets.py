@@ -608,6 +608,14 @@ def test_screen_matches_walk(raw: Any) -> None:
     assert find_secrets(raw) == walk_secrets(raw)
 
 
+def test_a_container_shared_by_two_members_is_reported_once_like_the_walk() -> None:
+    # a value built in code may hold one dict twice; orjson serialises it, the walks skip it
+    shared = {"password": "Zq8vLw2p!xR4", "tags": ["Zq8vLw2p!xR4"]}
+    raw = {"a": shared, "b": shared, "c": [shared, "x"]}
+    assert [p for p, _, _ in find_secrets(raw)] == ["/a/password"]
+    assert find_secrets(raw) == walk_secrets(raw)
+
+
 _NO_RUN_TOKEN = "Zq8v.Lw2pXkR4.mT7bQ9wE"  # random, but no 20-character run for the screen
 
 

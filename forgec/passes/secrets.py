@@ -17,8 +17,9 @@ characters (found with `bytes.translate` + `find`), a marker (`@` for URL passwo
 `~`) or a secret-like stem (`pass`, `key`, `token`, …). Each hit is widened to the JSON string
 around it, which is decoded and scanned on its own. Nothing found and no secret-like key or pair
 name: done, without a walk. Otherwise the walk runs, to compute JSON Pointers, scanning only the
-strings the screen flagged and those under a secret-like name. The screen is a superset of the
-walk by construction; a hypothesis test compares the screened pass with the full walk.
+strings the screen flagged and those under a secret-like name (`_walk_screened`, a leaner
+copy of the reference `walk_secrets`). The screen is a superset of the walk by construction; a
+hypothesis test compares the screened pass with the full reference walk.
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ def find_secrets(raw: Any) -> list[Located]:
     dirty, names_matter = screened
     if not dirty and not names_matter:
         return []
-    return walk_secrets(raw, only=dirty)
+    return _walk_screened(raw, dirty)
 
 
 def _message(pointer: str, is_key: bool, f: SecretFinding) -> str:
@@ -140,6 +141,73 @@ def walk_secrets(raw: Any, *, only: set[str] | None = None) -> list[Located]:
 
 
 _Link = tuple[Any, str | int] | None
+
+
+def _walk_screened(raw: Any, only: set[str]) -> list[Located]:
+    """`walk_secrets(raw, only=only)`, faster, for a value `orjson.dumps` accepted.
+
+    Same visit order and the same findings (the hypothesis test holds `find_secrets` equal to
+    the full `walk_secrets`); `walk_secrets` stays the plain reference. The savings: recursion
+    instead of a stack of tuples (the value is at most orjson's 255 levels deep), scalars and
+    strings judged in their parent's loop without a visit of their own, each name judged once
+    per walk, and no pass over the keys when the screen flagged no string.
+    """
+    out: list[Located] = []
+    seen: set[int] = set()  # a value built in code may share a container: walk it once
+    judged: dict[str | None, bool] = {}
+
+    def scan(text: str, link: _Link, name: str | None) -> None:
+        best = _strongest(scan_text(text, name=name))
+        if best is not None:
+            out.append((_pointer(link), False, best))
+
+    def visit(value: Any, link: _Link, name: str | None) -> None:
+        if isinstance(value, dict):
+            if id(value) in seen:
+                return
+            seen.add(id(value))
+            if only:
+                for key in value:
+                    if isinstance(key, str) and key in only:
+                        best = _strongest(scan_text(key))
+                        if best is not None:
+                            out.append((_pointer((link, key)), True, best))
+            pair = _pair_name(value)
+            for key, child in value.items():
+                if not isinstance(key, str):
+                    continue
+                if key == "value" and pair is not None:
+                    child_name: str | None = pair
+                elif key in _PASSTHROUGH and name is not None:
+                    child_name = name
+                else:
+                    child_name = key
+                if isinstance(child, str):
+                    matters = judged.get(child_name)
+                    if matters is None:
+                        matters = judged[child_name] = name_matters(child_name)
+                    if matters or child in only:
+                        scan(child, (link, key), child_name)
+                elif isinstance(child, dict | list | tuple):
+                    visit(child, (link, key), child_name)
+        elif isinstance(value, list | tuple):
+            if id(value) in seen:
+                return
+            seen.add(id(value))
+            matters = judged.get(name)
+            if matters is None:
+                matters = judged[name] = name_matters(name)
+            for i, child in enumerate(value):
+                if isinstance(child, str):
+                    if matters or child in only:
+                        scan(child, (link, i), name)
+                elif isinstance(child, dict | list | tuple):
+                    visit(child, (link, i), name)
+        elif isinstance(value, str) and (value in only or name_matters(name)):
+            scan(value, link, name)
+
+    visit(raw, None, None)
+    return out
 
 
 def _pointer(link: _Link) -> str:
