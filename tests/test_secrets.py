@@ -616,6 +616,25 @@ def test_a_container_shared_by_two_members_is_reported_once_like_the_walk() -> N
     assert find_secrets(raw) == walk_secrets(raw)
 
 
+@pytest.mark.parametrize(
+    ("value", "where"),
+    [
+        ("Zq8vLw2p!xR4", ""),
+        ({"default": "Zq8vLw2p!xR4"}, "/default"),
+        (["Zq8vLw2p!xR4"], "/0"),
+        ({"examples": ["Zq8vLw2p!xR4"]}, "/examples/0"),  # nested: judged by the walk
+        ({"enum": [{"x": 1}, "Zq8vLw2p!xR4"]}, "/enum/1"),
+        ({"$credential": "github"}, None),  # a reference: nothing to report
+        ({"type": "string", "description": "the password"}, None),
+    ],
+)
+def test_value_under_a_secret_like_key_in_every_shape(value: Any, where: str | None) -> None:
+    raw = {"description": "Plans the week. " * 40, "flow": [{"password": value}]}
+    found = [p for p, _, _ in find_secrets(raw)]
+    assert found == ([] if where is None else ["/flow/0/password" + where])
+    assert find_secrets(raw) == walk_secrets(raw)
+
+
 _NO_RUN_TOKEN = "Zq8v.Lw2pXkR4.mT7bQ9wE"  # random, but no 20-character run for the screen
 
 
