@@ -5,7 +5,9 @@ Prints the median time of:
   - the secrets pass (`find_secrets`) on the ordinary manifest: the common, clean case, where
     the pass screens the document at C speed and never walks it
   - the pass on the same manifest with an `apiKey` property in its input schema: a secret-like
-    key sends the pass on a walk, which scans only the strings the screen found and those under
+    key whose flat value is judged on the spot (nothing under it: no walk)
+  - the pass with a `{"name": "X-Api-Key", "value": …}` header pair: a secret-like pair name
+    sends the pass on a walk, which scans only the strings the screen found and those under
     secret-like names
   - the full walk (`walk_secrets`) on the same manifest: what every scan would cost without the
     screen
@@ -149,6 +151,9 @@ def main() -> None:
     named = ordinary_manifest()
     named["inputSchema"]["properties"]["apiKey"] = {"type": "string"}
     with_key = median_seconds(lambda: find_secrets(named), repeat=100)
+    paired = ordinary_manifest()
+    paired["inputSchema"]["x-headers"] = [{"name": "X-Api-Key", "value": {"$credential": "k"}}]
+    with_pair = median_seconds(lambda: find_secrets(paired), repeat=100)
     walked = median_seconds(lambda: walk_secrets(ordinary), repeat=20)
     attacked = median_seconds(lambda: find_secrets(adversarial), repeat=20)
     print(
@@ -157,6 +162,7 @@ def main() -> None:
     print(f"  orjson.loads                  {loads * 1e6:9.0f} µs   1.0x")
     print(f"  secrets pass (screened)       {screened * 1e6:9.0f} µs  {screened / loads:4.1f}x")
     print(f"  secrets pass, `apiKey` key    {with_key * 1e6:9.0f} µs  {with_key / loads:4.1f}x")
+    print(f"  secrets pass, header pair     {with_pair * 1e6:9.0f} µs  {with_pair / loads:4.1f}x")
     print(f"  full walk, every string       {walked * 1e6:9.0f} µs  {walked / loads:4.1f}x")
     print(f"  secrets pass, adversarial     {attacked * 1e6:9.0f} µs  {attacked / loads:4.1f}x")
     worst_name, worst = "", 0.0
