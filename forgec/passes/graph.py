@@ -125,6 +125,9 @@ def build_scopes(nodes: tuple[Node, ...]) -> tuple[list[Scope], list[tuple[Node,
     def add(loop: ForeachNode | None, members: tuple[Node, ...]) -> None:
         scope = Scope(loop, list(members))
         scopes.append(scope)
+        if not any(isinstance(node, ForeachNode) for node in members):
+            walk.extend([(node, scope) for node in members])  # no body to interleave
+            return
         for node in members:
             walk.append((node, scope))
             if isinstance(node, ForeachNode):
@@ -629,8 +632,10 @@ def longest_path(
     result: tuple[int, list[str]] | None = None
     if order is not None:
         bodies = {s.loop.pointer: s for s in scopes if s.loop is not None}
-        best: dict[int, tuple[int, int | None]] = {}  # position → (W, next on the longest path)
         nodes, succ = scope.nodes, scope.succ
+        # position → W, and the next position on the longest path (-1: none)
+        weight = [0] * len(nodes)
+        follow = [-1] * len(nodes)
         for i in reversed(order):  # successors first
             node = nodes[i]
             own = 1
@@ -641,17 +646,18 @@ def longest_path(
                     if inner is None or node.max_items is None:
                         return None
                     own = 1 + node.max_items * inner[0]
-            w, nxt = 0, None
+            w = 0
             for j in succ[i]:
-                if best[j][0] > w:
-                    w, nxt = best[j][0], j
-            best[i] = (own + w, nxt)
+                if weight[j] > w:
+                    w = weight[j]
+                    follow[i] = j
+            weight[i] = own + w
         path: list[str] = []
-        cursor: int | None = start
-        while cursor is not None:
-            path.append(scope.nodes[cursor].id)
-            cursor = best[cursor][1]
-        result = (best[start][0], path)
+        cursor = start
+        while cursor >= 0:
+            path.append(nodes[cursor].id)
+            cursor = follow[cursor]
+        result = (weight[start], path)
     cache[key] = result
     return result
 
