@@ -6,9 +6,9 @@ Prints the median time of:
     the pass screens the document at C speed and never walks it
   - the pass on the same manifest with an `apiKey` property in its input schema: a secret-like
     key whose flat value is judged on the spot (nothing under it: no walk)
-  - the pass with a `{"name": "X-Api-Key", "value": …}` header pair: a secret-like pair name
-    sends the pass on a walk, which scans only the strings the screen found and those under
-    secret-like names
+  - the pass with a `{"name": "X-Api-Key", "value": …}` header pair: judged on the spot too
+  - the same pair written value first: that layout sends the pass on a walk, which scans only
+    the strings the screen found and those under secret-like names
   - the full walk (`walk_secrets`) on the same manifest: what every scan would cost without the
     screen
   - the pass on a 64 KiB manifest of adversarial text (100k spaces, repeated quotes, `a`*60000,
@@ -154,6 +154,9 @@ def main() -> None:
     paired = ordinary_manifest()
     paired["inputSchema"]["x-headers"] = [{"name": "X-Api-Key", "value": {"$credential": "k"}}]
     with_pair = median_seconds(lambda: find_secrets(paired), repeat=100)
+    walking = ordinary_manifest()
+    walking["inputSchema"]["x-headers"] = [{"value": {"$credential": "k"}, "name": "X-Api-Key"}]
+    with_walk = median_seconds(lambda: find_secrets(walking), repeat=100)
     walked = median_seconds(lambda: walk_secrets(ordinary), repeat=20)
     attacked = median_seconds(lambda: find_secrets(adversarial), repeat=20)
     print(
@@ -163,6 +166,7 @@ def main() -> None:
     print(f"  secrets pass (screened)       {screened * 1e6:9.0f} µs  {screened / loads:4.1f}x")
     print(f"  secrets pass, `apiKey` key    {with_key * 1e6:9.0f} µs  {with_key / loads:4.1f}x")
     print(f"  secrets pass, header pair     {with_pair * 1e6:9.0f} µs  {with_pair / loads:4.1f}x")
+    print(f"  secrets pass, pair that walks {with_walk * 1e6:9.0f} µs  {with_walk / loads:4.1f}x")
     print(f"  full walk, every string       {walked * 1e6:9.0f} µs  {walked / loads:4.1f}x")
     print(f"  secrets pass, adversarial     {attacked * 1e6:9.0f} µs  {attacked / loads:4.1f}x")
     worst_name, worst = "", 0.0

@@ -635,6 +635,27 @@ def test_value_under_a_secret_like_key_in_every_shape(value: Any, where: str | N
     assert find_secrets(raw) == walk_secrets(raw)
 
 
+@pytest.mark.parametrize(
+    ("pair", "where"),
+    [
+        ({"name": "X-Api-Key", "value": "Zq8v.Lw2pXkR4.mT7bQ9wE"}, "/value"),
+        ({"name": "X-Api-Key", "value": {"$credential": "k"}}, None),
+        ({"value": "Zq8v.Lw2pXkR4.mT7bQ9wE", "name": "X-Api-Key"}, "/value"),
+        ({"name": "password", "value": ["Zq8vLw2p!xR4"]}, "/value/0"),
+        # the pair's name is the first of name/key/header/target: here a harmless one
+        ({"name": "X-Request-Id", "key": "api_token", "value": "Zq8v.Lw2pXkR4.mT7bQ9wE"}, None),
+        # …and here `password`, whose bar is lower than a token's
+        ({"key": "api_token", "name": "password", "value": "Zq8vLw2p!xR4"}, "/value"),
+        ({"name": "password", "value": "Zq8vLw2p!xR4", "key": "api_token"}, "/value"),
+    ],
+)
+def test_value_of_a_secret_like_pair_in_every_layout(pair: Any, where: str | None) -> None:
+    raw = {"description": "Plans the week. " * 40, "headers": [pair]}
+    found = [p for p, _, _ in find_secrets(raw)]
+    assert found == ([] if where is None else ["/headers/0" + where])
+    assert find_secrets(raw) == walk_secrets(raw)
+
+
 _NO_RUN_TOKEN = "Zq8v.Lw2pXkR4.mT7bQ9wE"  # random, but no 20-character run for the screen
 
 

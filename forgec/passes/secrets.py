@@ -330,12 +330,20 @@ def screen(blob: bytes) -> tuple[set[str], bool] | None:
                         dirty.add(text)
                     # a secret-like key judges its value, and so does a pair's name
                     if blob[q1 + 1 : q1 + 2] == b":":
-                        if not names_matter and name_matters(text):
-                            m = _SIMPLE_VALUE.match(blob, q1 + 2, q1 + 2 + budget)
+                        value_at = q1 + 2  # a key: its value follows
+                    elif blob[max(0, q0 - 9) : q0].endswith(_PAIR_KEYS):
+                        # a pair's name, judged on the spot only when `"value"` comes next (the
+                        # value may be judged under another member's name: judging it under
+                        # this one scans a superset); any other layout walks
+                        value_at = q1 + 10 if blob.startswith(b',"value":', q1 + 1) else -1
+                    else:
+                        value_at = 0
+                    if value_at and not names_matter and name_matters(text):
+                        m = None
+                        if value_at > 0:
+                            m = _SIMPLE_VALUE.match(blob, value_at, value_at + budget)
                             budget -= 0 if m is None else m.end() - m.start()
-                            names_matter = m is None or _value_may_hold_one(m.group(), text)
-                    elif blob[max(0, q0 - 9) : q0].endswith(_PAIR_KEYS) and name_matters(text):
-                        names_matter = True
+                        names_matter = m is None or _value_may_hold_one(m.group(), text)
                 i = needle(hay, q1 + 1)
     return dirty, names_matter
 
@@ -357,9 +365,9 @@ def _value_may_hold_one(value_json: bytes, name: str) -> bool:
     """Whether the value `value_json` (a `_SIMPLE_VALUE`) under the secret-like key `name`
     needs the walk.
 
-    Every string a name judges lies in the value of a secret-like key or of a pair (the pair
-    case always walks), and a value's strings are judged by its key and what is inside it, so
-    a value judged here to hold nothing needs no walk for its key's sake. The commonest
+    Every string a name judges lies in the value of a secret-like key or of a pair, and a
+    value's strings are judged by its key (or pair name) and what is inside it, so a value
+    judged here to hold nothing needs no walk for its name's sake. The commonest
     secret-like key in a good manifest is a header holding a reference
     (`"Authorization": {"$credential": "github"}`): judged here in a few µs instead of a walk
     of the whole document. A value with a container inside a container, or past the
