@@ -15,8 +15,10 @@ ASCII lower-case copy; `re` literals or `bytes.find`, whichever is faster for th
 `_finder`) for the only features any rule needs (see `secret_rules`): a run of 20+ token
 characters (found with `bytes.translate` + `find`), a marker (`@` for URL passwords, `sig=`,
 `~`) or a secret-like stem (`pass`, `key`, `token`, …). Each hit is widened to the JSON string
-around it, which is decoded and scanned on its own. Nothing found and no secret-like key or pair
-name: done, without a walk. Otherwise the walk runs, to compute JSON Pointers, scanning only the
+around it, which is decoded and scanned on its own. A secret-like key or pair name has its value
+judged on the spot when that value is flat (`_value_may_hold_one`: a header holding a
+`$credential` reference costs a few µs, not a walk). Nothing found and no value left unjudged:
+done, without a walk. Otherwise the walk runs, to compute JSON Pointers, scanning only the
 strings the screen flagged and those under a secret-like name (`_walk_screened`, a leaner
 copy of the reference `walk_secrets`). The screen is a superset of the walk by construction; a
 hypothesis test compares the screened pass with the full reference walk.
