@@ -32,6 +32,7 @@ from typing import Any
 
 import orjson
 
+from forgec.frontend.canonical import NODE_ORDER
 from forgec.frontend.names import (
     FAIL_CODE_RE,
     FORBIDDEN_SEGMENTS,
@@ -100,15 +101,9 @@ UNARY_OPS = ("truthy", "exists")
 TRIGGER_TYPES = ("manual", "schedule", "app-resume", "task-changed")
 NETWORK_MODES = ("forbidden", "allowlist")
 
-NODE_FIELDS: dict[str, tuple[str, ...]] = {
-    "set": ("id", "type", "target", "value", "next"),
-    "capability": ("id", "type", "capability", "input", "target", "retry", "compensation", "next"),
-    "llm": ("id", "type", "op", "input", "target", "requirements", "outputSchema", "next"),
-    "if": ("id", "type", "condition", "then", "else"),
-    "foreach": ("id", "type", "source", "itemVar", "indexVar", "maxItems", "body", "next"),
-    "return": ("id", "type", "value"),
-    "fail": ("id", "type", "code", "message"),
-}
+# the fields each node type takes, in canonical order: one table for the builder and the
+# canonical form
+NODE_FIELDS: dict[str, tuple[str, ...]] = NODE_ORDER
 NODE_REQUIRED: dict[str, tuple[str, ...]] = {
     "set": ("target", "value"),
     "capability": ("capability", "input"),

@@ -32,7 +32,7 @@ from typing import Any
 
 import orjson
 
-from forgec.frontend.jsonpos import PositionIndex, TextSourceMap, line_col
+from forgec.frontend.jsonpos import NullSourceMap, PositionIndex, TextSourceMap, line_col
 from forgec.frontend.loaded import Loaded
 from forgec.ir.diagnostics import Diagnostic, make
 from forgec.ir.span import Span
@@ -246,19 +246,8 @@ def _span_at(text: str, offset: int, path: str | None) -> Span:
     return Span(path, line, col, line, col + 1)
 
 
-class _NoText:
-    """Source map of an oversized file: it is not read, so nothing has a position."""
-
-    def __init__(self, file: str | None) -> None:
-        self._file = file
-
-    @property
-    def file(self) -> str | None:
-        return self._file
-
-    @property
-    def text(self) -> str | None:
-        return None
+class _NoText(NullSourceMap):
+    """Source map of an oversized file: it is not read, so only the whole file has a position."""
 
     def span(self, pointer: str, *, key: bool = False) -> Span | None:
         if pointer == "":
