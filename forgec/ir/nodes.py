@@ -17,7 +17,7 @@ expression in it is one `Literal`; an object or list holding an expression somew
 
 from __future__ import annotations
 
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypeVar
 
 import attrs
 
@@ -288,6 +288,22 @@ def walk_nodes(nodes: tuple[Node, ...]) -> list[tuple[Node, ForeachNode | None]]
         out.append((node, None))
         if isinstance(node, ForeachNode):
             out.extend((child, node) for child in node.body)
+    return out
+
+
+N = TypeVar("N", SetNode, CapabilityNode, LlmNode, IfNode, ForeachNode, ReturnNode, FailNode)
+
+
+def nodes_of_type(nodes: tuple[Node, ...], kind: type[N]) -> list[N]:
+    """Every node of one type, loop bodies included, in manifest order (a hot path of the
+    checker: plain type identity, no isinstance chains)."""
+    out: list[N] = []
+    for node in nodes:
+        node_kind = type(node)
+        if node_kind is kind:
+            out.append(node)  # type: ignore[arg-type]
+        if node_kind is ForeachNode:
+            out.extend(nodes_of_type(node.body, kind))  # type: ignore[union-attr]
     return out
 
 

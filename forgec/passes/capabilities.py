@@ -28,13 +28,13 @@ from forgec.catalog import CapabilitySpec, Catalog, get_catalog
 from forgec.catalog.base import unknown_capability_hint
 from forgec.ir.nodes import (
     CapabilityNode,
-    ForeachNode,
     ListExpr,
     Literal,
     Node,
     ObjectExpr,
     Template,
     Value,
+    nodes_of_type,
 )
 from forgec.ir.pointer import join
 from forgec.passes.context import PassContext
@@ -43,14 +43,7 @@ from forgec.passes.graph import closest, shown
 
 def capability_nodes(nodes: tuple[Node, ...]) -> list[CapabilityNode]:
     """Every capability step, loop bodies included, in manifest order."""
-    out: list[CapabilityNode] = []
-    for node in nodes:
-        kind = type(node)
-        if kind is CapabilityNode:
-            out.append(node)  # type: ignore[arg-type]
-        elif kind is ForeachNode:
-            out.extend(capability_nodes(node.body))  # type: ignore[union-attr]
-    return out
+    return nodes_of_type(nodes, CapabilityNode)
 
 
 def input_parts(value: Value | None) -> tuple[Any, frozenset[str]] | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from forgec.ir.nodes import ForeachNode, LlmNode, Manifest, Node
+from forgec.ir.nodes import LlmNode, Manifest, Node, nodes_of_type
 from forgec.ir.pointer import join, split
 from forgec.passes.context import PassContext
 
@@ -21,14 +21,7 @@ ABSENT = object()  # what `raw_at` returns for a pointer that leads nowhere
 
 def llm_nodes(nodes: tuple[Node, ...]) -> list[LlmNode]:
     """Every model step, loop bodies included, in manifest order."""
-    out: list[LlmNode] = []
-    for node in nodes:
-        kind = type(node)
-        if kind is LlmNode:
-            out.append(node)  # type: ignore[arg-type]
-        elif kind is ForeachNode:
-            out.extend(llm_nodes(node.body))  # type: ignore[union-attr]
-    return out
+    return nodes_of_type(nodes, LlmNode)
 
 
 def raw_at(raw: Any, pointer: str) -> Any:
