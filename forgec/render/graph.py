@@ -169,7 +169,7 @@ def to_mermaid(manifest: Any, *, catalog: Any = None) -> str:
     lines = ["flowchart TD"]
     lines.append("  classDef unreachable fill:#eeeeee,stroke:#999999,color:#888888")
     lines.append("  classDef missing stroke-dasharray:4 4,stroke:#cc0000,color:#cc0000")
-    lines.append("  start((start))")
+    lines.append("  start((entry))")
     unreachable: list[str] = []
     missing_nodes: dict[str, str] = {}
 
@@ -235,7 +235,7 @@ def to_dot(manifest: Any, *, catalog: Any = None) -> str:
     lines = [f"digraph {_dot_text(str(title) if isinstance(title, str) else 'flow')} {{"]
     lines.append('  node [fontname="Helvetica", fontsize=11];')
     lines.append('  edge [fontname="Helvetica", fontsize=10];')
-    lines.append('  start [shape=circle, label="start", style=filled, fillcolor="#dddddd"];')
+    lines.append('  start [shape=circle, label="entry", style=filled, fillcolor="#dddddd"];')
 
     def node_line(key: str, node: dict[str, Any], indent: str) -> str:
         attrs = _DOT_SHAPES.get(str(node.get("type")), "shape=box")
