@@ -760,25 +760,9 @@ class _Builder:
 
     def node(self, n: Any, pointer: str, loop: str | None) -> Node | None:
         """One node; `loop` is the id of the enclosing foreach (None at the top level)."""
-        outer = self.refs, self.has_credential  # a body node is built inside its loop's node
+        outer_refs, outer_credential = self.refs, self.has_credential  # body nodes nest
         self.refs, self.has_credential = [], False
-        built = None
-        if type(n) is dict:
-            # The happy path's gate, decided by lookups and two set comparisons.
-            typ = n.get("type")
-            keys = None
-            if type(typ) is str:
-                keys = _FAST_KEYS_TOP.get(typ) if loop is None else _FAST_KEYS_BODY.get(typ)
-            if keys is not None:
-                node_id = n.get("id")
-                present = n.keys()
-                if (
-                    present <= keys[0]
-                    and present >= keys[1]
-                    and type(node_id) is str
-                    and NODE_ID_RE.fullmatch(node_id)
-                ):
-                    built = self.fast_node(str(typ), n, node_id, pointer)
+        built = self.fast_node(n, pointer, loop)
         if built is None:
             self.refs, self.has_credential = [], False  # whatever a declined fast path saw
             built = self.node_checked(n, pointer, loop)
@@ -786,7 +770,7 @@ class _Builder:
             self.reads[pointer] = self.refs
             if self.has_credential:
                 self.credential_nodes.append(pointer)
-        self.refs, self.has_credential = outer
+        self.refs, self.has_credential = outer_refs, outer_credential
         return built
 
     def node_checked(self, n: Any, pointer: str, loop: str | None) -> Node | None:
@@ -830,15 +814,32 @@ class _Builder:
         )
         return built if id_ok else None
 
-    def fast_node(self, typ: str, n: dict[str, Any], node_id: str, p: str) -> Node | None:
+    def fast_node(self, n: Any, p: str, loop: str | None) -> Node | None:
         """The happy path for a node whose fields are known to be the right ones.
 
-        Checks each non-value field inline and returns None at the first doubt, before
-        reporting anything; the caller then takes the checking path (`node_body`), which
-        reports. Values are built last: `value_field` reports its own problems and never
-        causes a fall-back, so nothing is reported twice. Must build exactly what
-        `node_body` builds for the same input (tested)."""
-        return _FAST_NODE[typ](self, n, node_id, p)
+        The gate: the type's (allowed, required, builder) entry, two set comparisons and a
+        known-good id. The builder checks each non-value field inline and returns None at the
+        first doubt, before reporting anything; the caller then takes the checking path
+        (`node_body`), which reports. Values are built last: `value_field` reports its own
+        problems and never causes a fall-back, so nothing is reported twice. Must build
+        exactly what `node_body` builds for the same input (tested)."""
+        if type(n) is not dict:
+            return None
+        typ = n.get("type")
+        if type(typ) is not str:
+            return None  # (a list would not even hash)
+        entry = _FAST_TOP.get(typ) if loop is None else _FAST_BODY.get(typ)
+        if entry is None:
+            return None
+        node_id = n.get("id")
+        present = n.keys()
+        if not (present <= entry[0] and present >= entry[1] and type(node_id) is str):
+            return None
+        if node_id not in _GOOD_IDS:
+            if NODE_ID_RE.fullmatch(node_id) is None:
+                return None
+            _remember_id(node_id)
+        return entry[2](self, n, node_id, p)
 
     def fast_set(self, n: dict[str, Any], node_id: str, p: str) -> Node | None:
         nxt = n.get("next", _ABSENT)
@@ -1391,24 +1392,45 @@ _NODE_KEYS: dict[tuple[str, bool], tuple[tuple[str, ...], tuple[str, ...]]] = {
 
 _SET_CACHE: dict[tuple[str, ...], frozenset[str]] = {}
 
-# The node types `fast_node` builds, with (allowed keys, required keys) as sets, for a node at
-# the top level and in a loop body; and the method that builds each.
+# The node types `fast_node` builds, with (allowed keys, required keys, builder) for a node
+# at the top level and in a loop body.
 _FAST_TYPES = ("set", "capability", "llm", "if", "return")
-_FAST_KEYS_TOP: dict[Any, tuple[frozenset[str], frozenset[str]]] = {
-    typ: (frozenset(_NODE_KEYS[typ, True][0]), frozenset(_NODE_KEYS[typ, True][1]))
-    for typ in _FAST_TYPES
-}
-_FAST_KEYS_BODY: dict[Any, tuple[frozenset[str], frozenset[str]]] = {
-    typ: (frozenset(_NODE_KEYS[typ, False][0]), frozenset(_NODE_KEYS[typ, False][1]))
-    for typ in _FAST_TYPES
-}
-_FAST_NODE: dict[str, Callable[[_Builder, dict[str, Any], str, str], Node | None]] = {
+_FastEntry = tuple[
+    frozenset[str], frozenset[str], Callable[[_Builder, dict[str, Any], str, str], Node | None]
+]
+_FAST_BUILDERS: dict[str, Callable[[_Builder, dict[str, Any], str, str], Node | None]] = {
     "set": _Builder.fast_set,
     "capability": _Builder.fast_capability,
     "llm": _Builder.fast_llm,
     "if": _Builder.fast_if,
     "return": _Builder.fast_return,
 }
+_FAST_TOP: dict[str, _FastEntry] = {
+    typ: (
+        frozenset(_NODE_KEYS[typ, True][0]),
+        frozenset(_NODE_KEYS[typ, True][1]),
+        _FAST_BUILDERS[typ],
+    )
+    for typ in _FAST_TYPES
+}
+_FAST_BODY: dict[str, _FastEntry] = {
+    typ: (
+        frozenset(_NODE_KEYS[typ, False][0]),
+        frozenset(_NODE_KEYS[typ, False][1]),
+        _FAST_BUILDERS[typ],
+    )
+    for typ in _FAST_TYPES
+}
+
+# Node ids already known to match `NODE_ID_RE`: a dict probe (whose hash the later passes'
+# dicts reuse) instead of a regex run per node and check. Bounded like the caches below.
+_GOOD_IDS: set[str] = set()
+
+
+def _remember_id(node_id: str) -> None:
+    if len(_GOOD_IDS) >= _CACHE_LIMIT:
+        _GOOD_IDS.clear()
+    _GOOD_IDS.add(node_id)
 
 
 def _sets(names: tuple[str, ...]) -> frozenset[str]:
