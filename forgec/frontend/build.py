@@ -1105,15 +1105,24 @@ class _Builder:
     # ---- values and expressions (SPEC §3) -------------------------------------------------------
 
     def value_field(self, obj: dict[str, Any], key: str, pointer: str) -> Value | None:
-        if key not in obj:
+        v = obj.get(key, _ABSENT)
+        if v is _ABSENT:
             return None
-        v = obj[key]
         p = f"{pointer}/{key}"
         t = type(v)
         if t is not dict and t is not list:
             return Literal(v, p)  # a scalar: nothing to walk
         self.value_bad = False
         mark = len(self.refs)
+        if t is dict and len(v) == 1:
+            for k in v:
+                if type(k) is str and k[:1] == "$":
+                    # the value is one expression (the common `{"$ref": ...}`): no walk
+                    expr = self.expression(k, v[k], p)
+                    if self.value_bad:
+                        del self.refs[mark:]
+                        return None
+                    return expr
         built = self.value(v, p)
         if self.value_bad:
             del self.refs[mark:]  # the value is left out of the IR, and so are its reads
@@ -1123,44 +1132,49 @@ class _Builder:
     def value(self, v: Any, pointer: str) -> Value | None:
         """The value's IR when it holds an expression; None when it is a plain literal.
 
-        Hot path: a literal subtree costs one type check per member and allocates nothing."""
+        Hot path: a literal subtree costs one type check per member and allocates nothing.
+        Once a member holds an expression, the fields are collected in the same loop (the
+        literal members before it are made `Literal`s then, once)."""
         t = type(v)
         if t is dict:
             if len(v) == 1:
                 for k in v:
                     if type(k) is str and k[:1] == "$":
                         return self.expression(k, v[k], pointer)
-            members: dict[str, Value] | None = None
+            fields: list[tuple[str, Value]] | None = None
             sub: Value | None
             for k, x in v.items():
                 tx = type(x)
                 if tx is dict or tx is list:
+                    cp = (
+                        f"{pointer}/{k}"
+                        if "~" not in k and "/" not in k
+                        else f"{pointer}/{escape(k)}"
+                    )
+                    sub = None
                     if tx is dict and len(x) == 1:
                         # a member that is an expression, without another call to find out
                         for xk in x:
                             if type(xk) is str and xk[:1] == "$":
-                                sub = self.expression(xk, x[xk], _child(pointer, k))
+                                sub = self.expression(xk, x[xk], cp)
                             else:
-                                sub = self.value(x, _child(pointer, k))
+                                sub = self.value(x, cp)
                     else:
-                        sub = self.value(x, _child(pointer, k))
+                        sub = self.value(x, cp)
                     if sub is not None:
-                        if members is None:
-                            members = {}
-                        members[k] = sub
+                        if fields is None:
+                            fields = self.literal_fields(v, pointer, k)
+                        fields.append((k, sub))
+                        continue
+                    if fields is not None:
+                        fields.append((k, Literal(x, cp)))
+                elif fields is not None:
+                    fields.append((k, Literal(x, _child(pointer, k))))
             if len(v) > 1 and not _EXPRESSION_KEY_SET.isdisjoint(v):
                 self.mixed_expression(v, pointer)
-            if members is None:
+            if fields is None:
                 return None
-            return ObjectExpr(
-                tuple(
-                    [
-                        (k, members[k] if k in members else Literal(x, _child(pointer, k)))
-                        for k, x in v.items()
-                    ]
-                ),
-                pointer,
-            )
+            return ObjectExpr(tuple(fields), pointer)
         if t is list:
             items: dict[int, Value] | None = None
             for i, x in enumerate(v):
@@ -1184,6 +1198,16 @@ class _Builder:
             )
         return None
 
+    @staticmethod
+    def literal_fields(v: dict[str, Any], pointer: str, stop: str) -> list[tuple[str, Value]]:
+        """The members of `v` before key `stop`, each a `Literal` (they held no expression)."""
+        out: list[tuple[str, Value]] = []
+        for k, x in v.items():
+            if k == stop:
+                break
+            out.append((k, Literal(x, _child(pointer, k))))
+        return out
+
     def mixed_expression(self, v: dict[str, Any], pointer: str) -> None:
         self.value_bad = True
         for k in EXPRESSION_KEYS:
@@ -1201,7 +1225,11 @@ class _Builder:
 
     def expression(self, key: str, operand: Any, pointer: str) -> Value:
         if key == "$ref":
-            segments = _cached_path(operand) if type(operand) is str else None
+            segments = None
+            if type(operand) is str:
+                segments = _PATHS.get(operand, _ABSENT)
+                if segments is _ABSENT:
+                    segments = _cached_path(operand)
             if segments is not None:
                 ref = Ref(operand, segments, pointer)
                 self.refs.append(ref)
@@ -1217,14 +1245,16 @@ class _Builder:
         if key == "$template":
             parts, problem = _cached_template(operand)
             if parts is not None:
-                built = tuple(
-                    [
-                        part if isinstance(part, str) else Ref(part[0], part[1], pointer)
-                        for part in parts
-                    ]
-                )
-                self.refs.extend([part for part in built if type(part) is Ref])
-                return Template(operand, built, pointer)
+                refs = self.refs
+                built: list[str | Ref] = []
+                for part in parts:
+                    if isinstance(part, str):
+                        built.append(part)
+                    else:
+                        ref = Ref(part[0], part[1], pointer)
+                        built.append(ref)
+                        refs.append(ref)
+                return Template(operand, tuple(built), pointer)
             self.value_bad = True
             self.err(
                 "FORGE_REF_UNSAFE",
