@@ -735,27 +735,38 @@ class _Builder:
                     STRUCTURE, "/flow/nodes", f"`flow.nodes` must be a list; {_got(raw_nodes)}"
                 )
             else:
+                # The node count is reported before any node's problems; it is counted in
+                # the same loop (body nodes too) and put in its place afterwards.
+                mark = len(self.diags)
                 total = len(raw_nodes)
-                for n in raw_nodes:
-                    if (
-                        type(n) is dict
-                        and n.get("type") == "foreach"
-                        and type(n.get("body")) is list
-                    ):
-                        total += len(n["body"])
-                if total == 0:
-                    self.err("FORGE_NODE_BOUNDS", "/flow/nodes", "the flow has no nodes")
-                elif total > MAX_NODES:
-                    self.err(
-                        "FORGE_NODE_BOUNDS",
-                        "/flow/nodes",
-                        f"the flow has {total} nodes (loop bodies included); "
-                        f"the limit is {MAX_NODES}",
-                    )
+                build = self.node
                 for i, n in enumerate(raw_nodes):
-                    node = self.node(n, f"/flow/nodes/{i}", None)
+                    node = build(
+                        n, _NODE_POINTERS[i] if i < MAX_NODES else f"/flow/nodes/{i}", None
+                    )
                     if node is not None:
                         nodes.append(node)
+                        if type(node) is not ForeachNode:
+                            continue
+                    elif type(n) is not dict or n.get("type") != "foreach":
+                        continue
+                    body = n.get("body")
+                    if type(body) is list:
+                        total += len(body)
+                if total == 0:
+                    self.diags.insert(
+                        mark, make("FORGE_NODE_BOUNDS", "/flow/nodes", "the flow has no nodes")
+                    )
+                elif total > MAX_NODES:
+                    self.diags.insert(
+                        mark,
+                        make(
+                            "FORGE_NODE_BOUNDS",
+                            "/flow/nodes",
+                            f"the flow has {total} nodes (loop bodies included); "
+                            f"the limit is {MAX_NODES}",
+                        ),
+                    )
         return Flow(entry=entry, max_transitions=max_transitions, nodes=tuple(nodes))
 
     def node(self, n: Any, pointer: str, loop: str | None) -> Node | None:
@@ -1142,6 +1153,7 @@ class _Builder:
                     if type(k) is str and k[:1] == "$":
                         return self.expression(k, v[k], pointer)
             fields: list[tuple[str, Value]] | None = None
+            before = False  # a literal member came before the first expression
             sub: Value | None
             for k, x in v.items():
                 tx = type(x)
@@ -1163,13 +1175,21 @@ class _Builder:
                         sub = self.value(x, cp)
                     if sub is not None:
                         if fields is None:
-                            fields = self.literal_fields(v, pointer, k)
+                            fields = self.literal_fields(v, pointer, k) if before else []
                         fields.append((k, sub))
-                        continue
-                    if fields is not None:
+                    elif fields is not None:
                         fields.append((k, Literal(x, cp)))
+                    else:
+                        before = True
                 elif fields is not None:
-                    fields.append((k, Literal(x, _child(pointer, k))))
+                    cp = (
+                        f"{pointer}/{k}"
+                        if "~" not in k and "/" not in k
+                        else f"{pointer}/{escape(k)}"
+                    )
+                    fields.append((k, Literal(x, cp)))
+                else:
+                    before = True
             if len(v) > 1 and not _EXPRESSION_KEY_SET.isdisjoint(v):
                 self.mixed_expression(v, pointer)
             if fields is None:
@@ -1408,6 +1428,9 @@ class _Builder:
 
 
 _ABSENT: Any = object()
+# Top-level node pointers, made once: they are stored in the IR and are keys of the later
+# passes' dicts, and a made-once string keeps its hash.
+_NODE_POINTERS = tuple([f"/flow/nodes/{i}" for i in range(MAX_NODES)])
 _RETRY_KEYS = frozenset({"attempts", "backoffMs"})
 _CONDITION_KEYS = frozenset({"op", "left", "right"})
 # (type, at top level) → (allowed fields, required fields)
