@@ -834,23 +834,32 @@ class _Builder:
         (`node_body`), which reports. Values are built last: `value_field` reports its own
         problems and never causes a fall-back, so nothing is reported twice. Must build
         exactly what `node_body` builds for the same input (tested)."""
-        if type(n) is not dict:
+        if type(n) is not dict or len(n) > _MOST_NODE_KEYS:
             return None
         typ = n.get("type")
         if type(typ) is not str:
             return None  # (a list would not even hash)
-        entry = _FAST_TOP.get(typ) if loop is None else _FAST_BODY.get(typ)
-        if entry is None:
-            return None
+        # A layout (type, then the keys in order) that passed the gate before needs only a
+        # probe; manifests repeat a handful of layouts. Only passing layouts are kept, so the
+        # cache holds nothing but known field names.
+        layout = (typ, *n)
+        layouts = _LAYOUTS_TOP if loop is None else _LAYOUTS_BODY
+        build = layouts.get(layout)
+        if build is None:
+            entry = _FAST_TOP.get(typ) if loop is None else _FAST_BODY.get(typ)
+            if entry is None or not (n.keys() <= entry[0] and n.keys() >= entry[1]):
+                return None
+            if len(layouts) >= _CACHE_LIMIT:
+                layouts.clear()
+            build = layouts[layout] = entry[2]
         node_id = n.get("id")
-        present = n.keys()
-        if not (present <= entry[0] and present >= entry[1] and type(node_id) is str):
+        if type(node_id) is not str:
             return None
         if node_id not in _GOOD_IDS:
             if NODE_ID_RE.fullmatch(node_id) is None:
                 return None
             _remember_id(node_id)
-        return entry[2](self, n, node_id, p)
+        return build(self, n, node_id, p)
 
     def fast_set(self, n: dict[str, Any], node_id: str, p: str) -> Node | None:
         nxt = n.get("next", _ABSENT)
@@ -914,17 +923,17 @@ class _Builder:
         if type(then) is not str or type(else_) is not str or type(c) is not dict:
             return None
         op = c.get("op")
+        unary = _UNARY.get(op) if type(op) is str else None  # None: not a condition op
         if (
-            type(op) is not str
-            or op not in CONDITION_OPS
+            unary is None
             or not c.keys() <= _CONDITION_KEYS
             or "left" not in c
-            or ("right" in c) == (op in UNARY_OPS)
+            or ("right" in c) == unary
         ):
             return None
         cp = p + "/condition"
         left = self.value_field(c, "left", cp)
-        right = self.value_field(c, "right", cp) if op not in UNARY_OPS else None
+        right = None if unary else self.value_field(c, "right", cp)
         return IfNode(node_id, p, Condition(op, left, right, cp), then, else_)
 
     def fast_llm(self, n: dict[str, Any], node_id: str, p: str) -> Node | None:
@@ -936,7 +945,7 @@ class _Builder:
         elif type(nxt) is not str:
             return None
         op, target = n["op"], n["target"]
-        if type(op) is not str or op not in LLM_OPS or type(target) is not str:
+        if type(op) is not str or op not in _LLM_OPS or type(target) is not str:
             return None
         return LlmNode(node_id, p, op, self.value_field(n, "input", p), target, None, None, nxt)
 
@@ -1127,8 +1136,16 @@ class _Builder:
         mark = len(self.refs)
         if t is dict and len(v) == 1:
             for k in v:
+                if k == "$ref":
+                    # the value is one read (the common case): no walk, no call
+                    operand = v[k]
+                    segments = _PATHS.get(operand) if type(operand) is str else None
+                    if segments is not None:
+                        ref = Ref(operand, segments, p)
+                        self.refs.append(ref)
+                        return ref
                 if type(k) is str and k[:1] == "$":
-                    # the value is one expression (the common `{"$ref": ...}`): no walk
+                    # the value is one expression: no walk
                     expr = self.expression(k, v[k], p)
                     if self.value_bad:
                         del self.refs[mark:]
@@ -1167,7 +1184,15 @@ class _Builder:
                     if tx is dict and len(x) == 1:
                         # a member that is an expression, without another call to find out
                         for xk in x:
-                            if type(xk) is str and xk[:1] == "$":
+                            if xk == "$ref":  # a read of a path seen before: built here
+                                operand = x[xk]
+                                segments = _PATHS.get(operand) if type(operand) is str else None
+                                if segments is not None:
+                                    sub = Ref(operand, segments, cp)
+                                    self.refs.append(sub)
+                                else:
+                                    sub = self.expression(xk, operand, cp)
+                            elif type(xk) is str and xk[:1] == "$":
                                 sub = self.expression(xk, x[xk], cp)
                             else:
                                 sub = self.value(x, cp)
@@ -1432,6 +1457,8 @@ _ABSENT: Any = object()
 # passes' dicts, and a made-once string keeps its hash.
 _NODE_POINTERS = tuple([f"/flow/nodes/{i}" for i in range(MAX_NODES)])
 _RETRY_KEYS = frozenset({"attempts", "backoffMs"})
+_UNARY = {op: op in UNARY_OPS for op in CONDITION_OPS}  # condition op → takes only `left`
+_LLM_OPS = frozenset(LLM_OPS)
 _CONDITION_KEYS = frozenset({"op", "left", "right"})
 # (type, at top level) → (allowed fields, required fields)
 _NODE_KEYS: dict[tuple[str, bool], tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -1474,6 +1501,14 @@ _FAST_BODY: dict[str, _FastEntry] = {
     )
     for typ in _FAST_TYPES
 }
+
+_MOST_NODE_KEYS = max(len(entry[0]) for entry in _FAST_TOP.values())
+_LAYOUTS_TOP: dict[
+    tuple[str, ...], Callable[[_Builder, dict[str, Any], str, str], Node | None]
+] = {}
+_LAYOUTS_BODY: dict[
+    tuple[str, ...], Callable[[_Builder, dict[str, Any], str, str], Node | None]
+] = {}
 
 # Node ids already known to match `NODE_ID_RE`: a dict probe (whose hash the later passes'
 # dicts reuse) instead of a regex run per node and check. Bounded like the caches below.
