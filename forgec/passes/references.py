@@ -85,13 +85,14 @@ def check_references(ctx: PassContext) -> None:
         if kind is SetNode or kind is CapabilityNode or kind is LlmNode:
             target = node.target  # type: ignore[union-attr]
             if target is not None:
-                # the common case, decided without parsing
-                if not (NAME_RE.fullmatch(target) and target not in RESERVED):
+                # the common case, decided by a probe: a plain unreserved name writes itself
+                if target in _PLAIN_TARGETS or _plain_target(target):
+                    name: str | None = target
+                else:
                     _check_target(ctx, node, state_fields)
-                if node.pointer in reachable and by_id.get(node.id) is node:
                     name = target if target.startswith("state.") else written_root(target)
-                    if name is not None:
-                        writers.setdefault(name, []).append(node.id)
+                if name is not None and node.pointer in reachable and by_id.get(node.id) is node:
+                    writers.setdefault(name, []).append(node.id)
         elif kind is ForeachNode:
             _check_loop_vars(ctx, node)  # type: ignore[arg-type]
         pointer = node.pointer
@@ -137,6 +138,19 @@ def written_root(target: str) -> str | None:
 
 _UNKNOWN = object()
 _ROOTS: dict[str, object] = {}
+
+# Targets known to be plain unreserved NAMEs (such a target is safe and writes itself);
+# targets repeat across checks in one process. Bounded like `_ROOTS`.
+_PLAIN_TARGETS: set[str] = set()
+
+
+def _plain_target(target: str) -> bool:
+    if NAME_RE.fullmatch(target) is None or target in RESERVED:
+        return False
+    if len(_PLAIN_TARGETS) >= 4096:
+        _PLAIN_TARGETS.clear()
+    _PLAIN_TARGETS.add(target)
+    return True
 
 
 def _written_root(target: str) -> str | None:
