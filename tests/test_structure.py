@@ -530,3 +530,35 @@ def test_hints_say_where_a_misplaced_field_belongs() -> None:
     assert [d.hint for d in found] == ["`nodes` belongs in `flow`"]
     _, found = build_manifest(with_node(set_node("a", input=1)))
     assert [d.hint for d in found] == ["`input` is a field of `capability`, `llm` nodes"]
+
+
+def test_a_layout_accepted_in_a_loop_body_still_needs_next_at_the_top_level() -> None:
+    # The builder remembers node layouts that passed its happy-path gate, per place: a body
+    # node may leave out `next`, a top-level node with the very same keys may not.
+    in_body = with_node(loop([set_node("inner", None)]))
+    assert diags(in_body) == []
+    at_top = manifest_with_nodes([set_node("first", None), ret()])
+    for _ in range(2):  # the second build meets the remembered layouts
+        assert diags(at_top) == [("FORGE_MANIFEST_STRUCTURE", "/flow/nodes/0/next")]
+        assert diags(in_body) == []
+
+
+def test_a_remembered_id_or_layout_does_not_excuse_a_different_node() -> None:
+    good = manifest_with_nodes([set_node("a1", "done"), ret()])
+    assert diags(good) == []
+    # same keys in the same order, but the id is bad; then the same id with an extra key
+    bad_id = manifest_with_nodes([set_node("1a", "done"), ret()])
+    extra_key = manifest_with_nodes([set_node("a1", "done", input=1), ret()])
+    for _ in range(2):
+        assert diags(bad_id) == [("FORGE_NODE_ID", "/flow/nodes/0/id")]
+        assert diags(extra_key) == [("FORGE_MANIFEST_STRUCTURE", "/flow/nodes/0/input")]
+        assert diags(good) == []
+
+
+def test_node_count_is_reported_before_the_nodes_problems() -> None:
+    nodes = [set_node(f"n{i}", f"n{i + 1}") for i in range(64)] + [ret("n64", bad=1)]
+    found = diags(manifest_with_nodes(nodes))
+    assert found == [
+        ("FORGE_NODE_BOUNDS", "/flow/nodes"),
+        ("FORGE_MANIFEST_STRUCTURE", "/flow/nodes/64/bad"),
+    ]
