@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 
@@ -10,6 +11,13 @@ from manifests import EXAMPLES, example
 
 from forgec.catalog import get_catalog
 from forgec.render.graph import to_dot, to_mermaid
+
+# Graphviz is installed by .ci/run: in CI a missing `dot` is a failure, not a skip; on a
+# developer's machine without it the rendering tests are skipped with the reason.
+NEEDS_DOT = pytest.mark.skipif(
+    shutil.which("dot") is None and not os.environ.get("CI"),
+    reason="Graphviz `dot` is not installed (apt-get install graphviz)",
+)
 
 NAMES = sorted(p.stem for p in EXAMPLES.glob("*.talostool"))
 
@@ -23,7 +31,7 @@ def test_mermaid_snapshot(name: str, snapshot) -> None:
     assert to_mermaid(example(name), catalog=_catalog(name)) == snapshot
 
 
-@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz `dot` is not installed")
+@NEEDS_DOT
 @pytest.mark.parametrize("name", NAMES)
 def test_dot_renders_with_graphviz(name: str) -> None:
     source = to_dot(example(name), catalog=_catalog(name))
@@ -63,7 +71,7 @@ def test_unreachable_missing_and_risk_are_shown() -> None:
     assert "cluster_n2" in dot
 
 
-@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz `dot` is not installed")
+@NEEDS_DOT
 def test_dot_of_a_broken_flow_with_odd_ids_still_renders() -> None:
     done = subprocess.run(
         ["dot", "-Tsvg"], input=to_dot(_broken()).encode(), capture_output=True, check=False
@@ -71,7 +79,7 @@ def test_dot_of_a_broken_flow_with_odd_ids_still_renders() -> None:
     assert done.returncode == 0, done.stderr.decode()
 
 
-@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz `dot` is not installed")
+@NEEDS_DOT
 def test_cli_graph_dot_of_a_forge_file_renders() -> None:
     import sys
 
