@@ -19,9 +19,9 @@ from typing import Any
 
 from forgec.catalog.base import CapabilitySpec, Catalog, MarksResolver, StepMarks
 from forgec.catalog.fields import Field, Shape, array, enum, integer, string
+from forgec.ir.talos import INPUT_LIMITS, TALOS_UNDO, TASK_STATUSES
 
 KIB = 1024
-TASK_STATUSES = ("open", "done", "cancelled")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
@@ -137,7 +137,7 @@ SPECS: tuple[CapabilitySpec, ...] = (
                 "query": _QUERY,
                 "limit": _limit(100),
             },
-            limit=1 * KIB,
+            limit=INPUT_LIMITS["tasks.list"],
         ),
         fixed_marks("Read", "R1"),
         result=_items(TASK),
@@ -158,29 +158,29 @@ SPECS: tuple[CapabilitySpec, ...] = (
                 ),
                 "status": _status("initial status (default open)"),
             },
-            limit=16 * KIB,
+            limit=INPUT_LIMITS["tasks.create"],
             required=("title",),
         ),
         fixed_marks("Write", "R2"),
         result=TASK,
-        undo="tasks.setStatus",
+        undo=TALOS_UNDO["tasks.create"],
     ),
     make_spec(
         "tasks.setStatus",
         "Change a local task's status.",
         Shape(
             {"id": _ID, "status": _status("the new status")},
-            limit=1 * KIB,
+            limit=INPUT_LIMITS["tasks.setStatus"],
             required=("id", "status"),
         ),
         fixed_marks("Write", "R2"),
         result=_plus(TASK, {"previousStatus": {"type": "string", "enum": list(TASK_STATUSES)}}),
-        undo="tasks.setStatus",
+        undo=TALOS_UNDO["tasks.setStatus"],
     ),
     make_spec(
         "notes.list",
         "Read local TALOS notes.",
-        Shape({"query": _QUERY, "limit": _limit(100)}, limit=1 * KIB),
+        Shape({"query": _QUERY, "limit": _limit(100)}, limit=INPUT_LIMITS["notes.list"]),
         fixed_marks("Read", "R1"),
         result=_items(NOTE),
     ),
@@ -189,7 +189,7 @@ SPECS: tuple[CapabilitySpec, ...] = (
         "Create a local TALOS note.",
         Shape(
             {"title": _TITLE, "body": string("the note's text")},
-            limit=32 * KIB,
+            limit=INPUT_LIMITS["notes.create"],
             required=("title", "body"),
         ),
         fixed_marks("Write", "R2"),
@@ -200,19 +200,19 @@ SPECS: tuple[CapabilitySpec, ...] = (
         "Update a local TALOS note.",
         Shape(
             {"id": _ID, "title": _TITLE, "body": string("the note's new text")},
-            limit=32 * KIB,
+            limit=INPUT_LIMITS["notes.update"],
             required=("id",),
         ),
         fixed_marks("Write", "R2"),
         result=_plus(NOTE, {"previous": _object({"title": _STR, "body": _STR})}),
-        undo="notes.update",
+        undo=TALOS_UNDO["notes.update"],
     ),
     make_spec(
         "memory.search",
         "Search active local TALOS memories (full-text ranked).",
         Shape(
             {"query": string("what to look for", min_length=1), "limit": _limit(50)},
-            limit=1 * KIB,
+            limit=INPUT_LIMITS["memory.search"],
             required=("query",),
         ),
         fixed_marks("Read", "R2"),
@@ -226,7 +226,7 @@ SPECS: tuple[CapabilitySpec, ...] = (
                 "text": string("what to remember", min_length=1),
                 "tags": array("labels for the memory", string("a tag")),
             },
-            limit=32 * KIB,
+            limit=INPUT_LIMITS["memory.create"],
             required=("text",),
         ),
         fixed_marks("Write", "R3"),

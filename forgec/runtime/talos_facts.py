@@ -1,5 +1,6 @@
 """TALOS capability facts every host shares (SPEC §5): input size limits, task statuses, and
-the undo pairs with how a step's result gives the input of the call that undoes it.
+the undo pairs (the data, from `forgec.ir.talos`, which the catalog reads too) with how a
+step's result gives the input of the call that undoes it.
 
 The in-memory host (`forgec.runtime.memory_host`) and the SQLite reference host
 (`forgec.host.talos`) both enforce these at the bridge; one table keeps them from drifting.
@@ -12,25 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-# capability → input limit in bytes of compact UTF-8 JSON (the seed's capability table)
-INPUT_LIMITS: dict[str, int] = {
-    "tasks.list": 1024,
-    "tasks.create": 16 * 1024,
-    "tasks.setStatus": 1024,
-    "notes.list": 1024,
-    "notes.create": 32 * 1024,
-    "notes.update": 32 * 1024,
-    "memory.search": 1024,
-    "memory.create": 32 * 1024,
-}
-TASK_STATUSES = ("open", "done", "cancelled")
+from forgec.ir.talos import INPUT_LIMITS, TALOS_UNDO, TASK_STATUSES
 
-# step capability → the capability that undoes it
-TALOS_UNDO: dict[str, str] = {
-    "tasks.create": "tasks.setStatus",
-    "tasks.setStatus": "tasks.setStatus",
-    "notes.update": "notes.update",
-}
+__all__ = ["INPUT_LIMITS", "TALOS_UNDO", "TASK_STATUSES", "undo_input"]
 
 
 def undo_input(step_capability: str, result: Mapping[str, Any]) -> dict[str, Any] | None:
