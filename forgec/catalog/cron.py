@@ -6,6 +6,10 @@ weekday names (`jan`, `mon`, any case) in their fields; weekday 0–7 (0 and 7 a
 other field counts (seconds, years), `@daily`-style macros and the non-standard extensions
 (`L`, `W`, `#`, `?`, `H`) some schedulers take, so an expression means the same to every cron.
 
+This module is the one cron rule (SPEC §16): the catalog's static check of `schedule.manage`
+`cronExpr`, the manifest's schedule triggers and the host's `schedule.manage` at run time all call
+`validate_cron` (or `check_cron`, its list form), so what one accepts the others accept.
+
 Algorithm: our own field parser gives a precise message (which field, which value, the valid
 range) and the sets of values each field selects, which also catches day-of-month/month
 combinations that can never fire (`0 0 30 2 *`). A valid expression is then confirmed by
@@ -22,6 +26,9 @@ FIELDS = (
     ("month", 1, 12),
     ("day of week", 0, 7),
 )
+# the largest step each field takes: its number of distinct values (a week has 7 days, though
+# the field also takes 7 for Sunday); a larger step could only ever select the start
+SPANS = (60, 24, 31, 12, 7)
 MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 DAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
 _MAX_DAYS = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
@@ -55,8 +62,13 @@ def _field_values(text: str, index: int) -> set[int]:
         base, slash, step_text = item.partition("/")
         step = 1
         if slash:
-            if not step_text.isascii() or not step_text.isdigit() or int(step_text) < 1:
-                raise _FieldError(f"step `{step_text}` in the {name} field must be 1 or more")
+            span = SPANS[index]
+            if (
+                not step_text.isascii()
+                or not step_text.isdigit()
+                or not 1 <= int(step_text) <= span
+            ):
+                raise _FieldError(f"step `{step_text}` in the {name} field must be 1 to {span}")
             step = int(step_text)
         if base == "*":
             start, end = low, high
@@ -97,13 +109,26 @@ def check_cron(expr: str) -> list[str]:
     if problems:
         return problems
     days, months, weekday_field = selections[2], selections[3], parts[4]
-    if weekday_field == "*" and min(days) > max(_MAX_DAYS[m - 1] for m in months):
+    # a day of week starting with `*` leaves the day of month alone in deciding (Vixie cron);
+    # otherwise either field may match, so the day of week still fires
+    if weekday_field.startswith("*") and min(days) > max(_MAX_DAYS[m - 1] for m in months):
         return ["the day of month never occurs in the selected months: it would never run"]
     try:
         from croniter import croniter
 
-        if not croniter.is_valid(expr.strip()):
+        if not croniter.is_valid(" ".join(parts)):
             return ["the cron library refuses this expression"]
     except Exception as error:  # a library crash must not become a traceback
         return [f"the cron library refuses this expression ({type(error).__name__})"]
     return []
+
+
+def validate_cron(expr: str) -> str | None:
+    """The one cron rule: None when `expr` is accepted, else the first problem (one line)."""
+    problems = check_cron(expr)
+    return problems[0] if problems else None
+
+
+def normalize_cron(expr: str) -> str:
+    """An accepted expression as it is stored: the five fields separated by single spaces."""
+    return " ".join(expr.split())

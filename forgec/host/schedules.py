@@ -1,7 +1,7 @@
 """`schedule.manage`: durable cron schedules owned by the current persona.
 
-Schedules live in the `schedules` table, so a new host (a restart) sees them. `cronExpr` must be
-exactly five fields and valid for `croniter`; `prompt` and `promptFile` are exclusive, and a
+Schedules live in the `schedules` table, so a new host (a restart) sees them. `cronExpr` must pass
+the one cron rule (`forgec.catalog.cron.validate_cron`, the same the checker applies); `prompt` and `promptFile` are exclusive, and a
 `promptFile` is a basename (`memory-grooming`), resolved in the persona's `prompts/` folder as
 `NAME`, `NAME.md` or `NAME.txt` — never a path. Every action sees only the persona's own rows,
 so another persona's schedule id is "not found", not "forbidden" (ids do not leak).
@@ -19,6 +19,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from forgec.catalog.cron import normalize_cron, validate_cron
 from forgec.host import validate as v
 from forgec.host.db import Tx, new_id, now_iso
 
@@ -28,19 +29,11 @@ _BASENAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}(\.(md|txt))?$")
 
 
 def check_cron(expr: str) -> str:
-    from croniter import croniter
-
-    fields = expr.split()
-    if len(fields) != 5:
-        v.fail(f"{CAP}: `cronExpr` must have exactly 5 fields, not {len(fields)} ({expr!r})")
-    normalized = " ".join(fields)
-    try:
-        ok = croniter.is_valid(normalized)
-    except Exception:  # croniter raises assorted errors on odd input
-        ok = False
-    if not ok:
-        v.fail(f"{CAP}: `cronExpr` {expr!r} is not a valid cron expression")
-    return normalized
+    """`expr` as stored, when the one cron rule (`forgec.catalog.cron`) accepts it."""
+    problem = validate_cron(expr)
+    if problem is not None:
+        v.fail(f"{CAP}: `cronExpr` {expr[:200]!r} is refused: {problem}")
+    return normalize_cron(expr)
 
 
 def next_run(expr: str) -> str | None:
