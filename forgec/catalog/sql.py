@@ -13,9 +13,10 @@ Algorithm (`check_select`), all on `sqlglot`'s SQLite dialect, imported lazily:
    or parenthesised query (subqueries in FROM, WHERE, the select list, `EXISTS`, `IN (...)`),
    SQLite's `IN table` form, FROM/JOIN items that are not a plain table name (table-valued
    functions such as `json_each` or `pragma_table_info`, `VALUES`, `LATERAL`), tables outside
-   `ALLOWED_TABLES` (quoted or not, any case; a schema qualifier other than `main`), and calls
-   of functions sqlglot does not know unless they are in `ALLOWED_FUNCTIONS` (so
-   `load_extension`, `readfile`, `fts3_tokenizer`, `zeroblob` and friends are refused).
+   `ALLOWED_TABLES` (quoted or not, any case; any schema qualifier, `main.` included), and calls
+   of any function whose SQLite name is not in `ALLOWED_FUNCTIONS` (so `load_extension`,
+   `readfile`, `fts3_tokenizer`, `zeroblob` and friends are refused).
+   Parameters are `?` or `?NNN`; named ones are refused.
 
 Defense in depth at run time: the host opens the database read-only and may install
 `sqlite_authorizer()` on the connection, which lets SQLite itself — the parser that counts —
@@ -25,33 +26,44 @@ deny anything but reading the allowed tables and calling allowed functions.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 from typing import Any
 
+# The one SQL policy (SPEC §16): the static check below and the host's authorizer
+# (`forgec.host.dbquery`) both read these two tables, so what `check` accepts the host runs.
 ALLOWED_TABLES = frozenset({"memory_items", "schedules", "messages", "threads"})
 
-# Functions that sqlglot parses as `Anonymous` (it has no class for them) and that are safe to
-# call: SQLite's core scalar, date, math, JSON, aggregate and window functions and FTS5's ranking
-# helpers. Anything else unknown is refused.
+# Functions a query may call, by the name SQLite reports to its authorizer. Generous but safe:
+# SQLite's core scalar, date, math, JSON, aggregate and window functions and FTS5's ranking
+# helpers, all bounded by the host's length and time limits. Left out on purpose: anything that
+# reads the host or the engine (`load_extension`, `sqlite_*`, `changes`, `last_insert_rowid`,
+# `fts3_tokenizer`, `rtree*`), blob factories sized by an argument (`randomblob`, `zeroblob`),
+# and functions that SQLite 3.40 (the oldest we run on) lacks (`concat`, `unhex`, `timediff`,
+# `octet_length`, `string_agg`) — the checker would otherwise accept what the host cannot run.
 ALLOWED_FUNCTIONS = frozenset(
     {
-        "abs", "avg", "ceil", "ceiling", "char", "coalesce", "concat", "concat_ws", "count",
-        "cume_dist", "date", "datetime", "dense_rank", "first_value", "floor", "format", "glob",
-        "group_concat", "hex", "ifnull", "iif", "instr", "julianday", "lag", "last_value",
-        "lead", "length", "like", "likelihood", "likely", "lower", "ltrim", "max", "min",
-        "nth_value", "ntile", "nullif", "octet_length", "percent_rank", "printf", "quote",
-        "random", "rank", "replace", "round", "row_number", "rtrim", "sign", "soundex",
-        "string_agg", "strftime", "substr", "substring", "sum", "time", "timediff", "total",
-        "trim", "typeof", "unhex", "unicode", "unixepoch", "unlikely", "upper",
+        "abs", "avg", "ceil", "ceiling", "char", "coalesce", "count", "cume_dist",
+        "current_date", "current_time", "current_timestamp", "date", "datetime", "dense_rank",
+        "first_value", "format", "glob", "group_concat", "hex", "ifnull", "iif", "instr",
+        "julianday", "lag", "last_value", "lead", "length", "like", "likelihood", "likely",
+        "lower", "ltrim", "max", "min", "nth_value", "ntile", "nullif", "percent_rank", "printf",
+        "quote", "random", "rank", "replace", "round", "row_number", "rtrim", "sign", "strftime",
+        "substr", "substring", "sum", "time", "total", "trim", "typeof", "unicode", "unixepoch",
+        "unlikely", "upper",
         "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cos", "cosh", "degrees",
-        "exp", "ln", "log", "log10", "log2", "mod", "pi", "pow", "power", "radians", "sin",
-        "sinh", "sqrt", "tan", "tanh", "trunc",
+        "exp", "floor", "ln", "log", "log10", "log2", "mod", "pi", "pow", "power", "radians",
+        "sin", "sinh", "sqrt", "tan", "tanh", "trunc",
         "json", "json_array", "json_array_length", "json_extract", "json_group_array",
-        "json_group_object", "json_object", "json_patch", "json_quote", "json_remove",
-        "json_replace", "json_set", "json_insert", "json_type", "json_valid", "json_pretty",
+        "json_group_object", "json_insert", "json_object", "json_patch", "json_quote",
+        "json_remove", "json_replace", "json_set", "json_type", "json_valid", "->", "->>",
         "bm25", "highlight", "snippet",
     }
 )  # fmt: skip
+
+# Parameters: `?` and `?NNN` (the host binds a list of at most this many values); named forms
+# (`:a`, `@a`, `$a`) have nothing to bind to and are refused.
+MAX_PARAM_NUMBER = 100
 
 _LOG = logging.getLogger("sqlglot")
 
@@ -77,6 +89,9 @@ def _parse(sql: str) -> tuple[Any, list[str]]:
     semicolons = [i for i, t in enumerate(tokens) if t.token_type == TokenType.SEMICOLON]
     if len(semicolons) > 1 or (semicolons and semicolons[0] != len(tokens) - 1):
         return None, ["only one statement is allowed (a single trailing `;` at most)"]
+    sql, problem = _numbered_params(sql, tokens)
+    if problem is not None:
+        return None, [problem]
     level = _LOG.level
     _LOG.setLevel(logging.CRITICAL)  # sqlglot warns on syntax it only half understands
     try:
@@ -91,6 +106,33 @@ def _parse(sql: str) -> tuple[Any, list[str]]:
     if len(found) != 1:
         return None, ["exactly one SELECT statement is expected"]
     return found[0], []
+
+
+def _numbered_params(sql: str, tokens: list[Any]) -> tuple[str, str | None]:
+    """`sql` with each `?NNN` written as `?` (sqlglot cannot parse the number), or a problem.
+
+    SQLite numbers `?NNN` explicitly; the shape of the statement is the same either way, so the
+    number is blanked out (same length, so error positions still match the author's text) once
+    it is known to be within the list the host binds. Named parameters are refused here.
+    """
+    from sqlglot.tokens import TokenType
+
+    text = list(sql)
+    for index, token in enumerate(tokens):
+        kind = token.token_type
+        after: Any = tokens[index + 1] if index + 1 < len(tokens) else None
+        adjacent = after is not None and after.start == token.end + 1
+        if kind == TokenType.PLACEHOLDER and adjacent and after.token_type == TokenType.NUMBER:
+            if not after.text.isdigit() or not 1 <= int(after.text) <= MAX_PARAM_NUMBER:
+                return sql, f"parameter `?{after.text}` must be ?1 to ?{MAX_PARAM_NUMBER}"
+            text[after.start : after.end + 1] = " " * (after.end + 1 - after.start)
+        elif (
+            kind == TokenType.PARAMETER
+            or (kind == TokenType.COLON and adjacent)
+            or (kind == TokenType.VAR and token.text.startswith("$"))
+        ):
+            return sql, "named parameters are not allowed: use `?` or `?NNN` with `params`"
+    return "".join(text), None
 
 
 def _sqlite_sees_two_statements(sql: str, dialect: Any) -> bool:
@@ -183,13 +225,48 @@ def _refusal(node: Any, root: Any) -> str | None:
         if node.arg_key == "indexed":
             return None  # `INDEXED BY name` names an index, not a table
         return _table_refusal(node)
-    if isinstance(node, exp.Anonymous):
-        if node.arg_key == "this" and isinstance(node.parent, exp.Table):
-            return None  # a table-valued function, reported at its FROM/JOIN
-        name = _func_name(node)
-        if name.lower() not in ALLOWED_FUNCTIONS:
-            return f"function `{name}` is not allowed"
+    if isinstance(node, exp.Func) and node.arg_key == "this" and isinstance(node.parent, exp.Table):
+        return None  # a table-valued function, reported at its FROM/JOIN
+    called = _sqlite_function(node)
+    if called is not None and called.lower() not in ALLOWED_FUNCTIONS:
+        return f"function `{called}` is not allowed"
     return None
+
+
+# sqlglot classes SQLite runs as a function call although they are written as operators
+_OPERATOR_FUNCTIONS = {"RegexpLike": "regexp", "Like": "like", "Glob": "glob", "Match": "match"}
+# what sqlglot renders as `NAME(` but SQLite treats as syntax, not a function call
+_NOT_FUNCTIONS = frozenset({"cast", "exists"})
+_CALL = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
+
+
+def _sqlite_function(node: Any) -> str | None:
+    """The name SQLite's authorizer will see for this node's function call, if it is one.
+
+    Every function counts — not only those sqlglot does not know — because the host's
+    authorizer allows by name: `random()` parses as sqlglot's `Rand`, which SQLite runs as
+    `random`. sqlglot's rendering in the SQLite dialect gives that name.
+    """
+    from sqlglot import exp
+
+    if isinstance(node, exp.Anonymous):
+        return str(node.name)
+    operator = _OPERATOR_FUNCTIONS.get(type(node).__name__)
+    if operator is not None:
+        return operator
+    if not isinstance(node, exp.Func):
+        return None
+    try:
+        rendered = node.sql(dialect="sqlite")
+    except Exception:  # a node sqlglot cannot render is not something we can vouch for
+        return type(node).__name__.lower()
+    match = _CALL.match(rendered)
+    if match is None:
+        if "->" in rendered:
+            return "->>" if "->>" in rendered else "->"
+        return None  # written as syntax (`CASE`, `COLLATE`, `CURRENT_DATE`)
+    name = match.group(1).lower()
+    return None if name in _NOT_FUNCTIONS else name
 
 
 def _func_name(node: Any) -> str:
@@ -208,9 +285,9 @@ def _table_refusal(node: Any) -> str | None:
     if not isinstance(node.this, exp.Identifier):
         return "only the allowed tables may be read"
     name = str(node.name).lower()
-    catalog, db = node.args.get("catalog"), node.args.get("db")
-    if catalog is not None or (db is not None and str(db.name).lower() != "main"):
-        return f"table `{node.sql(dialect='sqlite')}` is not allowed: no schema other than main"
+    if node.args.get("catalog") is not None or node.args.get("db") is not None:
+        # the host scopes the unqualified names (temp views); `main.x` would bypass the scope
+        return f"table `{node.sql(dialect='sqlite')}` is not allowed: write the table name alone"
     if name not in ALLOWED_TABLES:
         allowed = ", ".join(sorted(ALLOWED_TABLES))
         return f"table `{node.name}` is not allowed (allowed: {allowed})"

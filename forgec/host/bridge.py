@@ -134,6 +134,12 @@ def _catalog_spec(capability: str) -> Any:
         return None
 
 
+# capabilities that never touch the shared connection (db.query opens its own read-only one,
+# net.http only the network): they run outside the lock, so a slow server or query never holds
+# the other callers up (each is bounded by its own time limit anyway)
+_OWN_CONNECTION = frozenset({"db.query", "net.http"})
+
+
 class ReferenceHost:
     """TALOS on SQLite plus the Talon host tools, behind the persona's labels."""
 
@@ -233,6 +239,8 @@ class ReferenceHost:
         input = apply_caps(capability, input)
         self.check_call(capability, input)
         try:
+            if capability in _OWN_CONNECTION:
+                return self._dispatch(capability, input, context)
             with self._lock:
                 return self._dispatch(capability, input, context)
         except sqlite3.OperationalError as exc:

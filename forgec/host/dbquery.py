@@ -2,7 +2,7 @@
 
 Four independent layers, so a hole in one is not a hole in the whole:
 
-1. **Shape** (sqlglot, plus the catalog's `check_select` when present): exactly one statement
+1. **Shape** (the catalog's `check_select`, the compiler's own check): exactly one statement
    (one trailing `;` allowed), a plain SELECT — no UNION/EXCEPT/INTERSECT, no CTE, no subquery,
    no table-valued function — reading only the allowed tables, unqualified (`main.x` refused).
 2. **Scoping** by substitution: on a fresh connection the host creates TEMP views named like the
@@ -14,8 +14,12 @@ Four independent layers, so a hole in one is not a hole in the whole:
    authorizer's source-view argument must be the view of the same name; a direct top-level read
    of `main.memory_items` is refused), and calls of a list of harmless functions. No PRAGMA, no
    ATTACH, no write, no `load_extension`, no table-valued pragma functions.
-4. **Read-only connection** (`file:…?mode=ro` URI), `SQLITE_LIMIT_LENGTH` of 1 MB per value,
-   and a progress handler that aborts the query past the time limit.
+4. **Read-only connection** (`file:…?mode=ro` URI), `SQLITE_LIMIT_LENGTH` of 256 KiB per value,
+   and the time limit (host config `db_query_time_ms`, default 2000) enforced for every query
+   by a progress handler and a watchdog thread's `interrupt()`.
+
+The tables and functions of layers 1 and 3 come from one table, `forgec.catalog.sql`
+(`ALLOWED_TABLES`, `ALLOWED_FUNCTIONS`): the compiler and the host apply one SQL policy.
 
 Rows come back as `{column: value}` objects, at most `limit` (default 100, capped at 1000), with
 `truncated` true when more rows matched; the whole result is capped at 256 KiB.
@@ -25,15 +29,18 @@ from __future__ import annotations
 
 import math
 import sqlite3
+import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
+from forgec.catalog.sql import ALLOWED_FUNCTIONS, ALLOWED_TABLES, check_select
 from forgec.host import validate as v
 from forgec.runtime.host import HostError
 
 CAP = "db.query"
-ALLOWED_TABLES = ("memory_items", "schedules", "messages", "threads")
 # table → scoping columns: the persona always, the thread where the rows belong to one
 SCOPES = {
     "memory_items": ("persona", "thread_id"),
@@ -41,112 +48,18 @@ SCOPES = {
     "schedules": ("persona",),
     "threads": ("persona",),
 }
+assert set(SCOPES) == ALLOWED_TABLES, "every allowed table needs its scope"
 MAX_RESULT = 256 * 1024
-SAFE_FUNCTIONS = frozenset(
-    [
-        "abs",
-        "avg",
-        "char",
-        "coalesce",
-        "count",
-        "date",
-        "datetime",
-        "glob",
-        "group_concat",
-        "hex",
-        "ifnull",
-        "iif",
-        "instr",
-        "julianday",
-        "length",
-        "like",
-        "likelihood",
-        "likely",
-        "lower",
-        "ltrim",
-        "max",
-        "min",
-        "nullif",
-        "octet_length",
-        "printf",
-        "format",
-        "quote",
-        "replace",
-        "round",
-        "rtrim",
-        "sign",
-        "strftime",
-        "string_agg",
-        "substr",
-        "substring",
-        "sum",
-        "time",
-        "timediff",
-        "total",
-        "trim",
-        "typeof",
-        "unicode",
-        "unixepoch",
-        "unlikely",
-        "upper",
-        "concat",
-        "concat_ws",
-        "json",
-        "json_array",
-        "json_array_length",
-        "json_extract",
-        "json_object",
-        "json_type",
-        "json_valid",
-        "json_quote",
-    ]
-)
+# SQLite's own cap on any string or blob it builds (SQLITE_LIMIT_LENGTH): a function such as
+# `printf('%.2000000000c', 'x')` fails at once instead of allocating gigabytes before the
+# progress handler gets a chance to run. One result value could never be returned anyway.
+MAX_VALUE_LENGTH = 256 * 1024
 
 
 def check_sql(sql: str) -> list[str]:
-    """Every reason `sql` is not a single plain SELECT over the allowed tables."""
-    import sqlglot
-    from sqlglot import exp
+    """Every reason `sql` is not a single plain SELECT over the allowed tables.
 
-    try:
-        parsed = [s for s in sqlglot.parse(sql, read="sqlite") if s is not None]
-    except sqlglot.errors.SqlglotError as exc:
-        first = str(exc).splitlines()[0] if str(exc) else "syntax error"
-        return [f"not valid SQL: {first}"]
-    if len(parsed) != 1:
-        return ["exactly one statement is allowed" if parsed else "the query is empty"]
-    stmt = parsed[0]
-    problems: list[str] = []
-    if not isinstance(stmt, exp.Select):
-        return [f"only SELECT is allowed, not {stmt.key.upper()}"]
-    for node in stmt.walk():
-        if isinstance(node, exp.Union | exp.Except | exp.Intersect):
-            problems.append("UNION, EXCEPT and INTERSECT are not allowed")
-        elif isinstance(node, exp.With | exp.CTE):
-            problems.append("CTEs (WITH) are not allowed")
-        elif isinstance(node, exp.Subquery) or (isinstance(node, exp.Select) and node is not stmt):
-            problems.append("subqueries are not allowed")
-        elif isinstance(node, exp.Lateral | exp.Values | exp.Unnest):
-            problems.append(f"{node.key.upper()} is not allowed")
-        elif isinstance(node, exp.Table):
-            if not isinstance(node.this, exp.Identifier):
-                problems.append("only plain table names may follow FROM/JOIN")
-                continue
-            if node.args.get("db") or node.args.get("catalog"):
-                problems.append(f"qualified table names are not allowed ({node.sql('sqlite')})")
-            name = node.name.lower()
-            if name not in ALLOWED_TABLES:
-                problems.append(
-                    f"table {node.name!r} is not allowed (only {', '.join(ALLOWED_TABLES)})"
-                )
-    return sorted(set(problems), key=problems.index)
-
-
-def _catalog_problems(sql: str) -> list[str]:
-    try:
-        from forgec.catalog.sql import check_select
-    except ImportError:  # the catalog is optional for an embedder of the runtime alone
-        return []
+    The catalog's check, the same the compiler ran on a literal `sql`: one SQL policy."""
     return list(check_select(sql))
 
 
@@ -170,7 +83,7 @@ def _authorizer(
             return ok  # the real table, read through its scoped view
         return deny
     if action == sqlite3.SQLITE_FUNCTION:
-        return ok if (arg2 or "").lower() in SAFE_FUNCTIONS else deny
+        return ok if (arg2 or "").lower() in ALLOWED_FUNCTIONS else deny
     return deny
 
 
@@ -205,7 +118,7 @@ def run_query(
     sql = v.req_string(CAP, f, "sql", min_len=1, max_len=16 * 1024)
     params = _params(f.get("params"))
     limit = v.integer(CAP, f, "limit", default=100, low=1, high=1000, cap=True)
-    problems = check_sql(sql) + [p for p in _catalog_problems(sql) if p]
+    problems = check_sql(sql)
     if problems:
         v.fail(f"{CAP}: refused: " + "; ".join(dict.fromkeys(problems)))
 
@@ -216,40 +129,81 @@ def run_query(
         v.fail(f"{CAP}: cannot open the database read-only: {exc}")
     try:
         values = {"persona": persona, "thread_id": thread}
-        for table in ALLOWED_TABLES:
+        for table in sorted(ALLOWED_TABLES):
             where = " AND ".join(f"{col} = {_quote(values[col])}" for col in SCOPES[table])
             conn.execute(f"CREATE TEMP VIEW {table} AS SELECT * FROM main.{table} WHERE {where}")
-        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 1_000_000)
+        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_LENGTH)
         conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
         conn.set_authorizer(_authorizer)
-        deadline = time.monotonic() + time_limit_ms / 1000
-        conn.set_progress_handler(lambda: int(time.monotonic() > deadline), 1000)
-        try:
-            cur = conn.execute(sql, params)
-            names = _column_names(cur.description or ())
-            rows: list[dict[str, Any]] = []
-            size = 0
-            truncated = False
-            for row in cur:
-                if len(rows) == limit:
-                    truncated = True
-                    break
-                item = {n: _cell(x) for n, x in zip(names, row, strict=True)}
-                size += sum(len(str(x)) + len(n) + 8 for n, x in item.items())
-                if size > MAX_RESULT:
-                    raise HostError(
-                        "RUN_RESULT_TOO_LARGE", f"{CAP}: the rows are larger than 256 KiB"
+        with _time_limit(conn, time_limit_ms) as expired:
+            try:
+                rows, truncated = _fetch(conn, sql, params, limit)
+            except (sqlite3.Error, ValueError) as exc:
+                text = str(exc)
+                if expired() or "interrupted" in text:
+                    v.fail(f"{CAP}: the query reached its time limit of {time_limit_ms} ms")
+                if "too big" in text:
+                    v.fail(
+                        f"{CAP}: a value would be longer than the length limit of "
+                        f"{MAX_VALUE_LENGTH} bytes"
                     )
-                rows.append(item)
-        except sqlite3.OperationalError as exc:
-            if "interrupted" in str(exc):
-                v.fail(f"{CAP}: the query took longer than {time_limit_ms} ms and was stopped")
-            v.fail(f"{CAP}: refused or failed: {exc}")
-        except (sqlite3.ProgrammingError, sqlite3.DatabaseError, ValueError) as exc:
-            v.fail(f"{CAP}: refused or failed: {exc}")
+                v.fail(f"{CAP}: refused or failed: {text}")
         return {"rows": rows, "truncated": truncated}
     finally:
         conn.close()
+
+
+@contextmanager
+def _time_limit(conn: sqlite3.Connection, time_limit_ms: int) -> Iterator[Callable[[], bool]]:
+    """Stop whatever `conn` runs once `time_limit_ms` have passed, by two independent means.
+
+    The progress handler runs between virtual-machine steps, but one step may be a single long
+    C call (a huge `printf`, `instr` over long strings) that never returns to the VM loop; the
+    watchdog thread's `interrupt()` makes SQLite abandon such a call at its next check. Yields
+    a function telling whether the limit was reached.
+    """
+    deadline = time.monotonic() + time_limit_ms / 1000
+    fired = threading.Event()
+
+    def progress() -> int:
+        if time.monotonic() > deadline:
+            fired.set()
+            return 1
+        return 0
+
+    def watchdog() -> None:
+        fired.set()
+        # the query may have ended and closed the connection meanwhile
+        with suppress(sqlite3.ProgrammingError):
+            conn.interrupt()
+
+    conn.set_progress_handler(progress, 1000)
+    timer = threading.Timer(time_limit_ms / 1000, watchdog)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield fired.is_set
+    finally:
+        timer.cancel()
+        conn.set_progress_handler(None, 0)
+
+
+def _fetch(
+    conn: sqlite3.Connection, sql: str, params: list[Any], limit: int
+) -> tuple[list[dict[str, Any]], bool]:
+    cur = conn.execute(sql, params)
+    names = _column_names(cur.description or ())
+    rows: list[dict[str, Any]] = []
+    size = 0
+    for row in cur:
+        if len(rows) == limit:
+            return rows, True
+        item = {n: _cell(x) for n, x in zip(names, row, strict=True)}
+        size += sum(len(str(x)) + len(n) + 8 for n, x in item.items())
+        if size > MAX_RESULT:
+            raise HostError("RUN_RESULT_TOO_LARGE", f"{CAP}: the rows are larger than 256 KiB")
+        rows.append(item)
+    return rows, False
 
 
 def _column_names(description: Any) -> list[str]:

@@ -1,0 +1,242 @@
+"""SPEC §16 "one rule each": what `check` accepts the host runs, and what it refuses the host
+refuses too — for cron expressions, SQL and URLs.
+
+Each table row goes through the real static check (`forgec.api.check` on a manifest holding the
+value as a literal) and through the real reference host at run time (SQLite database, loopback
+HTTP server); the two verdicts must be equal, and the row's expected verdict must hold.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from forgec import api
+from forgec.host import HostOptions, open_host
+from forgec.host.config import HostConfig
+from forgec.runtime.host import CallContext, HostError
+
+CTX = CallContext(tool_id="t", tool_version=1, node_id="step")
+LABELS = ("db.query:own", "schedule.manage:own", "net.http:egress")
+
+
+def _manifest(capability: str, inp: dict[str, Any], hosts: list[str] | None = None) -> dict:
+    return {
+        "schema": "talos.local-tool.v1",
+        "id": "one-rule",
+        "version": 1,
+        "title": "One rule",
+        "description": "Holds one value for the checker.",
+        "createdAt": "2026-01-01T00:00:00Z",
+        "parentVersion": None,
+        "execution": "declarative-flow",
+        "installScope": "device",
+        "network": {"mode": "allowlist", "hosts": hosts} if hosts else {"mode": "forbidden"},
+        "credentialRequirements": [],
+        "flow": {
+            "entry": "step",
+            "maxTransitions": 4,
+            "nodes": [
+                {
+                    "id": "step",
+                    "type": "capability",
+                    "capability": capability,
+                    "input": inp,
+                    "target": "out",
+                    "next": "done",
+                },
+                {"id": "done", "type": "return", "value": {"$ref": "out"}},
+            ],
+        },
+    }
+
+
+def _checker_errors(capability: str, inp: dict[str, Any], hosts: list[str] | None = None):
+    import orjson
+
+    report = api.check(orjson.dumps(_manifest(capability, inp, hosts)), target="talon")
+    return [d for d in report.diagnostics if d.severity == "error"]
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> Iterator[Any]:
+    cfg = HostConfig(persona="alice", thread="t1")
+    with open_host(HostOptions(db=tmp_path / "h.db", config=cfg, persona_labels=LABELS)) as h:
+        yield h
+
+
+# -- cron ------------------------------------------------------------------------------------
+
+CRON_ACCEPTED = [
+    "* * * * *",
+    "0 9 * * 1-5",
+    "*/15 * * * *",
+    "*/60 * * * *",  # a step up to the field's span
+    "0 */24 * * *",
+    "0 0 */31 * *",
+    "0 0 1 */12 *",
+    "0 0 * * */7",
+    "5/15 * * * *",
+    "0 0 1,15 * *",
+    "0-59/5 0-23 1-31 1-12 0-7",
+    "0 0 * JAN-MAR mon-fri",
+    "0 0 1 jan/2 *",
+    "30 4 29 2 *",  # leap years only, but it occurs
+    "0 9 31 2 mon",  # day of month OR day of week: Mondays in February
+    "0 12 * * 7",
+    "0 12 * * sun",
+    "0\t9 * * *",
+]
+CRON_REFUSED = [
+    "0 9 31 2 *",  # never occurs
+    "0 0 30 2 *",
+    "0 0 31 4,6,9,11 *",
+    "0 9 31 2 */1",  # `*/1` leaves the day of month deciding: still never
+    "0 0 L * *",
+    "0 0 15W * *",
+    "0 0 * * 1#2",
+    "0 0 ? * *",
+    "0 0 * * 5L",
+    "H * * * *",
+    "@daily",
+    "@reboot",
+    "* * * *",
+    "* * * * * *",
+    "0 0 * * * 2027",
+    "*/0 * * * *",
+    "*/61 * * * *",
+    "0 */25 * * *",
+    "0 0 * * */8",
+    "60 * * * *",
+    "0 24 * * *",
+    "0 0 0 * *",
+    "0 0 * 13 *",
+    "0 0 * * 8",
+    "5-1 * * * *",
+    "1,,2 * * * *",
+    "0 9 * * *\n0 10 * * *",
+    "",
+]
+
+
+def _schedule_input(expr: str) -> dict[str, Any]:
+    return {"action": "create", "cronExpr": expr, "prompt": "weekly review"}
+
+
+def _host_accepts_cron(host: Any, expr: str) -> bool:
+    try:
+        host.call("schedule.manage", _schedule_input(expr), CTX)
+    except HostError as exc:
+        assert exc.code.startswith("RUN_"), exc
+        return False
+    return True
+
+
+@pytest.mark.parametrize("expr", CRON_ACCEPTED)
+def test_cron_accepted_by_checker_and_host(host: Any, expr: str) -> None:
+    assert _checker_errors("schedule.manage", _schedule_input(expr)) == []
+    assert _host_accepts_cron(host, expr)
+
+
+@pytest.mark.parametrize("expr", CRON_REFUSED)
+def test_cron_refused_by_checker_and_host(host: Any, expr: str) -> None:
+    assert _checker_errors("schedule.manage", _schedule_input(expr)) != []
+    assert not _host_accepts_cron(host, expr)
+
+
+def test_cron_rule_has_one_public_function() -> None:
+    from forgec.catalog.cron import validate_cron
+
+    assert validate_cron("0 9 * * 1") is None
+    assert "never" in (validate_cron("0 9 31 2 *") or "")
+
+
+# -- SQL -------------------------------------------------------------------------------------
+
+SQL_ACCEPTED = [
+    "SELECT * FROM threads",
+    "SELECT id, row_number() OVER (ORDER BY created_at) FROM threads",
+    "SELECT rank() OVER (PARTITION BY persona ORDER BY id) FROM threads",
+    "SELECT json_group_array(id) FROM threads",
+    "SELECT json_group_object(id, persona) FROM threads",
+    "SELECT random() FROM threads",
+    "SELECT sqrt(4), pow(2, 3), ln(2), floor(1.5), ceil(1.5), pi(), atan2(1, 2) FROM threads",
+    "SELECT count(*), max(id), group_concat(id, ',') FROM threads",
+    "SELECT lower(id), upper(id), substr(id, 1, 2), instr(id, 'x'), length(id) FROM threads",
+    "SELECT printf('%d', 1), format('%s', id), quote(id), hex(id) FROM threads",
+    "SELECT iif(id = 'x', 1, 2), coalesce(id, ''), nullif(id, ''), ifnull(id, '') FROM threads",
+    "SELECT date('now'), datetime('now'), strftime('%Y', 'now'), unixepoch() FROM threads",
+    "SELECT json_extract('{\"a\": 1}', '$.a'), json_object('a', 1), json_array(1) FROM threads",
+    "SELECT '{\"a\": 1}' -> '$.a', '{\"a\": 1}' ->> '$.a' FROM threads",
+    "SELECT CAST(id AS TEXT), CASE WHEN id IS NULL THEN 0 ELSE 1 END FROM threads",
+    "SELECT * FROM threads WHERE id LIKE 'a%' OR id GLOB 'b*'",
+    "SELECT * FROM threads WHERE id = ? AND persona = ?",
+    "SELECT * FROM threads WHERE id = ?1 OR id = ?2 OR persona = ?1",
+    "SELECT m.content FROM messages m JOIN threads t ON t.id = m.thread_id",
+    "SELECT * FROM memory_items ORDER BY key LIMIT 5;",
+]
+SQL_REFUSED = [
+    "SELECT * FROM main.threads",
+    "SELECT * FROM temp.threads",
+    "SELECT * FROM sqlite_master",
+    "SELECT * FROM tasks",
+    "SELECT load_extension('x') FROM threads",
+    "SELECT randomblob(1000) FROM threads",
+    "SELECT zeroblob(1000) FROM threads",
+    "SELECT sqlite_version() FROM threads",
+    "SELECT changes() FROM threads",
+    "SELECT fts3_tokenizer('x') FROM threads",
+    "SELECT id FROM threads WHERE id REGEXP 'a'",
+    "SELECT * FROM threads WHERE id = :name",
+    "SELECT * FROM threads WHERE id = @name",
+    "SELECT * FROM threads WHERE id = $name",
+    "SELECT * FROM threads WHERE id = ?0",
+    "SELECT * FROM threads WHERE id = ?101",
+    "SELECT * FROM threads WHERE id IN (SELECT id FROM threads)",
+    "SELECT * FROM threads UNION SELECT * FROM threads",
+    "WITH x AS (SELECT 1) SELECT * FROM x",
+    "SELECT * FROM json_each('[1]')",
+    "SELECT * FROM pragma_table_info('threads')",
+    "DELETE FROM threads",
+    "SELECT 1; SELECT 2",
+]
+
+
+def _host_accepts_sql(host: Any, sql: str) -> bool:
+    params = ["a", "b"] if "?" in sql else None
+    try:
+        host.call("db.query", {"sql": sql, **({"params": params} if params else {})}, CTX)
+    except HostError as exc:
+        assert exc.code.startswith("RUN_"), exc
+        return False
+    return True
+
+
+@pytest.mark.parametrize("sql", SQL_ACCEPTED)
+def test_sql_accepted_by_checker_and_host(host: Any, sql: str) -> None:
+    assert _checker_errors("db.query", {"sql": sql}) == []
+    assert _host_accepts_sql(host, sql)
+
+
+@pytest.mark.parametrize("sql", SQL_REFUSED)
+def test_sql_refused_by_checker_and_host(host: Any, sql: str) -> None:
+    assert _checker_errors("db.query", {"sql": sql}) != []
+    assert not _host_accepts_sql(host, sql)
+
+
+def test_every_allowed_function_exists_in_this_sqlite() -> None:
+    """The allowlist names only functions SQLite has, so an accepted call never fails as
+    `no such function` at run time."""
+    from forgec.catalog.sql import ALLOWED_FUNCTIONS
+
+    names = {
+        r[0] for r in sqlite3.connect(":memory:").execute("SELECT name FROM pragma_function_list")
+    }
+    if "bm25" not in names:  # FTS5 helpers are registered only once an FTS5 table is used
+        names |= {"bm25", "highlight", "snippet"}
+    names |= {"current_date", "current_time", "current_timestamp"}
+    assert names >= ALLOWED_FUNCTIONS, sorted(ALLOWED_FUNCTIONS - names)
