@@ -627,7 +627,7 @@ def test_cron_bad(expr: str, expected: str) -> None:
     [
         ("https://api.example.org/v1", "api.example.org"),
         ("HTTPS://API.Example.ORG:8443/x?y=1#z", "api.example.org"),
-        ("http://user:pw@example.org/", "example.org"),
+        ("http://user:pw@example.org/", None),  # the host refuses userinfo: so does the checker
         ("https://example.org", "example.org"),
         ("http://[::1]:8080/", "::1"),
         ("ftp://example.org/", None),

@@ -122,9 +122,13 @@ def test_hosts_match_exactly_never_by_subdomain() -> None:
     assert diag.hint is not None and "subdomain" in diag.hint
 
 
-def test_host_is_lowercased_without_port_or_userinfo() -> None:
-    url = "https://user@API.Example.org:8443/v1"
+def test_host_is_lowercased_without_port_and_userinfo_is_refused() -> None:
+    url = "https://API.Example.org:8443/v1"
     assert diags(check([http(url), DONE], target="talon", network=allow("api.example.org"))) == []
+    # the host refuses `user@` at run time, so the checker does too (one URL parser)
+    url = "https://user@API.Example.org:8443/v1"
+    report = check([http(url), DONE], target="talon", network=allow("api.example.org"))
+    assert ("FORGEC_CAPABILITY_INPUT", "/flow/nodes/0/input/url") in diags(report)
 
 
 def test_empty_allowlist_allows_nothing() -> None:

@@ -8,12 +8,14 @@ HTTP server); the two verdicts must be equal, and the row's expected verdict mus
 
 from __future__ import annotations
 
+import http.server
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from loopback import serving
 
 from forgec import api
 from forgec.host import HostOptions, open_host
@@ -240,3 +242,84 @@ def test_every_allowed_function_exists_in_this_sqlite() -> None:
         names |= {"bm25", "highlight", "snippet"}
     names |= {"current_date", "current_time", "current_timestamp"}
     assert names >= ALLOWED_FUNCTIONS, sorted(ALLOWED_FUNCTIONS - names)
+
+
+# -- URLs ------------------------------------------------------------------------------------
+
+# (URL with `{port}` for the loopback server's, the host it reaches — None when refused)
+URLS = [
+    ("http://api.example:{port}/v1", "api.example"),
+    ("HTTP://API.Example:{port}/V1", "api.example"),
+    ("http://bücher.example:{port}/", "xn--bcher-kva.example"),
+    ("http://BÜCHER.example:{port}/", "xn--bcher-kva.example"),
+    ("http://xn--bcher-kva.example:{port}/", "xn--bcher-kva.example"),
+    ("http://a.example:{port}/?next=@b.example", "a.example"),
+    ("http://a.example:{port}/#@b.example", "a.example"),
+    ("http://a.example:{port}/%40b.example", "a.example"),
+    ("http://a.example@b.example:{port}/", None),
+    ("http://user:pw@a.example:{port}/", None),
+    ("http://@a.example:{port}/", None),
+    ("http://a.example\\@b.example:{port}/", None),
+    ("http://a.example%2F@b.example:{port}/", None),
+    ("http://%61.example:{port}/", None),
+    ("http://a.example%40b.example:{port}/", None),
+    ("http://a.example.:{port}/", None),
+    ("http://a..example:{port}/", None),
+    ("http://a.example:99999/", None),
+    ("http://a.example:{port}abc/", None),
+    ("http://ａ.example:{port}/", None),
+    ("http:/a.example:{port}/", None),
+    ("http:a.example:{port}/", None),
+    ("ftp://a.example:{port}/", None),
+    ("http://a.example:{port}/\nHost: b.example", None),
+]
+URL_HOSTS = ("api.example", "xn--bcher-kva.example", "a.example", "b.example")
+
+
+class _Seen(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self.server.seen.append(self.headers.get("Host", ""))  # type: ignore[attr-defined]
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+
+@pytest.fixture(scope="module")
+def loopback() -> Iterator[http.server.ThreadingHTTPServer]:
+    with serving(_Seen, seen=[]) as srv:
+        yield srv
+
+
+@pytest.mark.parametrize(("template", "expected"), URLS)
+def test_checker_and_host_read_a_url_alike(
+    tmp_path: Path, loopback: Any, template: str, expected: str | None
+) -> None:
+    port = loopback.server_address[1]
+    url = template.format(port=port)
+    hosts = [expected] if expected else list(URL_HOSTS)
+    checker = _checker_errors("net.http", {"method": "GET", "url": url}, hosts=hosts)
+    assert (checker == []) == (expected is not None), checker
+
+    loopback.seen.clear()
+    options = HostOptions(
+        db=tmp_path / "h.db",
+        config=HostConfig(),
+        persona_labels=("net.http:egress",),
+        resolve=tuple(f"{h}:{port}:127.0.0.1" for h in URL_HOSTS),
+    )
+    context = CallContext(tool_id="t", tool_version=1, node_id="step", allowed_hosts=tuple(hosts))
+    with open_host(options) as h:
+        try:
+            result = h.call("net.http", {"method": "GET", "url": url}, context)
+        except HostError as exc:
+            assert exc.code.startswith("RUN_"), exc
+            result = None
+    if expected is None:
+        assert result is None and loopback.seen == []  # refused before anything was sent
+    else:
+        assert result is not None and result["status"] == 200
+        assert [s.split(":")[0] for s in loopback.seen] == [expected]

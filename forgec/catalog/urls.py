@@ -1,25 +1,50 @@
-"""URLs of `net.http` steps: which are acceptable, and which host they reach.
+"""URLs of `net.http` steps: which are acceptable, and which host they reach — the one URL parser.
 
-`check_url` accepts an absolute `http:` or `https:` URL with a host name, as `urllib.parse`
-reads it. It refuses what different URL parsers read differently, because the checker, the
-network pass and the HTTP client must all agree on the host: whitespace and control characters
-(`urllib` silently drops tabs and newlines), backslashes (browsers and some clients read them as
-`/`, moving the host), several `@` in the authority, and an invalid port.
+SPEC §16 asks for one URL parser: the checker (`check_url`, the network pass's `url_host`) and
+the host at run time (`forgec.host.http`, for the first request and for every redirect) all call
+`parse_url` below, so they cannot disagree on the host a URL reaches. It reads the URL with
+`httpx.URL` (imported lazily) — the parser of the client that actually sends the request — and
+then refuses what a reader could take two ways:
 
-`url_host` is the host as SPEC §5 defines it — hostname, lower-cased, without port or userinfo —
-or None when the URL is not acceptable. The network pass compares it with the allowlist exactly
-(no subdomain match); the host does the same at run time for every request and redirect.
+- whitespace and control characters (some parsers silently drop tabs and newlines), and
+  backslashes (browsers and some clients read them as `/`, moving the host);
+- any `@` in the authority: `user:password@` bypasses the credential rules, and
+  `http://a.com@b.com` goes to `b.com` while a person reads `a.com`;
+- a percent sign in the host (`%65xample.com`), an empty label (`a..com`), a trailing dot
+  (`example.com.` is the same DNS name as `example.com`, but not the same allowlist entry);
+- a scheme other than http/https, no host, an invalid port or one outside 1-65535.
+
+The host is lower-cased, in punycode for an internationalised name (`bücher.de` →
+`xn--bcher-kva.de`, as httpx sends it), without port or userinfo. The network pass compares it
+with the allowlist exactly (no subdomain match); the host does the same for every request.
 """
 
 from __future__ import annotations
 
-from urllib.parse import SplitResult, urlsplit
+from typing import Any, NamedTuple
 
 SCHEMES = ("http", "https")
 MAX_URL_LENGTH = 8192
 
 
-def _split(url: str) -> tuple[SplitResult | None, list[str]]:
+class UrlParts(NamedTuple):
+    scheme: str  # "http" or "https"
+    host: str  # lower-cased, punycode, no port, no userinfo; an IPv6 address without brackets
+    port: int | None  # None when it is the scheme's default
+
+
+def _authority(url: str) -> str:
+    """The text between `scheme://` and the first `/`, `?` or `#` (as written)."""
+    start = url.find("//")
+    if start < 0:
+        return ""
+    rest = url[start + 2 :]
+    ends = [i for i in (rest.find(c) for c in "/?#") if i >= 0]
+    return rest[: min(ends)] if ends else rest
+
+
+def parse_url(url: Any) -> tuple[UrlParts | None, list[str]]:
+    """The URL's scheme, host and port, or None with every reason it is not acceptable."""
     if not isinstance(url, str):
         return None, ["a URL must be a string"]
     if not url:
@@ -30,41 +55,47 @@ def _split(url: str) -> tuple[SplitResult | None, list[str]]:
         return None, ["the URL contains whitespace or control characters (percent-encode them)"]
     if "\\" in url:
         return None, ["the URL contains a backslash"]
+    import httpx
+
     try:
-        parts = urlsplit(url)
-    except ValueError as error:
-        return None, [f"the URL cannot be parsed ({error})"]
-    problems: list[str] = []
-    scheme = parts.scheme.lower()
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, ValueError, TypeError) as error:
+        return None, [f"the URL cannot be parsed ({str(error)[:120]})"]
+    scheme = parsed.scheme.lower()
     if scheme not in SCHEMES:
-        shown = f"`{parts.scheme}:`" if parts.scheme else "no scheme"
-        problems.append(f"only http: and https: URLs are allowed, this one has {shown}")
-        return None, problems
-    if not parts.netloc:
+        shown = f"`{parsed.scheme}:`" if parsed.scheme else "no scheme"
+        return None, [f"only http: and https: URLs are allowed, this one has {shown}"]
+    if not url[len(parsed.scheme) + 1 :].startswith("//"):
         return None, ["the URL has no host (expected http://host/... or https://host/...)"]
-    if parts.netloc.count("@") > 1:
-        problems.append("the URL's authority holds more than one `@`")
-    try:
-        hostname = parts.hostname
-        port = parts.port
-    except ValueError as error:
-        return None, [f"the URL's host or port is invalid ({error})"]
-    if not hostname:
-        problems.append("the URL has no host name")
+    if "@" in _authority(url):
+        return None, ["a URL may not hold `user:password@` (declare a credential instead)"]
+    raw = parsed.raw_host
+    host = (raw.decode("ascii", "replace") if isinstance(raw, bytes) else str(raw)).lower()
+    problems: list[str] = []
+    if not host:
+        return None, ["the URL has no host name"]
+    if "%" in host:
+        problems.append("the URL's host is percent-encoded: write it plainly")
+    elif ":" not in host:  # a name or an IPv4 address (IPv6 is checked by httpx)
+        labels = host.split(".")
+        if host.endswith("."):
+            problems.append("the URL's host ends with a dot: write it without")
+        elif any(not label for label in labels):
+            problems.append("the URL's host has an empty label (`..`)")
+    port = parsed.port
     if port is not None and not 1 <= port <= 65535:
         problems.append(f"port {port} is out of range 1-65535")
-    return (parts if not problems else None), problems
+    if problems:
+        return None, problems
+    return UrlParts(scheme, host, port), []
 
 
 def check_url(url: str) -> list[str]:
     """Problems with a `net.http` URL (empty when it is an acceptable http/https URL)."""
-    return _split(url)[1]
+    return parse_url(url)[1]
 
 
 def url_host(url: str) -> str | None:
-    """The URL's host: hostname, lower-cased, no port or userinfo; None if not acceptable."""
-    parts, problems = _split(url)
-    if parts is None or problems:
-        return None
-    host = parts.hostname
-    return host.lower() if host else None
+    """The URL's host: lower-cased, punycode, no port or userinfo; None if not acceptable."""
+    parts, _ = parse_url(url)
+    return parts.host if parts is not None else None

@@ -4,8 +4,8 @@ Algorithm of one call:
 1. Check the input (method, URL, string headers or `{"$credential": id}` values, body,
    `timeoutMs` default 30000 capped at 120000).
 2. For the first request and for every redirect (followed by hand, at most `max_redirects`):
-   the scheme must be http or https and the URL's host (lower-cased, punycode, no port or
-   userinfo) must be in the manifest's allowlist AND, when the host configuration lists hosts,
+   the URL must pass `forgec.catalog.urls.parse_url` (the checker's own URL parser: http or
+   https, no userinfo, a plain host) and its host (lower-cased, punycode, no port) must be in the manifest's allowlist AND, when the host configuration lists hosts,
    in that list too (an empty host-side list leaves the manifest's as the only gate). A refusal
    is `RUN_NETWORK_DENIED` and nothing is sent.
 3. A credential header is attached only when the request's host is one of that credential's
@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from forgec.catalog.urls import parse_url
 from forgec.host import validate as v
 from forgec.host.credentials import CredentialStore
 from forgec.runtime.host import CallContext, HostError
@@ -116,20 +117,14 @@ def _make_client(
     )
 
 
-def url_host(url: Any) -> str:
-    raw = url.raw_host
-    return (raw.decode("ascii", "replace") if isinstance(raw, bytes) else str(raw)).lower()
+def check_url(url: str, context: CallContext, host_allow: tuple[str, ...], *, what: str) -> str:
+    """The URL's host if it is acceptable and both allowlists pass; else RUN_NETWORK_DENIED.
 
-
-def check_url(url: Any, context: CallContext, host_allow: tuple[str, ...], *, what: str) -> str:
-    """The URL's host if both allowlists pass; else raise RUN_NETWORK_DENIED."""
-    if url.scheme not in ("http", "https"):
-        raise HostError(DENIED, f"{what}: only http and https URLs are allowed, not {url.scheme!r}")
-    if url.userinfo:
-        raise HostError(DENIED, f"{what}: a URL with user:password is refused; use a credential")
-    host = url_host(url)
-    if not host:
-        raise HostError(DENIED, f"{what}: the URL has no host")
+    The host is decided by `forgec.catalog.urls.parse_url`, the function the checker uses."""
+    parts, problems = parse_url(url)
+    if parts is None:
+        raise HostError(DENIED, f"{what}: {problems[0] if problems else 'the URL is refused'}")
+    host = parts.host
     if host not in context.allowed_hosts:
         listed = ", ".join(context.allowed_hosts) or "none"
         raise HostError(
@@ -197,11 +192,8 @@ def request(
         CAP, f, "timeoutMs", default=DEFAULT_TIMEOUT_MS, low=1, high=MAX_TIMEOUT_MS, cap=True
     )
     plain, cred_headers = _headers(f, context)
-    try:
-        url = httpx.URL(url_text)
-    except (httpx.InvalidURL, ValueError) as exc:
-        v.fail(f"{CAP}: invalid URL: {exc}")
-    first_host = check_url(url, context, host_allow, what=CAP)
+    first_host = check_url(url_text, context, host_allow, what=CAP)
+    url = httpx.URL(url_text)  # parse_url read it with this same parser: it cannot fail now
     secrets: dict[str, str] = {}
     for name, cid in cred_headers.items():
         if first_host not in context.credential_hosts.get(cid, ()):
@@ -224,7 +216,7 @@ def request(
             host = (
                 first_host
                 if hop == 0
-                else check_url(url, context, host_allow, what=f"{CAP} redirect")
+                else check_url(str(url), context, host_allow, what=f"{CAP} redirect")
             )
             headers = dict(plain)
             if not any(k.lower() == "accept-encoding" for k in headers):
