@@ -28,6 +28,7 @@ Rows come back as `{column: value}` objects, at most `limit` (default 100, cappe
 from __future__ import annotations
 
 import math
+import re
 import sqlite3
 import threading
 import time
@@ -134,12 +135,17 @@ def run_query(
             conn.execute(f"CREATE TEMP VIEW {table} AS SELECT * FROM main.{table} WHERE {where}")
         conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_LENGTH)
         conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+        printf = _BoundedPrintf()
+        for name in ("printf", "format"):
+            conn.create_function(name, -1, printf, deterministic=True)
         conn.set_authorizer(_authorizer)
-        with _time_limit(conn, time_limit_ms) as expired:
+        with _time_limit(conn, time_limit_ms) as expired, printf:
             try:
                 rows, truncated = _fetch(conn, sql, params, limit)
             except (sqlite3.Error, ValueError) as exc:
                 text = str(exc)
+                if printf.refused is not None:
+                    v.fail(f"{CAP}: {printf.refused}")
                 if expired() or "interrupted" in text:
                     v.fail(f"{CAP}: the query reached its time limit of {time_limit_ms} ms")
                 if "too big" in text:
@@ -151,6 +157,55 @@ def run_query(
         return {"rows": rows, "truncated": truncated}
     finally:
         conn.close()
+
+
+# one `%` conversion of SQLite's printf: flags, width, precision, length modifier, conversion
+_SPEC = re.compile(r"%[-+ 0#,!]*(\*|\d+)?(?:\.(\*|\d+))?(?:ll|l|h)?(.?)", re.DOTALL)
+
+
+class _BoundedPrintf:
+    """`printf`/`format` that refuses a width or precision past the length limit.
+
+    SQLite's own printf honours `%.2000000000c` by appending one character two billion times
+    inside a single C call: the length limit turns the result into NULL, but only after some
+    seconds, and neither the progress handler nor `interrupt()` can stop a C loop. So the
+    query connection's printf checks every width and precision (literal or `*`) first and hands
+    the call to SQLite's real printf on a private in-memory connection."""
+
+    def __init__(self) -> None:
+        self.refused: str | None = None
+        self._real: sqlite3.Connection | None = None
+
+    def __enter__(self) -> _BoundedPrintf:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._real is not None:
+            self._real.close()
+
+    def __call__(self, fmt: Any, *args: Any) -> Any:
+        if isinstance(fmt, str):
+            position = 0
+            for match in _SPEC.finditer(fmt):
+                if match.group(3) == "%":
+                    continue
+                for size in (match.group(1), match.group(2)):
+                    if size == "*":
+                        value = args[position] if position < len(args) else 0
+                        position += 1
+                        size = str(abs(value)) if isinstance(value, int) else "0"
+                    if size is not None and int(size) > MAX_VALUE_LENGTH:
+                        self.refused = (
+                            f"printf width or precision {int(size)} is over the length limit "
+                            f"of {MAX_VALUE_LENGTH} bytes"
+                        )
+                        raise ValueError(self.refused)
+                position += 1
+        if self._real is None:
+            self._real = sqlite3.connect(":memory:")
+            self._real.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_LENGTH)
+        marks = ", ".join("?" * (1 + len(args)))
+        return self._real.execute(f"SELECT printf({marks})", (fmt, *args)).fetchone()[0]
 
 
 @contextmanager

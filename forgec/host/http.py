@@ -12,7 +12,9 @@ Algorithm of one call:
    declared hosts (and never after a downgrade from https to http); a first request to another
    host is refused, a redirect to another host simply goes without it.
 4. The response body is streamed and reading stops past 256 KiB (`RUN_RESULT_TOO_LARGE`); one
-   deadline covers every hop, so a server trickling bytes cannot hold the run.
+   deadline (`timeoutMs`) covers connect, TLS, headers, body and every hop: each socket
+   operation gets only what is left of it (`_deadline_stream`), so a server trickling bytes
+   cannot hold the run past `timeoutMs`.
 
 Name override (`--resolve HOST:PORT:ADDR`, as curl): a custom httpcore network backend connects
 to ADDR instead of resolving HOST. Everything else — the URL, the `Host` header, TLS SNI and
@@ -68,8 +70,52 @@ def parse_resolve(entries: tuple[str, ...] | list[str]) -> dict[tuple[str, int],
     return out
 
 
+def _left(deadline: float, timeout: float | None, error: type[Exception]) -> float:
+    """The time an I/O operation may take: its own timeout, never past the request's deadline."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise error("the request's deadline has passed")
+    return left if timeout is None else min(timeout, left)
+
+
+def _deadline_stream(stream: Any, deadline: float) -> Any:
+    """`stream` with every read, write and TLS handshake cut off at `deadline`.
+
+    httpx's timeouts are per operation: a server sending one header line every 0.3 s never
+    trips a 1 s read timeout. Each operation here gets only what is left of the one deadline,
+    so connect, headers, body and every redirect share `timeoutMs` as SPEC §16 promises."""
+    import httpcore
+
+    class DeadlineStream(httpcore.NetworkStream):
+        def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+            return bytes(stream.read(max_bytes, _left(deadline, timeout, httpcore.ReadTimeout)))
+
+        def write(self, buffer: bytes, timeout: float | None = None) -> None:
+            stream.write(buffer, _left(deadline, timeout, httpcore.WriteTimeout))
+
+        def close(self) -> None:
+            stream.close()
+
+        def start_tls(
+            self,
+            ssl_context: Any,
+            server_hostname: str | None = None,
+            timeout: float | None = None,
+        ) -> Any:
+            left = _left(deadline, timeout, httpcore.ConnectTimeout)
+            return _deadline_stream(stream.start_tls(ssl_context, server_hostname, left), deadline)
+
+        def get_extra_info(self, info: str) -> Any:
+            return stream.get_extra_info(info)
+
+    return DeadlineStream()
+
+
 def _make_client(
-    resolve: Mapping[tuple[str, int], str], timeout_s: float, ca_file: Path | None = None
+    resolve: Mapping[tuple[str, int], str],
+    timeout_s: float,
+    ca_file: Path | None = None,
+    deadline: float | None = None,
 ) -> Any:
     import ssl
 
@@ -83,6 +129,7 @@ def _make_client(
             ssl_context.load_verify_locations(cafile=str(ca_file))
         except (OSError, ssl.SSLError) as exc:
             v.fail(f"{CAP}: cannot load the CA file {ca_file}: {exc}")
+    end = time.monotonic() + timeout_s if deadline is None else deadline
 
     class ResolvingBackend(httpcore.SyncBackend):
         def connect_tcp(
@@ -94,13 +141,14 @@ def _make_client(
             socket_options: Any = None,
         ) -> Any:
             addr = resolve.get((host.lower(), port), host)
-            return super().connect_tcp(
+            stream = super().connect_tcp(
                 addr,
                 port,
-                timeout=timeout,
+                timeout=_left(end, timeout, httpcore.ConnectTimeout),
                 local_address=local_address,
                 socket_options=socket_options,
             )
+            return _deadline_stream(stream, end)
 
     transport = httpx.HTTPTransport(trust_env=False)
     # httpx does not expose the network backend: give its transport a pool that has ours
@@ -210,7 +258,7 @@ def request(
     deadline = time.monotonic() + timeout_ms / 1000
     content: bytes | None = body.encode("utf-8") if body is not None else None
     first_scheme = url.scheme
-    client = _make_client(resolve or {}, timeout_ms / 1000, ca_file)
+    client = _make_client(resolve or {}, timeout_ms / 1000, ca_file, deadline)
     try:
         for hop in range(max_redirects + 1):
             host = (
