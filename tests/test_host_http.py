@@ -144,6 +144,8 @@ def _ctx(hosts=(API,), cred_hosts=(API,)) -> CallContext:
         node_id="fetch",
         allowed_hosts=hosts,
         credential_hosts={"api-key": cred_hosts},
+        # what the VM sets for a manifest whose headers hold the credential literally
+        credential_headers={"Authorization": "api-key"},
     )
 
 

@@ -106,6 +106,9 @@ def open_host(options: HostOptions | None = None) -> Any:
                 key = credentials.get(mc.api_key_credential)
             elif mc.api_key_env:
                 key = environ.get(mc.api_key_env)
+            if key:
+                # refused like a credential, and scrubbed from messages like one
+                credentials.add_secret(key, "the model API key")
             local = None if mc.locality is None else mc.locality == "local"
             providers.append(
                 OpenAIProvider(

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -235,7 +236,26 @@ class ReferenceHost:
                 )
                 v.fail(f"{capability}: {detail}")
 
+    @contextmanager
+    def _boundary(self, code: str, what: str) -> Iterator[None]:
+        """Every error that leaves the host passes here: a `HostError` keeps its code with its
+        message scrubbed of every credential value and the API key; anything else (a library's
+        exception, whose text may quote a header) becomes a scrubbed `HostError` too."""
+        try:
+            yield
+        except HostError as exc:
+            raise HostError(
+                exc.code, self.credentials.scrub(exc.message), transient=exc.transient
+            ) from None
+        except Exception as exc:
+            message = self.credentials.scrub(f"{what} failed: {type(exc).__name__}: {exc}")
+            raise HostError(code, message) from None
+
     def call(self, capability: str, input: Any, context: CallContext) -> Any:
+        with self._boundary("RUN_CAPABILITY_FAILED", capability):
+            return self._call(capability, input, context)
+
+    def _call(self, capability: str, input: Any, context: CallContext) -> Any:
         input = apply_caps(capability, input)
         self.check_call(capability, input)
         try:
@@ -347,7 +367,8 @@ class ReferenceHost:
         output_schema: Mapping[str, Any] | None,
         context: CallContext,
     ) -> Any:
-        return self.router.answer(op, input, requirements, output_schema, context)
+        with self._boundary("RUN_MODEL_FAILED", "the model step"):
+            return self.router.answer(op, input, requirements, output_schema, context)
 
     def has_credential(self, credential_id: str) -> bool:
         return self.credentials.has(credential_id)
@@ -373,6 +394,17 @@ class ReferenceHost:
         step_result: Any,
         context: CallContext,
     ) -> Any:
+        with self._boundary("RUN_CAPABILITY_FAILED", capability):
+            return self._compensate(capability, step_capability, step_input, step_result, context)
+
+    def _compensate(
+        self,
+        capability: str,
+        step_capability: str,
+        step_input: Any,
+        step_result: Any,
+        context: CallContext,
+    ) -> Any:
         if UNDO.get(step_capability) != capability:
             v.fail(f"{capability} cannot undo {step_capability}")
         res = step_result if isinstance(step_result, Mapping) else {}
@@ -381,7 +413,7 @@ class ReferenceHost:
             undo = undo_input(step_capability, res)
             if undo is None:
                 v.fail("notes.update: the step's result has no `previous` content to restore")
-            return self.call(capability, undo, context)
+            return self._call(capability, undo, context)
         # the Talon pairs undo through the host directly, behind the same label
         self.check_call(capability, inp)
         with self._lock:

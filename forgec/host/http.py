@@ -2,7 +2,9 @@
 
 Algorithm of one call:
 1. Check the input (method, URL, string headers or `{"$credential": id}` values, body,
-   `timeoutMs` default 30000 capped at 120000).
+   `timeoutMs` default 30000 capped at 120000). A `$credential` header value is resolved
+   only when `context.credential_headers` (set by the VM from the Program, never from data)
+   names it for that header; one that arrived as data is refused.
 2. For the first request and for every redirect (followed by hand, at most `max_redirects`):
    the URL must pass `forgec.catalog.urls.parse_url` (the checker's own URL parser: http or
    https, no userinfo, a plain host) and its host (lower-cased, punycode, no port) must be in the manifest's allowlist AND, when the host configuration lists hosts,
@@ -199,6 +201,13 @@ def _headers(inp: Mapping[str, Any], context: CallContext) -> tuple[dict[str, st
             v.fail(f"{CAP}: the {name!r} header is set by the host, not the flow")
         if isinstance(value, Mapping) and set(value) == {"$credential"}:
             cid = value["$credential"]
+            if context.credential_headers.get(name) != cid:
+                # data shaped like a credential (from input, a result, a model, state): the
+                # checked manifest did not write it here, so it is never resolved
+                v.fail(
+                    f"{CAP}: header {name!r} holds a `$credential` object that arrived as data; "
+                    "only credentials written in the tool's own headers are attached"
+                )
             if not isinstance(cid, str) or cid not in context.credential_hosts:
                 v.fail(
                     f"{CAP}: header {name!r} names credential {cid!r}, which the tool does not declare"

@@ -42,6 +42,9 @@ class CallContext:
     # declared credential id → the hosts it may be sent to
     credential_hosts: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
     attempt: int = 1  # 1-based, for retries
+    # header name → credential id, for the `{"$credential": id}` header values the checked
+    # manifest wrote literally; a `$credential` object anywhere else in the input is data
+    credential_headers: Mapping[str, str] = attrs.field(factory=dict)
 
 
 @runtime_checkable
@@ -50,7 +53,8 @@ class Host(Protocol):
         """Run one capability with its (already evaluated) input; return its JSON result.
 
         `{"$credential": id}` objects in a `net.http` step's headers arrive unresolved: the
-        host resolves them itself, and only for the credential's own hosts.
+        host resolves them itself, only those `context.credential_headers` names (the
+        manifest's own), and only for the credential's own hosts.
         """
         ...
 

@@ -230,6 +230,21 @@ def compile_ref(segments: list[str | int]) -> Evaluator:
     return read_path
 
 
+class CredentialRef(dict[str, str]):
+    """A `{"$credential": id}` the checked manifest wrote literally — the only kind the host
+    resolves (SPEC §14 "run-time data is data").
+
+    It serialises as the plain object, but only a `cred` descriptor of the Program makes one:
+    input, capability results, model answers and state all arrive as plain JSON dicts, so data
+    shaped like `{"$credential": "ghtok"}` never becomes a credential. The VM reads these off a
+    step's input into `CallContext.credential_headers` before the input is copied to JSON."""
+
+    __slots__ = ()
+
+    def __init__(self, credential_id: str) -> None:
+        super().__init__({"$credential": credential_id})
+
+
 def compile_value(desc: Any, consts: list[Any], paths: list[list[str | int]]) -> Evaluator:
     """A value descriptor (see `forgec.runtime.program`) → a closure `env -> value`."""
     kind, arg = desc
@@ -259,8 +274,7 @@ def compile_value(desc: Any, consts: list[Any], paths: list[list[str | int]]) ->
         return lambda env: [ev(env) for ev in items]
     if kind == "cred":
         # passed unresolved: only the host resolves a credential, at the bridge
-        credential = {"$credential": arg}
-        return lambda env: dict(credential)
+        return lambda env: CredentialRef(arg)
     raise ValueError(f"unknown value descriptor {kind!r}")
 
 

@@ -32,6 +32,7 @@ from forgec.runtime.opcodes import Op
 from forgec.runtime.program import Program
 from forgec.runtime.values import (
     MISSING,
+    CredentialRef,
     Env,
     RunFailure,
     compile_condition,
@@ -306,6 +307,18 @@ def _normalize(
     return orjson.loads(raw)
 
 
+def _credential_headers(input: Any) -> dict[str, str]:
+    """Header name → credential id for the manifest's own `$credential` header values."""
+    headers = input.get("headers") if type(input) is dict else None
+    if type(headers) is not dict:
+        return {}
+    return {
+        name: value["$credential"]
+        for name, value in headers.items()
+        if type(value) is CredentialRef
+    }
+
+
 # --- one run ---------------------------------------------------------------------------------
 
 
@@ -515,8 +528,11 @@ class _Run:
             self.transitions = transitions
 
     def _call(self, site: _CallSite, input: Any) -> Any:
+        credentials = _credential_headers(input)  # before the copy to JSON erases the type
         input = _normalize(input, RESULT_LIMIT, "RUN_CAPABILITY_FAILED", "the step's input")
         context = site.context
+        if credentials:
+            context = attrs.evolve(context, credential_headers=credentials)
         attempt = 1
         while True:
             try:
@@ -527,7 +543,7 @@ class _Run:
                     if site.backoff_s > 0:
                         self.sleep(site.backoff_s)
                     attempt += 1
-                    context = attrs.evolve(site.context, attempt=attempt)
+                    context = attrs.evolve(context, attempt=attempt)
                     continue
                 tries = f" (after {attempt} attempts)" if attempt > 1 else ""
                 raise RunFailure(
