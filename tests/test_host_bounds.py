@@ -165,3 +165,83 @@ def test_net_http_timeout_is_one_deadline(tmp_path: Path, trickler: Any, path: s
     assert info.value.code.startswith("RUN_")
     assert "timed out after 1000 ms" in info.value.message
     assert elapsed < 1.3, f"{elapsed:.2f}s against timeoutMs 1000"
+
+
+# -- the same attacks through the real CLI, in a child under a memory limit -------------------
+
+
+def _tool(capability: str, inp: dict[str, Any], hosts: list[str] | None = None) -> str:
+    import json
+
+    return json.dumps(
+        {
+            "schema": "talos.local-tool.v1",
+            "id": "bounds-probe",
+            "version": 1,
+            "title": "Bounds probe",
+            "description": "One slow step.",
+            "createdAt": "2026-01-01T00:00:00Z",
+            "parentVersion": None,
+            "execution": "declarative-flow",
+            "installScope": "device",
+            "network": {"mode": "allowlist", "hosts": hosts} if hosts else {"mode": "forbidden"},
+            "credentialRequirements": [],
+            "flow": {
+                "entry": "step",
+                "maxTransitions": 4,
+                "nodes": [
+                    {
+                        "id": "step",
+                        "type": "capability",
+                        "capability": capability,
+                        "input": inp,
+                        "target": "out",
+                        "next": "done",
+                    },
+                    {"id": "done", "type": "return", "value": {"$ref": "out"}},
+                ],
+            },
+        }
+    )
+
+
+def _limited() -> None:
+    import resource
+
+    limit = 1536 * 1024 * 1024  # 1.5 GB: the 2 GB printf could not even be allocated
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+@pytest.mark.parametrize(
+    ("capability", "inp", "needle"),
+    [
+        ("db.query", {"sql": "SELECT printf('%.2000000000c', 'x') AS s"}, "length limit"),
+        ("net.http", {"method": "GET", "url": "http://slow.example:{port}/headers", "timeoutMs": 1000}, "timed out"),
+    ],
+)  # fmt: skip
+def test_cli_run_ends_cleanly_inside_its_bounds(
+    tmp_path: Path, trickler: Any, capability: str, inp: dict[str, Any], needle: str
+) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    port = trickler.server_address[1]
+    if "url" in inp:
+        inp = {**inp, "url": inp["url"].format(port=port)}
+    path = tmp_path / "probe.talostool"
+    path.write_text(_tool(capability, inp, [API] if capability == "net.http" else None))
+    command = [
+        sys.executable, "-m", "forgec", "run", str(path), "--target", "talon", "--yes",
+        "--format", "json", "--db", str(tmp_path / "h.db"), "--resolve", f"{API}:{port}:127.0.0.1",
+    ]  # fmt: skip
+    start = time.monotonic()
+    proc = subprocess.run(
+        command, capture_output=True, text=True, timeout=30, preexec_fn=_limited, env=os.environ
+    )
+    elapsed = time.monotonic() - start
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc
+    error = json.loads(proc.stdout)["error"]
+    assert error["code"] == "RUN_CAPABILITY_FAILED" and needle in error["message"], error
+    assert elapsed < 8, f"{elapsed:.1f}s (interpreter start included)"
