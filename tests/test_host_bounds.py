@@ -48,6 +48,8 @@ SLOW_QUERIES = [
     # a width SQLite would allocate 2 GB for before any progress callback
     ("SELECT printf('%.2000000000c', 'x') FROM threads LIMIT 1", "length limit"),
     ("SELECT printf('%.*c', 2000000000, 'x') FROM threads LIMIT 1", "length limit"),
+    ("SELECT printf('%.*c', 2000000000.5, 'x') FROM threads LIMIT 1", "length limit"),
+    ("SELECT printf('%*c', '-2000000000abc', 'x') FROM threads LIMIT 1", "length limit"),
     ("SELECT format('%2000000000d', 1) FROM threads LIMIT 1", "length limit"),
     ("SELECT printf(value, 'x') FROM memory_items WHERE key = 'fmt'", "length limit"),
     ("SELECT replace(printf('%.200000c', 'x'), 'x', 'xxxxx') FROM threads", "length limit"),

@@ -163,6 +163,19 @@ def run_query(
 _SPEC = re.compile(r"%[-+ 0#,!]*(\*|\d+)?(?:\.(\*|\d+))?(?:ll|l|h)?(.?)", re.DOTALL)
 
 
+def _sqlite_int(value: Any) -> int:
+    """The size SQLite's printf reads from a `*` argument, as a magnitude: reals are truncated
+    and text is read up to its first non-digit (`'2000000000abc'` is 2000000000)."""
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    if isinstance(value, str):
+        match = re.match(r"\s*[-+]?(\d+)", value)
+        return int(match.group(1)) if match else 0
+    if isinstance(value, float):
+        return abs(int(value)) if math.isfinite(value) else 0
+    return abs(value) if isinstance(value, int) else 0
+
+
 class _BoundedPrintf:
     """`printf`/`format` that refuses a width or precision past the length limit.
 
@@ -193,7 +206,7 @@ class _BoundedPrintf:
                     if size == "*":
                         value = args[position] if position < len(args) else 0
                         position += 1
-                        size = str(abs(value)) if isinstance(value, int) else "0"
+                        size = str(_sqlite_int(value))
                     if size is not None and int(size) > MAX_VALUE_LENGTH:
                         self.refused = (
                             f"printf width or precision {int(size)} is over the length limit "
