@@ -6,8 +6,8 @@ state at the error it tries, in order:
 1. **Insert the closers that were forgotten** — a `}` or `]` (up to three) after which the
    offending token is accepted: `{title: "x" -> next` reads as `{title: "x"} -> next`.
 2. **Resynchronise at a later line** — drop what is left of the broken construct and pop the
-   parser's stack until the first three tokens of one of the next lines are accepted (a new
-   node, a new header field): the broken line is given up, the rest of the file is read.
+   parser's stack until the first three tokens (else two) of one of the next lines are accepted
+   (a new node, a new header field): the broken line is given up, the rest of the file is read.
 
 A further error is reported only on a later line than the last one reported, so one mistake
 does not fan out into a cascade, and an unexpected end of file met while recovering is not
@@ -110,12 +110,13 @@ def _resync(ip: Any, text: str, at: int) -> int | None:
     """Pop the stack until one of the next lines' first three tokens are accepted."""
     for line_start in islice(_next_line_starts(text, at), _LINES_AHEAD):
         state = ip.parser_state
-        for depth in range(len(state.state_stack), 0, -1):
-            trial = _copy(ip)
-            _pop_to(trial.parser_state, depth)
-            if _accepts_line(trial, text, line_start):
-                _pop_to(state, depth)
-                return line_start
+        for tokens in (3, 2):  # three tokens tell a node from an object key; two, a broken node
+            for depth in range(len(state.state_stack), 0, -1):
+                trial = _copy(ip)
+                _pop_to(trial.parser_state, depth)
+                if _accepts_line(trial, text, line_start, tokens):
+                    _pop_to(state, depth)
+                    return line_start
     return None
 
 
@@ -132,12 +133,12 @@ def _pop_to(state: Any, depth: int) -> None:
     del state.value_stack[depth - 1 :]
 
 
-def _accepts_line(trial: Any, text: str, offset: int) -> bool:
-    """Whether the parser takes the first three tokens at OFFSET (lexed for its own states)."""
+def _accepts_line(trial: Any, text: str, offset: int, tokens: int) -> bool:
+    """Whether the parser takes the first TOKENS tokens at OFFSET (lexed for its own states)."""
     _seek(trial, text, offset)
     lexer = trial.parser_state.lexer
     try:
-        for token in islice(lexer.lex(trial.parser_state), 3):
+        for token in islice(lexer.lex(trial.parser_state), tokens):
             trial.feed_token(token)
     except Exception:
         return False
