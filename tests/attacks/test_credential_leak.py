@@ -215,3 +215,39 @@ def test_data_is_never_a_credential(tmp_path: Path, api_server, headers, run_inp
     assert "arrived as data" in result["error"]["message"]
     assert all(CANARY not in json.dumps(h) for h in api_server.seen)  # nothing carried it
     _assert_no_canary(tmp_path, proc)
+
+
+def test_mcp_results_never_show_the_credential(tmp_path: Path, api_server: Any) -> None:
+    """The same scrubbed error, through `forgec mcp serve` and the real `mcp` client: the model
+    reading the result (and the store file) never sees the credential."""
+    from test_mcp_server import run_client, serve_args
+    from test_store import open_store
+
+    store_path = tmp_path / "tools.db"
+    with open_store(store_path) as store:
+        probe = _tool({"X-Trace": "1"}, {"$ref": "input.url"})
+        store.install(json.dumps(probe).encode(), target="talon")
+        store.enable("leak-probe", consent=True)
+    creds = tmp_path / "creds.json"
+    creds.write_text(json.dumps({"ghtok": CANARY}))
+    policy = tmp_path / "policy.toml"
+    policy.write_text('[[allow]]\ntool = "dynamic:leak-probe"\nversion = 1\n')
+
+    async def body(session: Any) -> Any:
+        listed = await session.list_tools()
+        [name] = [t.name for t in listed.tools if t.name.startswith("dynamic_")]
+        return await session.call_tool(name, {"url": f"http://{CANARY}.example/"})
+
+    config = tmp_path / "host.toml"
+    config.write_text(f"[credentials]\nfile = {json.dumps(str(creds))}\n")
+    args = serve_args(
+        store_path, tmp_path, "--host-config", str(config), "--consent-policy", str(policy),
+        "--persona-labels", "net.http:egress",
+    )  # fmt: skip
+    result = run_client(args, body)
+    texts = [c.text for c in result.content if getattr(c, "type", "") == "text"]
+    shown = "\n".join(texts) + json.dumps(result.structured_content)
+    assert result.is_error and "RUN_NETWORK_DENIED" in shown and "[redacted]" in shown, shown
+    assert CANARY not in shown
+    assert CANARY.encode() not in store_path.read_bytes()
+    assert CANARY.encode() not in (tmp_path / "h.db").read_bytes()
