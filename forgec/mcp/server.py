@@ -378,8 +378,8 @@ class ForgeServer:
         }
         if result.status == "proposed":
             summary = (
-                f"proposed {name} v{version}, waiting for a person: it is not current and "
-                "changes nothing until a person reviews and accepts it"
+                f"{name} v{version} proposed, waiting for a person: it is not current and "
+                "changes nothing unless a person reviews and accepts it"
             )
         elif result.installed:
             summary = (
