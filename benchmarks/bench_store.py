@@ -21,10 +21,10 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from _timing import median_seconds  # noqa: E402
-from manifests import manifest_with_nodes  # noqa: E402
+from _timing import median_seconds
+from manifests import manifest_with_nodes
 
-from forgec.store import Store  # noqa: E402
+from forgec.store import Store
 
 
 def _source(i: int) -> bytes:

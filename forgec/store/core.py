@@ -137,7 +137,7 @@ class StoredVersion:
     parent_version: int | None
     target: str
     manifest: dict[str, Any]
-    program: dict[str, Any]  # `forgec.runtime.Program.to_json()`
+    program_text: str  # `forgec.runtime.Program.to_json()` as stored (see `program`)
     marks: Marks
     hash: str
     forgec_version: str
@@ -152,6 +152,15 @@ class StoredVersion:
     @property
     def name(self) -> str:
         return f"dynamic:{self.tool_id}"
+
+    @property
+    def program(self) -> dict[str, Any]:
+        """The lowered Program's JSON. Parsed when asked, not when listed: serving a thousand
+        tools reads no Program (the hash over its text is verified either way)."""
+        value = loads(self.tool_id, self.version, "Program", self.program_text)
+        if not isinstance(value, dict):
+            raise StoreDamaged(f"the stored version of {self.name} v{self.version} is damaged")
+        return value
 
     @property
     def author_words(self) -> str:
@@ -777,10 +786,9 @@ def _decode(tool_id: str, row: dict[str, Any], current: int, enabled: bool) -> S
     check_row(tool_id, row)
     v = row["version"]
     manifest = loads(tool_id, v, "manifest", row["manifest"])
-    program = loads(tool_id, v, "Program", row["program"])
     marks = loads(tool_id, v, "marks", row["marks"])
     effects = loads(tool_id, v, "effects", row["effects"])
-    if not all(isinstance(x, dict) for x in (manifest, program, marks, effects)):
+    if not all(isinstance(x, dict) for x in (manifest, marks, effects)):
         raise StoreDamaged(f"the stored version of dynamic:{tool_id} v{v} is damaged")
     try:
         parsed_marks = Marks.from_json(marks)
@@ -795,7 +803,7 @@ def _decode(tool_id: str, row: dict[str, Any], current: int, enabled: bool) -> S
         parent_version=row["parent_version"],
         target=row["target"],
         manifest=manifest,
-        program=program,
+        program_text=row["program"],
         marks=parsed_marks,
         hash=row["hash"],
         forgec_version=row["forgec_version"],
@@ -854,7 +862,7 @@ _NOTHING = StoredVersion(
     parent_version=None,
     target="",
     manifest={},
-    program={},
+    program_text="{}",
     marks=Marks(),
     hash="",
     forgec_version="",
