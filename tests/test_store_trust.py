@@ -366,3 +366,54 @@ def test_a_row_changed_before_the_upgrade_is_not_blessed_by_it(tmp_path: Path) -
             s.get("demo.tool")
         assert s.get("demo.tool", 1).version == 1
         assert not any(v.version == 2 for v in s.enabled_versions())
+
+
+# -- the person's commands ---------------------------------------------------------------------
+
+
+def _cli(capsys: Any, *argv: str) -> tuple[int, str, str]:
+    from forgec.cli import main
+
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_review_json_and_list_show_the_waiting_proposal(tmp_path: Path, capsys: Any) -> None:
+    db = tmp_path / "tools.db"
+    with open_store(db) as s:
+        s.install(tool(1, None, "tasks.create"))
+        s.enable("demo.tool", consent=True)
+        s.install(_set_status(2, 1), author="model", author_name="scout")
+    store = ["--store", str(db)]
+    code, out, _ = _cli(capsys, "tools", "list", *store)
+    assert code == 0 and "(proposed: v2)" in out and "tools review" in out
+    code, out, _ = _cli(capsys, "tools", "review", "demo.tool", *store, "--format", "json")
+    assert code == 0
+    review = orjson.loads(out)
+    assert review["current"]["version"] == 1 and review["current"]["status"] == "current"
+    assert review["proposal"]["version"] == 2 and review["proposal"]["status"] == "proposed"
+    assert review["proposal"]["card"]["author"] == "a model (persona scout)"
+    assert review["proposal"]["consent"]["reason"] == "author"
+    assert review["changes"] == {
+        "added": {"operations": ["tasks.setStatus"]},
+        "removed": {"operations": ["tasks.create"]},
+    }
+    code, out, err = _cli(capsys, "tools", "show", "demo.tool", "--version", "2", *store)
+    assert code == 0 and "Author   a model (persona scout)" in out
+    assert "proposed by a model, not current" in out
+    code, _, err = _cli(capsys, "tools", "accept", "demo.tool", "1", *store)
+    assert code == 1 and "not a proposal" in err
+    code, _, err = _cli(capsys, "tools", "review", "demo.tool", "--version", "7", *store)
+    assert code == 2 and err.startswith("forgec: error: dynamic:demo.tool has no version 7")
+
+
+def test_enable_names_the_new_operation_of_a_persons_upgrade(tmp_path: Path, capsys: Any) -> None:
+    db = tmp_path / "tools.db"
+    with open_store(db) as s:
+        s.install(tool(1, None, "tasks.create"))
+        s.enable("demo.tool", consent=True)
+        s.install(_set_status(2, 1))
+    code, out, err = _cli(capsys, "tools", "enable", "demo.tool", "--store", str(db))
+    assert code == 1 and "nothing grew" not in out + err
+    assert "may do more than v1" in err and "new operations: tasks.setStatus" in err
