@@ -189,7 +189,11 @@ def cmd_list(args: argparse.Namespace) -> int:
         (
             t.name,
             f"v{t.version}"
-            + (f" (latest v{t.latest_version})" if t.latest_version != t.version else "")
+            + (
+                f" (latest v{t.latest_version})"
+                if t.latest_version != t.version and t.latest_version not in t.proposed
+                else ""
+            )
             + (f" (proposed: {', '.join(f'v{n}' for n in t.proposed)})" if t.proposed else ""),
             "on" if t.enabled else "off",
             t.risk,
@@ -417,9 +421,14 @@ def cmd_review(args: argparse.Namespace) -> int:
     print(_card(proposal))
     print()
     print(f"What v{proposal.version} changes, compared with v{current.version}:")
-    lines = _growth_lines(added)
-    lines += [f"  no longer: {GROWTH_WORDS.get(k, k)}: {', '.join(v)}" for k, v in gone.items()]
-    print("\n".join(lines) or "  no effect added or removed")
+    if added:
+        print("  adds (a reason to ask consent):")
+        print("\n".join("  " + line for line in _growth_lines(added)))
+    if gone:
+        print("  drops:")
+        print("\n".join(f"    {k}: {', '.join(v)}" for k, v in gone.items()))
+    if not added and not gone:
+        print("  no effect added or removed")
     if proposal.status == "proposed":
         print(
             f"accept: `forgec tools accept {proposal.tool_id} {proposal.version}` (it becomes "

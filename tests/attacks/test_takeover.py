@@ -195,7 +195,7 @@ def test_a_model_cannot_take_over_a_persons_tool(person_tool: Path, tmp_path: Pa
     assert "dynamic:weekly-review v2" in review.stdout
     assert "Author   a model" in review.stdout and "Author   a person" in review.stdout
     assert "new operations: tasks.setStatus" in review.stdout
-    assert "no longer: new operations: notes.create" in review.stdout
+    assert "drops:\n    operations: notes.create" in review.stdout
 
     # accepted, it is current and off; turning it on off a terminal asks and is refused
     accept = forgec("tools", "accept", "weekly-review", "2", store=store)
