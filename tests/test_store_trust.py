@@ -11,6 +11,8 @@ from typing import Any
 import attrs
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from manifests import manifest_with_nodes
 from test_store import install, open_store, tool
 
@@ -417,3 +419,32 @@ def test_enable_names_the_new_operation_of_a_persons_upgrade(tmp_path: Path, cap
     code, out, err = _cli(capsys, "tools", "enable", "demo.tool", "--store", str(db))
     assert code == 1 and "nothing grew" not in out + err
     assert "may do more than v1" in err and "new operations: tasks.setStatus" in err
+
+
+_CAPS = st.sampled_from(["memory.access", "tasks.list", "net.http"])
+_OPS = st.sampled_from(["read", "delete", "*", "tasks.list"])
+_EFFECTS = st.fixed_dictionaries(
+    {
+        "operations": st.lists(st.tuples(_CAPS, _OPS).map(list), max_size=4),
+        "hosts": st.lists(st.sampled_from(["a.example.com", "b.example.com"]), max_size=2),
+        "flows": st.lists(
+            st.tuples(st.sampled_from(["input", "private:notes.list"]), st.just("egress")).map(
+                list
+            ),
+            max_size=2,
+        ),
+    }
+)
+
+
+def _covers(old: dict[str, Any], item: list[str], key: str) -> bool:
+    return item in old[key] or (key == "operations" and [item[0], "*"] in old[key])
+
+
+@given(new=_EFFECTS, old=_EFFECTS)
+def test_nothing_grows_exactly_when_every_effect_is_covered(
+    new: dict[str, Any], old: dict[str, Any]
+) -> None:
+    subset = all(_covers(old, i, k) for k in ("operations", "hosts", "flows") for i in new[k])
+    assert (fx.growth(new, old) == {}) is subset
+    assert fx.growth(new, new) == {}
