@@ -73,6 +73,11 @@ class Facts:
     loops: dict[str, LoopFacts] = attrs.field(factory=dict)
     # variable → ids of the reachable nodes that write it (a `state.X` target writes `state.X`)
     writers: dict[str, list[str]] = attrs.field(factory=dict)
+    # SPEC §15, from the flows pass: every (source label, sink) a run may realise, as
+    # `forgec.passes.flows.Flow`s; the joins the VM mirrors; (code, pointer) → witness ids
+    flows: tuple[Any, ...] = ()
+    flow_joins: Any = None
+    flow_witness: dict[tuple[str, str], tuple[str, ...]] = attrs.field(factory=dict)
     extra: dict[str, Any] = attrs.field(factory=dict)
 
 
