@@ -376,6 +376,10 @@ class _Analysis:
         for c, j in joins.items():
             if type(nodes[c]) is IfNode:
                 self.joins.joins[c] = j
+        for n in order:  # an `if` whose branches are one node decides nothing past it
+            if type(nodes[n]) is IfNode and n not in joins:
+                only = succ[n][0]
+                self.joins.joins[n] = only if only != _EXIT else None
         return succ, ctrl
 
     def loop_exits(self, loop: ForeachNode) -> bool:
@@ -533,8 +537,8 @@ class _Analysis:
             if f.via == "data" and f.argument != "*":
                 pointer = join(pointer, "input", f.argument)
             route = " -> ".join(f.path)
-            src = describe_source(f.source)
-            dst = describe_sink(f.sink)
+            src = fl.describe_source(f.source)
+            dst = fl.describe_sink(f.sink)
             control = f.via == "control"
             if code == "FORGEC_FLOW_PRIVATE_EGRESS":
                 how = (
@@ -552,36 +556,3 @@ class _Analysis:
             self.ctx.report(code, pointer, message, hint=hint)
             witness.setdefault((code, pointer), f.path)
         self.facts.flow_witness = witness
-
-
-_SOURCE_WORDS = {
-    "tasks": "tasks",
-    "notes": "notes",
-    "memory": "memories",
-    "db": "database rows",
-    "schedule": "schedules",
-    "persona": "persona messages",
-    "subagent": "sub-agent results",
-}
-
-
-def describe_source(label: str) -> str:
-    """`private:notes.list` → `notes (notes.list)`; `external:h` → `h`."""
-    if label == fl.STATE:
-        return "saved state"
-    if label.startswith("private:"):
-        cap = label[len("private:") :]
-        return f"{_SOURCE_WORDS.get(cap.split('.')[0], cap)} ({cap})"
-    if label.startswith("external:"):
-        host = label[len("external:") :]
-        return "any web host" if host == "*" else host
-    return "your input" if label == fl.INPUT else "the model" if label == fl.MODEL else label
-
-
-def describe_sink(sink: str) -> str:
-    if sink == fl.OUTPUT:
-        return "the result"
-    kind, _, where = sink.partition(":")
-    if kind == "egress" and where == "*":
-        return "a computed URL"
-    return where

@@ -116,6 +116,15 @@ def denied(rules: Iterable[str], sink: str | None, labels: Iterable[str]) -> str
     return None
 
 
+def call_sink(capability: str, input: Any) -> str | None:
+    """The sink an actual call is (its operation and URL read from the evaluated input)."""
+    fields = input if type(input) is dict else {}
+    rule = WRITE_WHEN.get(capability)
+    operation = fields.get(rule[0]) if rule else None
+    host = host_of_url(fields.get("url")) if capability == HTTP else None
+    return sink_of(capability, operation, host)
+
+
 def valid_rule(rule: Any) -> bool:
     return rule in DENY_RULES
 
@@ -131,3 +140,38 @@ def host_of_url(url: Any) -> str | None:
     except ValueError:
         return None
     return host.lower() if host else None
+
+
+# --- words for people (the consent card, diagnostics) --------------------------------
+
+_SOURCE_WORDS = {
+    "tasks": "tasks",
+    "notes": "notes",
+    "memory": "memories",
+    "db": "database rows",
+    "schedule": "schedules",
+    "persona": "persona messages",
+    "subagent": "sub-agent results",
+}
+
+
+def describe_source(label: str) -> str:
+    """`private:notes.list` → `notes (notes.list)`; `external:h` → `h`."""
+    if label == STATE:
+        return "saved state"
+    if label.startswith("private:"):
+        cap = label[len("private:") :]
+        return f"{_SOURCE_WORDS.get(cap.split('.')[0], cap)} ({cap})"
+    if label.startswith("external:"):
+        host = label[len("external:") :]
+        return "any web host" if host == "*" else host
+    return "your input" if label == INPUT else "the model" if label == MODEL else label
+
+
+def describe_sink(sink: str) -> str:
+    if sink == OUTPUT:
+        return "the result"
+    kind, _, where = sink.partition(":")
+    if kind == "egress" and where == "*":
+        return "a computed URL"
+    return where
