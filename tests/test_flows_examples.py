@@ -244,3 +244,12 @@ def test_an_unknown_deny_rule_is_a_clear_usage_error(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "unknown rule 'secret->everywhere'" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_the_readme_card_with_a_sends_line_is_what_inspect_prints() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    command = "forgec inspect --target talon examples/flows/notes-digest-post.talostool"
+    shown = readme.split(f"$ {command}\n", 1)[1].split("...\n", 1)[0]
+    assert "│  Sends    notes (notes.list) → api.example.com" in shown
+    printed = forgec(*command.split()[1:]).stdout
+    assert printed.startswith(shown)
