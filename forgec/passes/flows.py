@@ -39,6 +39,7 @@ from forgec.ir.nodes import (
     SetNode,
     Template,
     Value,
+    nodes_of_type,
 )
 from forgec.ir.pointer import join
 from forgec.passes.capabilities import literal_fields
@@ -201,7 +202,28 @@ def check_flows(ctx: PassContext) -> None:
         return
     if flow.entry not in facts.nodes_by_id:
         return
+    if not _may_warn(ctx):
+        # no step sends anything out and nothing comes from outside: no FORGEC_FLOW_* can
+        # follow and the card has no Sends/Steered line, so `check` does not pay for the
+        # facts; whoever reads `facts.flows` (inspect, lowering, the store) computes them
+        facts.flows_pending = lambda: _Analysis(ctx).run(warn=False)
+        return
+    facts.flow_warned = True
     _Analysis(ctx).run()
+
+
+def _may_warn(ctx: PassContext) -> bool:
+    """Whether a reachable step is an egress sink or an outside source (`net.http`)."""
+    reachable = ctx.facts.reachable_pointers
+    names = fl.EGRESS_CAPABILITIES | {fl.HTTP}
+    return any(
+        node.capability in names and node.pointer in reachable
+        for node in nodes_of_type(ctx.manifest.flow.nodes, CapabilityNode)  # type: ignore[union-attr]
+    )
+
+
+# successors (with _EXIT), controllers, real successors
+_Shape = tuple[dict[str, tuple[str, ...]], dict[str, list[str]], dict[str, tuple[str, ...]]]
 
 
 class _Analysis:
@@ -212,7 +234,7 @@ class _Analysis:
         self.found: dict[tuple[str, str, str, str], list[_AV]] = {}
         self.joins = FlowJoins()
         # scope (its first node) → successors and controllers, computed once per scope
-        self.shapes: dict[str, tuple[dict[str, tuple[str, ...]], dict[str, list[str]]]] = {}
+        self.shapes: dict[str, _Shape] = {}
         manifest = ctx.manifest
         self.state_fields = tuple(manifest.state.fields) if manifest.state is not None else ()
         self.state_av = _AV(frozenset({fl.STATE}))
@@ -251,7 +273,10 @@ class _Analysis:
         if kind is Ref:
             return self.read(env, value)  # type: ignore[arg-type]
         if kind is Template:
-            return _union([self.read(env, p) for p in value.parts if type(p) is Ref])  # type: ignore[union-attr]
+            reads = [self.read(env, p) for p in value.parts if type(p) is Ref]  # type: ignore[union-attr]
+            if len(reads) == 1 and reads[0].fields is None:
+                return reads[0]  # one opaque read: its labels, as rendered text
+            return _union(reads)
         if kind is ObjectExpr:
             return _AV(_NONE, {k: self.value(env, m) for k, m in value.fields})  # type: ignore[union-attr]
         if kind is ListExpr:
@@ -320,7 +345,7 @@ class _Analysis:
         shape = self.shapes.get(key)
         if shape is None:
             shape = self.shapes[key] = self.shape(order)
-        succ, ctrl = shape
+        _succ, ctrl, nexts_of = shape
         cond_of: dict[str, _AV] = {}
         env_in: dict[str, Env] = {order[0]: env0} if order else {}
         end: Env | None = None
@@ -340,26 +365,31 @@ class _Analysis:
                 conds.append(steer)
             if out is None:
                 continue
-            nexts = [s for s in succ[n] if s != _EXIT]
+            nexts = nexts_of[n]
             for s in nexts:
                 env_in[s] = _join_env(env_in[s], out) if s in env_in else out
             if not nexts:
                 end = out if end is None else _join_env(end, out)
         return end, conds
 
-    def shape(self, order: list[str]) -> tuple[dict[str, tuple[str, ...]], dict[str, list[str]]]:
+    def shape(self, order: list[str]) -> _Shape:
         """Successors in the scope (`_EXIT` for return/fail, a missing edge, a body's end,
-        and after a loop that may end the run) and the controllers of each node."""
+        and after a loop that may end the run), the controllers of each node and the real
+        successors."""
         nodes = self.facts.nodes_by_id
         members = set(order)
         succ: dict[str, tuple[str, ...]] = {}
+        nexts: dict[str, tuple[str, ...]] = {}
+        ifs: list[str] = []
         for n in order:
             node = nodes[n]
             kind = type(node)
             if kind is ReturnNode or kind is FailNode:
                 succ[n] = (_EXIT,)
+                nexts[n] = ()
                 continue
             if kind is IfNode:
+                ifs.append(n)
                 then, other = node.then, node.else_  # type: ignore[union-attr]
                 out = tuple(
                     t for t in ((then, other) if then != other else (then,)) if t in members
@@ -367,6 +397,7 @@ class _Analysis:
             else:
                 nxt = node.next  # type: ignore[union-attr]
                 out = (nxt,) if nxt in members else ()
+            nexts[n] = out
             if not out:
                 out = (_EXIT,)
             elif kind is ForeachNode and self.loop_exits(node):  # type: ignore[arg-type]
@@ -376,11 +407,11 @@ class _Analysis:
         for c, j in joins.items():
             if type(nodes[c]) is IfNode:
                 self.joins.joins[c] = j
-        for n in order:  # an `if` whose branches are one node decides nothing past it
-            if type(nodes[n]) is IfNode and n not in joins:
+        for n in ifs:  # an `if` whose branches are one node decides nothing past it
+            if n not in joins:
                 only = succ[n][0]
                 self.joins.joins[n] = only if only != _EXIT else None
-        return succ, ctrl
+        return succ, ctrl, nexts
 
     def loop_exits(self, loop: ForeachNode) -> bool:
         reachable = self.facts.reachable_pointers
@@ -494,7 +525,7 @@ class _Analysis:
 
     # --- whole flow ----------------------------------------------------------------------
 
-    def run(self) -> None:
+    def run(self, *, warn: bool = True) -> None:
         env0: Env = {"input": _AV(frozenset({fl.INPUT}))}
         for f in self.state_fields:
             env0[f"state.{f}"] = self.state_av
@@ -516,7 +547,8 @@ class _Analysis:
         flows.sort(key=lambda f: (f.source, f.sink, f.node, f.argument, f.via))
         self.facts.flows = tuple(flows)
         self.facts.flow_joins = self.joins
-        self.report(self.facts.flows)
+        if warn:
+            self.report(self.facts.flows)
 
     def report(self, flows: tuple[Flow, ...]) -> None:
         nodes = self.facts.nodes_by_id

@@ -84,7 +84,8 @@ def derive_marks(ctx: PassContext) -> None:
         cred.id for node in net_nodes for cred, _, _ in values_of(node)[1] if cred.id in declared
     }
 
-    sends, steered = flow_pairs(ctx.facts.flows)
+    # without an egress step or an outside source there are no such pairs (flows pass)
+    sends, steered = flow_pairs(ctx.facts.flows) if ctx.facts.flow_warned else ((), ())
     lethal = bool(sends) and bool(steered)
     ctx.facts.marks = Marks(
         powers=tuple(sorted(powers)),
