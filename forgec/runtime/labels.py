@@ -57,10 +57,13 @@ def compile_read(segments: list[str | int]) -> LabelFn:
     else:
         key, rest, default = str(root), tuple(segments[1:]), EMPTY
 
+    if not rest:
+        return lambda lenv: lenv.get(key, default)
+
     def read(lenv: LEnv) -> Tree:
         tree = lenv.get(key, default)
-        if not rest or tree[1] is None:
-            return tree
+        if tree[1] is None:
+            return tree  # every part of an opaque value carries all its labels
         acc = tree[0]
         for seg in rest:
             fields = tree[1]
@@ -85,6 +88,14 @@ def compile_labels(desc: Any, paths: list[list[str | int]]) -> LabelFn:
         reads = [compile_read(paths[p[1]]) for p in arg if not isinstance(p, str)]
         if not reads:
             return _const
+        if len(reads) == 1:  # the common case: one placeholder
+            only = reads[0]
+
+            def one(lenv: LEnv) -> Tree:
+                tree = only(lenv)
+                return tree if tree[1] is None else (flat(tree), None)
+
+            return one
 
         def template(lenv: LEnv) -> Tree:
             out = NONE
@@ -105,10 +116,12 @@ def compile_labels(desc: Any, paths: list[list[str | int]]) -> LabelFn:
 def compile_condition_labels(
     cond: dict[str, Any], values: list[Any], paths: list[list[str | int]]
 ) -> LabelFn:
-    left = compile_labels(values[cond["left"]], paths)
-    if cond.get("right") is None:
+    left_desc = values[cond["left"]]
+    right_desc = values[cond["right"]] if cond.get("right") is not None else None
+    left = compile_labels(left_desc, paths)
+    if right_desc is None or right_desc[0] == "const":  # the common `x == "literal"`
         return lambda lenv: (flat(left(lenv)), None)
-    right = compile_labels(values[cond["right"]], paths)
+    right = compile_labels(right_desc, paths)
     return lambda lenv: (flat(left(lenv)) | flat(right(lenv)), None)
 
 

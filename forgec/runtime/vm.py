@@ -505,7 +505,7 @@ class _Run:
                     if pcs and pcs[-1][0] == node:
                         while pcs and pcs[-1][0] == node:
                             pcs.pop()
-                        pc = sticky.union(*[e[1] for e in pcs])
+                        pc = sticky.union(*[e[1] for e in pcs]) if pcs else sticky
                 elif op == _EVAL:
                     push(arg[0](env))
                     lpush(arg[1](lenv))
