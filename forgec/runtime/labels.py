@@ -79,6 +79,28 @@ def compile_read(segments: list[str | int]) -> LabelFn:
     return read
 
 
+def single_root(desc: Any, paths: list[list[str | int]]) -> tuple[str, Tree] | None:
+    """When a value reads exactly one variable (a `$ref`, a one-placeholder template) and
+    that variable is opaque, its labels are the variable's: the VM then reads them with one
+    dict probe instead of a closure call. Returns (lenv key, default), else None."""
+    kind, arg = desc
+    if kind == "ref":
+        segments = paths[arg]
+    elif kind == "tpl":
+        refs = [p for p in arg if not isinstance(p, str)]
+        if len(refs) != 1:
+            return None
+        segments = paths[refs[0][1]]
+    else:
+        return None
+    root = segments[0]
+    if root == "state":
+        if len(segments) == 1:
+            return None
+        return f"state.{segments[1]}", STATE_TREE
+    return str(root), EMPTY
+
+
 def compile_labels(desc: Any, paths: list[list[str | int]]) -> LabelFn:
     """A value descriptor → a closure `lenv -> Tree` (see `forgec.runtime.program`)."""
     kind, arg = desc

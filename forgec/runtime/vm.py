@@ -242,7 +242,15 @@ def compiled(program: Program) -> _Compiled:
     for op, arg, node in p.code:
         decoded: Any = arg
         if op == _EVAL:
-            decoded = (values[arg], lvalues[arg])
+            desc = p.values[arg]
+            single = lb.single_root(desc, p.paths)
+            # (value, labels, lenv key or None, its default); a literal's labels are None
+            decoded = (
+                values[arg],
+                None if desc[0] in ("const", "cred") else lvalues[arg],
+                single[0] if single else None,
+                single[1] if single else None,
+            )
         elif op == _STORE:
             path = p.paths[arg]
             in_state = path[0] == "state" and len(path) == 2
@@ -508,10 +516,16 @@ class _Run:
                         pc = sticky.union(*[e[1] for e in pcs]) if pcs else sticky
                 elif op == _EVAL:
                     push(arg[0](env))
-                    lpush(arg[1](lenv))
+                    if arg[2] is not None:
+                        tree = lenv.get(arg[2], arg[3])
+                        lpush(tree if tree[1] is None else arg[1](lenv))
+                    elif arg[1] is None:
+                        lpush(lb.EMPTY)
+                    else:
+                        lpush(arg[1](lenv))
                 elif op == _STORE:
                     tree = lpop()
-                    if pc:
+                    if pc and not pc <= tree[0]:  # a subset test allocates nothing
                         tree = (tree[0] | pc, tree[1])
                     if arg[0]:
                         state[arg[1]] = pop()
@@ -527,14 +541,17 @@ class _Run:
                     push(arg[0](env))
                     lpush(arg[1](lenv))
                 elif op == _JUMP_IF_FALSE:
-                    decided = lpop()[0] | pc
+                    decided = lpop()[0]
+                    if not pc <= decided:
+                        decided = decided | pc
                     join = joins.get(node, _NEVER)
                     if join == _NEVER and loops:
                         join = _ITER_END
                     pcs.append((join, decided))
                     if loops and loops[-1][0] in exit_loops:
                         sticky = sticky | decided
-                    pc = pc | decided
+                    if not decided <= pc:
+                        pc = pc | decided
                     if not pop():
                         pc_ = arg
                 elif op == _JUMP:
@@ -576,13 +593,14 @@ class _Run:
                     it = _foreach_init(env, arg, pop())
                     push(it)
                     source = lpop()
-                    control = source[0] | pc
+                    control = source[0] if pc <= source[0] else source[0] | pc
                     saved = (lenv.get(it[2]), lenv.get(it[3]) if it[3] else None)
                     loops.append((node, source, control, saved))
                     pcs.append((_LOOP, control))
                     if node in exit_loops:
                         sticky = sticky | control
-                    pc = pc | control
+                    if not control <= pc:
+                        pc = pc | control
                 elif op == _POP:
                     pop()
                     lpop()
