@@ -253,3 +253,32 @@ def test_the_readme_card_with_a_sends_line_is_what_inspect_prints() -> None:
     assert "│  Sends    notes (notes.list) → api.example.com" in shown
     printed = forgec(*command.split()[1:]).stdout
     assert printed.startswith(shown)
+
+
+def test_a_version_that_starts_sending_notes_asks_again(tmp_path: Path) -> None:
+    """The store's consent diff includes flows: same powers, hosts and labels, but v2 sends
+    the notes it reads, so the person is asked again and told what now leaves."""
+    from forgec.store import Store
+
+    def version(n: int, content: Any) -> bytes:
+        doc = json.loads((FLOWS / "notes-digest-local.talostool").read_text())
+        doc |= {"version": n, "parentVersion": n - 1 if n > 1 else None}
+        doc["flow"]["nodes"] = [
+            {"id": "read", "type": "capability", "capability": "notes.list",
+             "input": {"limit": 5}, "target": "notes", "next": "post"},
+            {"id": "post", "type": "capability", "capability": "channel.send",
+             "input": {"channelId": "team", "content": content}, "target": "sent",
+             "next": "done"},
+            {"id": "done", "type": "return", "value": {"count": {"$ref": "notes.items"}}},
+        ]  # fmt: skip
+        doc.pop("model", None)
+        return json.dumps(doc).encode()
+
+    store = Store(tmp_path / "store.db")
+    assert store.install(version(1, "Notes were read."), target="talon").ok
+    store.enable("notes-digest-local", consent=True)
+    assert not store.consent_status("notes-digest-local").needed
+    assert store.install(version(2, {"$template": "{{notes.items}}"}), target="talon").ok
+    status = store.consent_status("notes-digest-local")
+    assert status.needed and status.reason == "grown"
+    assert status.growth == {"flows": ["private:notes.list → egress:channel.send"]}

@@ -103,7 +103,4 @@ class Marks:
             grown["network"] = new_hosts
         if new_labels := sorted(set(self.labels) - set(old.labels)):
             grown["labels"] = new_labels
-        # private data sent somewhere new asks again (SPEC §15)
-        if new_sends := sorted(f"{a} -> {b}" for a, b in set(self.sends) - set(old.sends)):
-            grown["sends"] = new_sends
         return grown
