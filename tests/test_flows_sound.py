@@ -17,6 +17,7 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_differential import answer, flows, inputs, make_host
+from test_marks import mutated
 
 import forgec
 from forgec.backend import lower_report
@@ -139,3 +140,13 @@ def test_every_run_time_pair_is_a_static_pair_with_the_network(
     seen = set(host.flows) | {(label, "output") for label in result.output_labels}
     missing = sorted(p for p in seen if not covered(p, static))
     assert not missing, (missing, result.to_json())
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(doc=mutated(), target=st.sampled_from(["talos", "talon"]))
+def test_the_flow_facts_never_raise_on_mutated_manifests(doc: dict[str, Any], target: str) -> None:
+    # `check` may leave the analysis to the first reader: read them, as inspect does
+    report = forgec.check(orjson.dumps(doc), target=target)
+    if report.facts is not None:
+        for f in report.facts.flows:
+            assert f.source and f.sink and f.node and f.path and f.path[-1] == f.node
