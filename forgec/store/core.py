@@ -38,6 +38,7 @@ import orjson
 
 from forgec.ir.diagnostics import Diagnostic, make, sort_key
 from forgec.ir.marks import Marks
+from forgec.runtime import jsontext
 from forgec.store.schema import StoreError, connect
 
 _ID = re.compile(r"^[a-z0-9._-]{3,64}$")
@@ -197,8 +198,8 @@ def content_hash(manifest: dict[str, Any], program: dict[str, Any], forgec_versi
     digest = hashlib.sha256()
     for part in (
         HASH_DOMAIN,
-        orjson.dumps(canonical_manifest(manifest)),
-        orjson.dumps(program),
+        jsontext.dumps(canonical_manifest(manifest)),
+        jsontext.dumps(program),
         forgec_version.encode(),
     ):
         digest.update(part)
