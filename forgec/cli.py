@@ -15,7 +15,9 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
+from forgec.commands import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, UsageError
+
+__all__ = ["EXIT_ERRORS", "EXIT_OK", "EXIT_USAGE", "UsageError", "build_parser", "main"]
 
 COMMAND_MODULES = (
     "check",
@@ -30,10 +32,6 @@ COMMAND_MODULES = (
     "tools",
     "mcp",
 )
-
-
-class UsageError(Exception):
-    """Bad usage or an unreadable file: printed as one line, exit status 2."""
 
 
 class _Parser(argparse.ArgumentParser):

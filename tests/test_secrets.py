@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import forgec
-from forgec.passes.secret_rules import is_secret_name, scan_text
+from forgec.secretscan.rules import is_secret_name, scan_text
 from forgec.passes.secrets import find_secrets, screen_is_clean, walk_secrets
 from tests.manifests import manifest_with_nodes, minimal_manifest
 
@@ -807,7 +807,7 @@ def test_redact_text_keeps_only_previews() -> None:
     text = f"token {token} and {url} done"
     redacted = scan_text(text)
     assert [f.rule for f in redacted] == ["github-pat", "url-password"]
-    from forgec.passes.secret_rules import redact_text
+    from forgec.secretscan.rules import redact_text
 
     out = redact_text(text)
     assert token not in out and "Tr0ub4dor" not in out

@@ -22,7 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 def run(args: argparse.Namespace) -> int:
     from forgec.api import check
-    from forgec.cli import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, UsageError
+    from forgec.commands import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, UsageError
     from forgec.commands.common import read_source
 
     reports = []

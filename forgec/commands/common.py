@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from forgec.cli import UsageError
+from forgec.commands import UsageError
 
 
 def add_target(parser: argparse.ArgumentParser) -> None:

@@ -37,7 +37,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from forgec.api import is_forge_source, load
-    from forgec.cli import EXIT_ERRORS, EXIT_OK, UsageError
+    from forgec.commands import EXIT_ERRORS, EXIT_OK, UsageError
     from forgec.commands.common import print_diagnostics, read_path, write_text
     from forgec.frontend.canonical import dumps_canonical
     from forgec.frontend.dsl_format import FormatError, format_forge

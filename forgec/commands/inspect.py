@@ -114,7 +114,7 @@ def inspect_text(report: Any) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from forgec.api import check
-    from forgec.cli import EXIT_ERRORS, EXIT_OK
+    from forgec.commands import EXIT_ERRORS, EXIT_OK
     from forgec.commands.common import read_source
 
     data = read_source(args.path)

@@ -48,7 +48,7 @@ def read_input(spec: str | None) -> Any:
     """`--input`: JSON text, or @FILE; bad JSON or an unreadable file → UsageError (exit 2)."""
     import orjson
 
-    from forgec.cli import UsageError
+    from forgec.commands import UsageError
 
     if spec is None:
         return {}
@@ -132,7 +132,7 @@ def render_card(ui: dict[str, Any], output: Any) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from forgec.cli import EXIT_ERRORS
+    from forgec.commands import EXIT_ERRORS
     from forgec.commands.lower import checked_program
     from forgec.runtime import run as run_program
 
@@ -151,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
 
 def print_result(program: Any, result: Any, fmt: str) -> int:
     """A run's result on standard output, as JSON or text; the exit status it means."""
-    from forgec.cli import EXIT_ERRORS, EXIT_OK
+    from forgec.commands import EXIT_ERRORS, EXIT_OK
     from forgec.commands.common import emit_json
 
     if fmt == "json":
