@@ -31,6 +31,7 @@ COMMAND_MODULES = (
     "run",
     "tools",
     "mcp",
+    "lsp",
 )
 
 
