@@ -19,8 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import forgec
-from forgec.secretscan.rules import is_secret_name, scan_text
 from forgec.passes.secrets import find_secrets, screen_is_clean, walk_secrets
+from forgec.secretscan.rules import is_secret_name, scan_text
 from tests.manifests import manifest_with_nodes, minimal_manifest
 
 R = random.Random(20261129)

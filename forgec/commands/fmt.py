@@ -41,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from forgec.cli import UsageError
+    from forgec.commands import UsageError
 
     if len(args.paths) > 1 and not (args.write or args.check):
         raise UsageError("printing takes one file; pass --write or --check for several")
