@@ -61,8 +61,14 @@ def read_input(spec: str | None) -> Any:
         text = read_source(spec[1:])
     try:
         return orjson.loads(text)
-    except orjson.JSONDecodeError as exc:
-        raise UsageError(f"{where}: not valid JSON: {exc}") from None
+    except orjson.JSONDecodeError:
+        # forgec's words and position, not the library's (they change between releases)
+        from forgec.frontend.jsonsyntax import first_problem
+
+        text_str = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+        problem = first_problem(text_str, max_depth=1_000_000)
+        detail = f": {problem[0]} at character {problem[1] + 1}" if problem else ""
+        raise UsageError(f"{where}: not valid JSON{detail}") from None
 
 
 def make_consent(args: argparse.Namespace, report: Any) -> Any:
@@ -89,7 +95,7 @@ def make_consent(args: argparse.Namespace, report: Any) -> Any:
 
 
 def render_text(program: Any, result: Any) -> str:
-    import orjson
+    from forgec.runtime.jsontext import dumps_text
 
     lines = [
         f"{result.status}  {program.name} v{program.version}  "
@@ -97,7 +103,7 @@ def render_text(program: Any, result: Any) -> str:
     ]
     if result.ok:
         lines.append("output:")
-        body = orjson.dumps(result.output, option=orjson.OPT_INDENT_2).decode("utf-8")
+        body = dumps_text(result.output, indent=True)
         lines.extend("  " + line for line in body.splitlines())
         if program.ui is not None:
             lines.append("")
