@@ -22,7 +22,8 @@ from manifests import manifest_with_nodes
 from forgec.frontend.canonical import dumps_canonical
 from forgec.frontend.manifest import load_manifest
 from forgec.runtime.jsontext import dumps, format_float
-from forgec.store.core import content_hash
+from forgec.store import content_hash
+from forgec.store.integrity import legacy_hash
 
 FLOATS = [
     (0.1, "0.1"),
@@ -83,11 +84,18 @@ def test_canonical_talostool_text_is_pinned() -> None:
 def test_content_hash_is_pinned() -> None:
     # The hash of a manifest holding floats, as every forgec computes it on every orjson.
     program = {"format": "test", "consts": [1e20, 2.5e-7, -0.0, 1e-5]}
-    digest = content_hash(_float_manifest(), program, "0.0-test")
+    digest = content_hash(
+        _float_manifest(), program, "0.0-test", target="talos", marks={"m": 0.5}, effects={}
+    )
     assert digest == PINNED_HASH
+    # a schema-1 store's hashes were orjson < 3.13's text: they still verify on 3.13
+    legacy = legacy_hash(orjson.dumps(_float_manifest()).decode(), orjson.dumps(program).decode(),
+                         "0.0-test")  # fmt: skip
+    assert legacy == PINNED_LEGACY_HASH
 
 
-PINNED_HASH = "sha256:639942a7574276ef02a6fce1bd9b8136d72a5f71355f9f3f6cbf8714e193b081"
+PINNED_HASH = "sha256:41a8e86cd3d2146b623679fab980858499743a1ed110067517ae3bc2d575f345"
+PINNED_LEGACY_HASH = "sha256:639942a7574276ef02a6fce1bd9b8136d72a5f71355f9f3f6cbf8714e193b081"
 
 
 def test_forge_text_and_template_output_through_the_cli(tmp_path: Path) -> None:
