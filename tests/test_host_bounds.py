@@ -75,8 +75,9 @@ def test_db_query_ends_within_its_time_limit(host: Any, sql: str, needle: str) -
     assert info.value.code == "RUN_CAPABILITY_FAILED"
     assert needle in info.value.message
     # one C call past the deadline cannot be stopped: `instr` over the longest strings the
-    # length limit allows takes about 0.5 s here, so that is the margin
-    assert elapsed < 0.5 + 0.6, f"{elapsed:.2f}s against a 500 ms limit"
+    # length limit allows takes about 0.5 s here; the rest of the margin is for a loaded
+    # 2-core CI machine (before the fix these ran 5 to 21 s)
+    assert elapsed < 0.5 + 1.5, f"{elapsed:.2f}s against a 500 ms limit"
 
 
 def test_printf_within_the_limit_still_works(host: Any) -> None:
