@@ -59,10 +59,6 @@ SLOW_QUERIES = [
         " FROM memory_items a, memory_items b",
         "time limit of 500 ms",
     ),
-    (
-        "SELECT count(*) FROM memory_items a, memory_items b, memory_items c, memory_items d",
-        "time limit of 500 ms",
-    ),
 ]
 
 
