@@ -72,12 +72,13 @@ def inspect_json(report: Any) -> dict[str, Any]:
 
 def inspect_text(report: Any) -> str:
     from forgec.render.consent import render_consent_card
+    from forgec.render.safe import safe_text
 
     data = inspect_json(report)
     marks = data["marks"] or {}
     lines: list[str] = []
     if report.manifest is not None and report.marks is not None:
-        lines += [render_consent_card(report.manifest, report.marks), ""]
+        lines += [*render_consent_card(report.manifest, report.marks).split("\n"), ""]
     lines.append("Marks")
     lines.append(f"  powers       {', '.join(marks.get('powers', [])) or '-'}")
     lines.append(f"  risk         {marks.get('risk', '-')}")
@@ -109,7 +110,9 @@ def inspect_text(report: Any) -> str:
     if errors:
         lines.append("")
         lines.append(f"{len(errors)} error(s): run `forgec check {report.path}` for details")
-    return "\n".join(lines) + "\n"
+    # ids, capabilities and labels come from the file, which may not have passed the checker:
+    # each entry is one line (the card's lines are already safe: escaping them changes nothing)
+    return "\n".join(safe_text(line) for line in lines) + "\n"
 
 
 def run(args: argparse.Namespace) -> int:

@@ -16,6 +16,7 @@ import sys
 from typing import Any
 
 from forgec.commands.common import add_format, add_target, emit_json
+from forgec.render.safe import safe_text  # stored rows are data: every value printed is escaped
 
 
 def _store_options(p: argparse.ArgumentParser, *formats: str) -> None:
@@ -98,7 +99,7 @@ def _open(args: argparse.Namespace) -> Any:
 
 
 def _fail(message: str, code: int = 1) -> int:
-    print(f"forgec: {message}", file=sys.stderr)
+    print(f"forgec: {safe_text(message)}", file=sys.stderr)
     return code
 
 
@@ -172,6 +173,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         )
         for t in tools
     ]
+    # a stored row is data (it may have been changed outside forgec): each cell is escaped
+    rows = [(safe_text(a), safe_text(b), c, safe_text(d), safe_text(e)) for a, b, c, d, e in rows]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
@@ -186,15 +189,16 @@ def cmd_versions(args: argparse.Namespace) -> int:
     if args.format == "json":
         emit_json([v.to_json() for v in versions])
         return 0
-    print(f"{name}:")
+    print(f"{safe_text(name)}:")
     for v in reversed(versions):
         parent = "-" if v.parent_version is None else f"v{v.parent_version}"
         mark = "*" if v.current else " "
         consent = v.consent or "no consent"
-        print(
+        line = (
             f" {mark} v{v.version}  parent {parent}  {v.hash[:19]}…  "
             f"installed {v.installed_at}  {consent}"
         )
+        print(safe_text(line))
     print("(* current)")
     return 0
 
@@ -215,7 +219,7 @@ def _show_json(stored: Any, status: Any) -> dict[str, Any]:
 
 def _growth_lines(status: Any) -> list[str]:
     words = {"powers": "new powers", "risk": "risk", "network": "new hosts", "labels": "new labels"}
-    return [f"  {words.get(k, k)}: {', '.join(v)}" for k, v in status.growth.items()]
+    return [safe_text(f"  {words.get(k, k)}: {', '.join(v)}") for k, v in status.growth.items()]
 
 
 @_guard
@@ -231,7 +235,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     print(render_consent_card(stored.manifest, stored.marks))
     state = "on" if stored.enabled else "off"
     where = "current" if stored.current else "not current"
-    print(f"version {stored.version} ({where}, {state}), {stored.hash}")
+    print(safe_text(f"version {stored.version} ({where}, {state}), {stored.hash}"))
     if status.always_asks:
         print("consent: asked before every run (R4), never remembered")
     elif status.needed:

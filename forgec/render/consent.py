@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from forgec.ir.marks import Marks
+from forgec.render.safe import safe_text
 
 RISK_WORDS = {
     "R0": "no effects",
@@ -71,8 +72,12 @@ def render_consent_card(manifest: dict[str, Any], marks: Marks) -> str:
         )
     )
     width = max(len(label) for label, _ in rows)
-    title = str(card["title"])
-    lines = [f"┌─ {title}", f"│  {card['description']}", "│"]
-    lines += [f"│  {label.ljust(width)}  {value}" for label, value in rows]
+    # Every value is one line of the card: a newline or an escape sequence in a title, a
+    # purpose or an id must not forge or hide a line (SPEC §14). Only the description is laid
+    # out over several lines, each behind the card's own bar.
+    title = safe_text(card["title"])
+    description = safe_text(card["description"], keep_newlines=True).split("\n")
+    lines = [f"┌─ {title}", *(f"│  {line}" for line in description), "│"]
+    lines += [f"│  {label.ljust(width)}  {safe_text(value)}" for label, value in rows]
     lines.append("└─")
     return "\n".join(lines)
