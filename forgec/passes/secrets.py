@@ -35,6 +35,7 @@ import orjson
 from forgec.ir.pointer import escape
 from forgec.passes.context import PassContext
 from forgec.passes.secret_rules import (
+    INVISIBLE,
     LONG_RUN,
     SCREEN_LITERALS,
     SCREEN_STEMS,
@@ -240,10 +241,17 @@ def _strongest(findings: list[SecretFinding]) -> SecretFinding | None:
 # The screen
 
 
+# `+` and `/` too: a base64 run (of a provider token, or a bare key) must not slip through
+# because those characters cut it into runs shorter than 20
 _RUN_TABLE = bytes(
-    0x61 if (chr(b).isascii() and (chr(b).isalnum() or chr(b) in "_-")) else 0x20
+    0x61 if (chr(b).isascii() and (chr(b).isalnum() or chr(b) in "_-+/")) else 0x20
     for b in range(256)
 )
+# UTF-8 of the characters matching ignores (`secret_rules.INVISIBLE`): they can cut a token or
+# a name anywhere, so a document holding one is scanned in full
+_ZERO_WIDTH = re.compile(rb"\xe2(?:\x80[\x8b-\x8d]|\x81\xa0)").search
+_OTHER_INVISIBLE = (b"\xc2\xad", b"\xef\xbb\xbf")  # soft hyphen, BOM
+assert all(_ZERO_WIDTH(c.encode()) or c.encode() in _OTHER_INVISIBLE for c in INVISIBLE)
 _RUN_NEEDLE = b"a" * LONG_RUN
 
 
@@ -303,6 +311,10 @@ def screen(blob: bytes) -> tuple[set[str], bool] | None:
     Returns the strings with a finding of their own and whether some key or pair name is
     secret-like (then values need judging under it), or None when the blob defeats the screen.
     """
+    if not blob.isascii() and (
+        _ZERO_WIDTH(blob) is not None or any(c in blob for c in _OTHER_INVISIBLE)
+    ):
+        return None
     low = blob.lower()
     checked: set[int] = set()  # opening-quote offsets of strings already judged
     budget = _NAMED_VALUE_BUDGET
