@@ -1260,7 +1260,7 @@ def _bare_base64(text: str, name: str | None) -> SecretFinding | None:
     if entropy(body) < min(4.2, math.log2(len(body)) - 0.8) or _englishy(body[:256]):
         return None
     if name is not None:
-        words = _words(name)
+        words = [w for w in _words(name) if not w.isdigit()]  # `sha256` is ["sha", "256"]
         if words and words[-1] in _DIGEST_WORDS:
             return None
     raw = _b64decode(body, urlsafe="-" in body or "_" in body)

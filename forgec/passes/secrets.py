@@ -64,6 +64,86 @@ Located = tuple[str, bool, SecretFinding]  # (JSON Pointer, is the member's key,
 def check_secrets(ctx: PassContext) -> None:
     for pointer, is_key, finding in find_secrets(ctx.raw):
         ctx.report(CODE, pointer, _message(pointer, is_key, finding), hint=HINT, key=is_key)
+    if ctx.manifest_or_none is not None:
+        for pointer, step, finding in find_folded_secrets(ctx.raw, ctx.manifest, ctx.facts):
+            what = f"{finding.kind} (`{finding.preview}`)" if finding.preview else finding.kind
+            message = (
+                f"{what} formed at `{pointer}` (step `{step}`) from constants of the flow; "
+                "the value is not shown"
+            )
+            ctx.report(CODE, pointer, message, hint=HINT)
+
+
+def find_folded_secrets(
+    raw: Any, manifest: Any, facts: Any
+) -> list[tuple[str, str, SecretFinding]]:
+    """Secrets no string of the file holds but a `$template` builds from constants (SPEC §14):
+    (the template's pointer, the step's id, the finding), in document order.
+
+    Each rendering (`forgec.passes.folding`) is put in place of its template in a copy of the
+    step's JSON, and that step is scanned as the pass scans the file, so the rendering is judged
+    under the same name (`Authorization`, a `set` step's `target`, …). A template whose own
+    text already holds a finding is reported where it is written, not again here.
+    """
+    from forgec.passes.folding import folded_templates
+
+    out: list[tuple[str, str, SecretFinding]] = []
+    for folded in folded_templates(manifest, facts):
+        node_pointer, pointer = folded.node.pointer, folded.template.pointer
+        if not pointer.startswith(node_pointer) or scan_text(folded.template.text):
+            continue
+        step = _at(raw, node_pointer)
+        if not isinstance(step, dict):
+            continue
+        tokens = [_unescape(t) for t in pointer[len(node_pointer) :].split("/")[1:]]
+        best: SecretFinding | None = None
+        for text in folded.texts:
+            copy = orjson.loads(orjson.dumps(step))
+            if not _put(copy, tokens, text):
+                break
+            rel = pointer[len(node_pointer) :]
+            for at, is_key, finding in find_secrets(copy):
+                if at == rel and not is_key and (best is None or finding.strength > best.strength):
+                    best = finding
+        if best is not None:
+            out.append((pointer, folded.node.id, best))
+    out.sort(key=lambda item: _document_order(item[0]))
+    return out
+
+
+def _unescape(token: str) -> str:
+    return token.replace("~1", "/").replace("~0", "~")
+
+
+def _document_order(pointer: str) -> list[tuple[int, int | str]]:
+    return [(0, int(t)) if t.isdigit() else (1, t) for t in pointer.split("/")[1:]]
+
+
+def _at(raw: Any, pointer: str) -> Any:
+    cur = raw
+    for token in (_unescape(t) for t in pointer.split("/")[1:]):
+        if isinstance(cur, dict):
+            cur = cur.get(token)
+        elif isinstance(cur, list) and token.isdigit() and int(token) < len(cur):
+            cur = cur[int(token)]
+        else:
+            return None
+    return cur
+
+
+def _put(doc: Any, tokens: list[str], value: str) -> bool:
+    """Replace the value at `tokens` (a path into `doc`) by `value`; False when it is absent."""
+    if not tokens:
+        return False
+    parent = _at(doc, "".join("/" + escape(t) for t in tokens[:-1]))
+    last = tokens[-1]
+    if isinstance(parent, dict) and last in parent:
+        parent[last] = value
+        return True
+    if isinstance(parent, list) and last.isdigit() and int(last) < len(parent):
+        parent[int(last)] = value
+        return True
+    return False
 
 
 def find_secrets(raw: Any) -> list[Located]:
