@@ -201,3 +201,12 @@ def test_a_model_answer_is_escaped_in_the_result_and_ui_card(tmp_path: Path) -> 
     args = ["run", str(tool), "--yes", "--db", str(tmp_path / "h.db"), "--replay", str(replay)]
     out, _ = assert_harmless(forgec(*args, cwd=tmp_path))
     assert "\\u2028" in out and "\\x1b[8m" in out, out
+
+
+def test_the_disassembly_escapes_the_constants_it_quotes(tmp_path: Path) -> None:
+    m = _manifest()
+    m["flow"]["nodes"][0]["input"]["title"] = {"$template": "x\u202e\x85\x1b[8m {{input.title}}"}
+    tool = _write(tmp_path / "tidy.talostool", m)
+    done = forgec("lower", "--disasm", str(tool), cwd=tmp_path)
+    out, _ = assert_harmless(done)
+    assert done.returncode == 0 and "\\u202e\\x85" in out, out
