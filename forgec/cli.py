@@ -73,7 +73,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(handler(args))
     except UsageError as exc:
-        print(f"forgec: error: {exc}", file=sys.stderr)
+        from forgec.render.safe import safe_text  # a message may quote a stored row or a file
+
+        print(f"forgec: error: {safe_text(exc)}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:
         return EXIT_OK
