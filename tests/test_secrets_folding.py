@@ -18,6 +18,8 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from manifests import manifest_with_nodes, minimal_manifest
 
 from forgec.api import check
@@ -334,3 +336,55 @@ def test_a_digest_named_as_such_is_not_a_bare_key() -> None:
     assert scan_text(digest, name="integrity") == []
     assert scan_text(digest, name="sha256") == []
     assert [f.rule for f in scan_text(digest)] == ["high-entropy-base64"]
+
+
+# ---------------------------------------------------------------------------------------------
+# The pass's screen stays a superset of the full walk with the new features
+
+
+_PIECES = st.sampled_from(
+    [
+        GH_TOKEN,
+        GH_TOKEN[:9],
+        GH_TOKEN[9:],
+        base64.b64encode(GH_TOKEN.encode()).decode(),
+        "".join(f"%{ord(c):02x}" for c in GH_TOKEN[:12]),
+        "\u200b",
+        "\u00ad",
+        "\ufeff",
+        "\u2060",
+        "curl -u al:Qz8kLm2vXw ",
+        "machine h login u password Qz8#kLm2 ",
+        "s.Xq3Lm9PzR2Tk8WbN4vYc1HdJ",
+        "SK" + "0123456789abcdef" * 2,
+        "q8Zx/4Kp+2Lm9Tv3Wb7Nc1Hy6Jd0Rf5Ug8Ea2Sk4Mo=",
+        " ",
+        "%",
+        "+/",
+        "pw",
+        "pass",
+    ]
+)
+_TEXTS = st.lists(_PIECES, max_size=6).map("".join)
+_NAMES_NEW = st.sampled_from(["pw", "pass\u00adword", "passcode", "auth", "title", "sha256", "x"])
+_DOCS = st.recursive(
+    _TEXTS,
+    lambda inner: (
+        st.dictionaries(st.one_of(_NAMES_NEW, _TEXTS), inner, max_size=3)
+        | st.lists(inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@given(_DOCS)
+def test_the_screen_still_agrees_with_the_full_walk(raw: Any) -> None:
+    from forgec.passes.secrets import find_secrets, walk_secrets
+
+    assert find_secrets(raw) == walk_secrets(raw)
+
+
+@given(st.text(alphabet=st.sampled_from("ab%20\u200b\u00ad+/=Zx9_-:@"), max_size=200))
+def test_normalised_findings_map_back_inside_the_string(text: str) -> None:
+    for f in scan_text(text):
+        assert 0 <= f.start < f.end <= len(text)
