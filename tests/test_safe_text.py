@@ -92,7 +92,17 @@ def test_a_forged_title_or_purpose_stays_on_its_own_card_line() -> None:
 
 def test_a_description_keeps_its_lines_each_behind_the_cards_bar() -> None:
     card = _card({"id": "t", "version": 1, "title": "T", "description": "one\ntwo\x1b[8m"})
-    assert card.split("\n")[1:3] == ["│  one", "│  two\\x1b[8m"]
+    assert card.split("\n")[1:3] == ["│  > one", "│  > two\\x1b[8m"]
+
+
+def test_no_line_of_the_description_reads_like_a_row_of_the_card() -> None:
+    rows = "Risk     R1 — reads your data\nReaches  no network"
+    for description in (rows, "Tidy\n" + rows, "Tidy\n│  " + rows):
+        card = _card({"id": "t", "version": 1, "title": "T", "description": description})
+        assert [line for line in card.split("\n") if line.startswith("│  Risk")] == [
+            "│  Risk     R4 — reaches outside this device or delegates work"
+        ]
+        assert not any(line.startswith("│  Reaches  no network") for line in card.split("\n"))
 
 
 def test_diagnostic_message_hint_notes_and_excerpt_are_escaped_with_the_caret_in_place() -> None:

@@ -74,10 +74,11 @@ def render_consent_card(manifest: dict[str, Any], marks: Marks) -> str:
     width = max(len(label) for label, _ in rows)
     # Every value is one line of the card: a newline or an escape sequence in a title, a
     # purpose or an id must not forge or hide a line (SPEC §14). Only the description is laid
-    # out over several lines, each behind the card's own bar.
+    # out over several lines, and each of them is quoted (`> `): the tool writes it, so none of
+    # its lines, even the first, may read like one of the card's own rows ("│  Risk  R1 …").
     title = safe_text(card["title"])
     description = safe_text(card["description"], keep_newlines=True).split("\n")
-    lines = [f"┌─ {title}", *(f"│  {line}" for line in description), "│"]
+    lines = [f"┌─ {title}", *(f"│  > {line}".rstrip() for line in description), "│"]
     lines += [f"│  {label.ljust(width)}  {safe_text(value)}" for label, value in rows]
     lines.append("└─")
     return "\n".join(lines)

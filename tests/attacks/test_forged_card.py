@@ -118,6 +118,18 @@ def test_a_forged_title_draws_no_card_line_in_inspect_check_or_graph(tmp_path: P
         assert_harmless(forgec("graph", "--format", fmt, str(tool), cwd=tmp_path))
 
 
+def test_a_description_that_checks_clean_draws_no_card_line(tmp_path: Path) -> None:
+    # SPEC §14 lets a description hold "\n": its lines are quoted, so none reads as a row
+    rows = "Risk     R1 — reads your data\nCan      Read\nReaches  no network"
+    for description in (rows, "Tidy notes\n" + rows):
+        tool = _write(tmp_path / "desc.talostool", _manifest(description=description))
+        out, _ = assert_harmless(forgec("inspect", str(tool), cwd=tmp_path))
+        assert len(re.findall(r"^│\s+Risk\s+", out, re.MULTILINE)) == 1, out
+        store = str(tmp_path / f"tools-{len(description)}.db")
+        assert forgec("tools", "install", str(tool), "--store", store, cwd=tmp_path).returncode == 0
+        assert_harmless(forgec("tools", "show", "tidy.notes", "--store", store, cwd=tmp_path))
+
+
 def test_a_forged_title_draws_no_card_line_in_the_tools_commands(tmp_path: Path) -> None:
     tool = _write(tmp_path / "forged.talostool", _manifest(FORGED_TITLE))
     store = str(tmp_path / "tools.db")
