@@ -47,7 +47,7 @@ def _ret(nid: str = "r", ref: str = "h") -> dict[str, Any]:
     return {"id": nid, "type": "return", "value": {"v": {"$ref": ref}}}
 
 
-def test_a_token_formed_by_a_set_and_a_template_is_found_at_the_template() -> None:
+def test_a_token_formed_by_a_set_and_a_template_is_found_at_the_step() -> None:
     m = manifest_with_nodes(
         [
             {"id": "a", "type": "set", "target": "p", "value": "gh" + "p_", "next": "b"},
@@ -62,9 +62,10 @@ def test_a_token_formed_by_a_set_and_a_template_is_found_at_the_template() -> No
         ]
     )
     found = secrets_of(m)
-    assert [path for path, _ in found] == ["/flow/nodes/1/value"]
+    assert [path for path, _ in found] == ["/flow/nodes/1"]  # SPEC §14: the step that forms it
     message = found[0][1]
     assert "GitHub personal access token" in message and "step `b`" in message
+    assert "`/flow/nodes/1/value`" in message  # and the template that spells it
     assert GH_BODY not in message
 
 
@@ -101,7 +102,9 @@ def test_folding_follows_chains_objects_state_and_any_branch() -> None:
         ]
     )
     m["state"] = {"fields": {"head": {"type": "string"}}, "maxBytes": 4096}
-    assert [path for path, _ in secrets_of(m)] == ["/flow/nodes/5/input/title"]
+    found = secrets_of(m)
+    assert [path for path, _ in found] == ["/flow/nodes/5"]
+    assert "`/flow/nodes/5/input/title`" in found[0][1]
 
 
 def test_a_password_assembled_under_a_secret_name_is_found_by_name() -> None:
@@ -118,7 +121,7 @@ def test_a_password_assembled_under_a_secret_name_is_found_by_name() -> None:
             _ret(ref="password"),
         ]
     )
-    assert [path for path, _ in secrets_of(m)] == ["/flow/nodes/1/value"]
+    assert [path for path, _ in secrets_of(m)] == ["/flow/nodes/1"]
 
 
 def test_a_credential_header_built_from_constants_is_found() -> None:
@@ -141,7 +144,9 @@ def test_a_credential_header_built_from_constants_is_found() -> None:
         ],
         network={"mode": "allowlist", "hosts": ["api.github.com"]},
     )
-    assert "/flow/nodes/1/input/headers/Authorization" in [p for p, _ in secrets_of(m)]
+    found = secrets_of(m)
+    assert [p for p, _ in found] == ["/flow/nodes/1"]
+    assert "`/flow/nodes/1/input/headers/Authorization`" in found[0][1]
 
 
 def test_templates_of_unknown_or_harmless_parts_stay_clean() -> None:

@@ -30,6 +30,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+import attrs
 import orjson
 
 from forgec.ir.pointer import escape
@@ -44,7 +45,14 @@ from forgec.passes.secret_rules import (
     scan_text,
 )
 
-__all__ = ["SecretFinding", "check_secrets", "find_secrets", "scan_text"]
+__all__ = [
+    "FoldedSecret",
+    "SecretFinding",
+    "check_secrets",
+    "find_folded_secrets",
+    "find_secrets",
+    "scan_text",
+]
 
 CODE = "FORGE_SECRET_FOUND"
 HINT = (
@@ -65,20 +73,28 @@ def check_secrets(ctx: PassContext) -> None:
     for pointer, is_key, finding in find_secrets(ctx.raw):
         ctx.report(CODE, pointer, _message(pointer, is_key, finding), hint=HINT, key=is_key)
     if ctx.manifest_or_none is not None:
-        for pointer, step, finding in find_folded_secrets(ctx.raw, ctx.manifest, ctx.facts):
-            what = f"{finding.kind} (`{finding.preview}`)" if finding.preview else finding.kind
+        for folded in find_folded_secrets(ctx.raw, ctx.manifest, ctx.facts):
+            f = folded.finding
+            what = f"{f.kind} (`{f.preview}`)" if f.preview else f.kind
             message = (
-                f"{what} formed at `{pointer}` (step `{step}`) from constants of the flow; "
-                "the value is not shown"
+                f"{what} formed by step `{folded.step}` from constants of the flow (the "
+                f"template at `{folded.template}`); the value is not shown"
             )
-            ctx.report(CODE, pointer, message, hint=HINT)
+            # SPEC §14: at the path of the step where the secret is formed
+            ctx.report(CODE, folded.pointer, message, hint=HINT)
 
 
-def find_folded_secrets(
-    raw: Any, manifest: Any, facts: Any
-) -> list[tuple[str, str, SecretFinding]]:
-    """Secrets no string of the file holds but a `$template` builds from constants (SPEC §14):
-    (the template's pointer, the step's id, the finding), in document order.
+@attrs.frozen
+class FoldedSecret:
+    pointer: str  # the step's JSON Pointer: where the secret is formed
+    step: str  # the step's id
+    template: str  # the pointer of the template that forms it, inside the step
+    finding: SecretFinding
+
+
+def find_folded_secrets(raw: Any, manifest: Any, facts: Any) -> list[FoldedSecret]:
+    """Secrets no string of the file holds but a `$template` builds from constants (SPEC §14),
+    one per template, in document order of the templates.
 
     Each rendering (`forgec.passes.folding`) is put in place of its template in a copy of the
     step's JSON, and that step is scanned as the pass scans the file, so the rendering is judged
@@ -87,7 +103,7 @@ def find_folded_secrets(
     """
     from forgec.passes.folding import folded_templates
 
-    out: list[tuple[str, str, SecretFinding]] = []
+    out: list[FoldedSecret] = []
     for folded in folded_templates(manifest, facts):
         node_pointer, pointer = folded.node.pointer, folded.template.pointer
         if not pointer.startswith(node_pointer) or scan_text(folded.template.text):
@@ -106,8 +122,8 @@ def find_folded_secrets(
                 if at == rel and not is_key and (best is None or finding.strength > best.strength):
                     best = finding
         if best is not None:
-            out.append((pointer, folded.node.id, best))
-    out.sort(key=lambda item: _document_order(item[0]))
+            out.append(FoldedSecret(node_pointer, folded.node.id, pointer, best))
+    out.sort(key=lambda item: _document_order(item.template))
     return out
 
 
