@@ -32,14 +32,14 @@ def test_every_control_and_bidi_character_is_escaped_as_python_spells_it() -> No
     for ch in _CC + _BIDI + "\u2028\u2029":
         shown = safe_text(f"a{ch}b")
         assert shown.startswith("a\\") and shown.endswith("b") and ch not in shown
-    assert safe_text("\x1b[8m\u202e\t\r\n\x9b") == "\\x1b[8m\\u202e\\t\\r\\n\\x9b"
+    assert safe_text("\x1b[8m\u202e\t\r\n\x9b") == "\\x1b[8m\\u202e\\x09\\x0d\\x0a\\x9b"
     assert safe_text("héllo — │ ✓ 日本") == "héllo — │ ✓ 日本"  # printable text is left alone
     assert safe_text(None) == "None" and safe_text(3) == "3"
 
 
 def test_newlines_are_kept_only_when_asked() -> None:
     assert safe_text("a\nb\x1b", keep_newlines=True) == "a\nb\\x1b"
-    assert safe_text("a\nb") == "a\\nb"
+    assert safe_text("a\nb") == "a\\x0ab"
 
 
 def test_a_lone_surrogate_is_escaped_so_it_can_be_printed() -> None:
@@ -76,7 +76,7 @@ def test_a_forged_title_or_purpose_stays_on_its_own_card_line() -> None:
     )
     assert _RAW.search(card) is None
     lines = card.split("\n")
-    assert lines[0] == "┌─ Tidy\\n│  Risk     R1 — reads your data\\n└─\\x1b[8m"
+    assert lines[0] == "┌─ Tidy\\x0a│  Risk     R1 — reads your data\\x0a└─\\x1b[8m"
     risk = [line.split() for line in lines if line.startswith("│  Risk")]
     assert risk == [
         [
@@ -125,7 +125,7 @@ def test_diagnostic_message_hint_notes_and_excerpt_are_escaped_with_the_caret_in
     # the caret sits under `"x"` of the escaped line, as the terminal shows it
     start = carets.index("^")
     assert excerpt[start : start + 3] == '"x"' and carets.count("^") == 3
-    assert "= at: /x\\r" in text and "= hint: try \\u202e" in text and "= note: n\\x07" in text
+    assert "= at: /x\\x0d" in text and "= hint: try \\u202e" in text and "= note: n\\x07" in text
 
 
 def test_the_excerpt_is_the_line_the_span_counts() -> None:
@@ -149,9 +149,9 @@ def test_graph_labels_keep_each_field_on_its_line() -> None:
     mermaid, dot = to_mermaid(manifest), to_dot(manifest)
     for text in (mermaid, dot):
         assert _RAW.search(text) is None
-    assert "a\\nfake line\\x1b[8m<br/>set t\\u202e" in mermaid
-    assert "missing: z\\r" in mermaid
-    assert '"a\\\\nfake line\\\\x1b[8m\\nset t\\\\u202e"' in dot
+    assert "a\\x0afake line\\x1b[8m<br/>set t\\u202e" in mermaid
+    assert "missing: z\\x0d" in mermaid
+    assert '"a\\\\x0afake line\\\\x1b[8m\\nset t\\\\u202e"' in dot
 
 
 @pytest.mark.parametrize("value", ["\x1b[8m", "a\nb", "\u202e", "\r"])

@@ -4,7 +4,7 @@ A tool's text (its title, a run's output, a host's answer, a bad file's bytes) i
 terminal a raw ESC starts an escape sequence (`\\x1b[8m` hides what follows, `\\x1b[2K` erases a
 line), a CR rewrites the line, a bidi override (U+202E) reverses what a person reads, and a raw
 newline inside a value forges a line of the consent card. `safe_text` prints every such
-character escaped, as Python would spell it (`\\x1b`, `\\r`, `\\u202e`), so the person sees that
+character escaped, as a hex escape (`\\x1b`, `\\x0d`, `\\u202e`), so the person sees that
 it was there and nothing acts on it.
 
 Neutralised: every Unicode Cc character (C0, DEL, C1) and the bidi controls of SPEC §14
@@ -49,14 +49,9 @@ def _char_class(chars: frozenset[str]) -> str:
 
 _UNSAFE = re.compile(_char_class(UNSAFE_CHARACTERS))
 _UNSAFE_BUT_NEWLINE = re.compile(_char_class(UNSAFE_CHARACTERS - {"\n"}))
-_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
-
-
 def escape_char(ch: str) -> str:
-    """`\\x1b` for a code point below 256, `\\u202e` above; `\\t`, `\\n`, `\\r` by name."""
-    named = _NAMED.get(ch)
-    if named is not None:
-        return named
+    """`\\x1b` for a code point below 256, `\\u202e` above (a newline is `\\x0a`: one spelling
+    for every character, the one the checker's messages use too)."""
     code = ord(ch)
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 

@@ -186,7 +186,7 @@ def test_run_data_echoed_by_the_host_is_escaped_in_the_result_and_ui_card(tmp_pa
     assert done.returncode == 0, out
     # the ui card keeps the value on its one line, escaped
     card_value = [line for line in out.splitlines() if line.startswith("│ Title: ")]
-    assert len(card_value) == 1 and "\\x1b[8m\\r\\u202e\\x9b" in card_value[0], out
+    assert len(card_value) == 1 and "\\x1b[8m\\x0d\\u202e\\x9b" in card_value[0], out
 
 
 def test_a_model_answer_is_escaped_in_the_result_and_ui_card(tmp_path: Path) -> None:
