@@ -49,6 +49,8 @@ def _char_class(chars: frozenset[str]) -> str:
 
 _UNSAFE = re.compile(_char_class(UNSAFE_CHARACTERS))
 _UNSAFE_BUT_NEWLINE = re.compile(_char_class(UNSAFE_CHARACTERS - {"\n"}))
+
+
 def escape_char(ch: str) -> str:
     """`\\x1b` for a code point below 256, `\\u202e` above (a newline is `\\x0a`: one spelling
     for every character, the one the checker's messages use too)."""
