@@ -114,6 +114,14 @@ def test_a_forged_title_draws_no_card_line_in_inspect_check_or_graph(tmp_path: P
     assert len(risk_lines) == 1 and "R2" in risk_lines[0], out
     assert "\\x1b[8m" in out  # the attack is visible to the person, not acted on
     assert_harmless(forgec("check", str(tool), cwd=tmp_path))
+    # the same text as the run's `ui` card title and label: `run` prints it (or, once the
+    # checker refuses such a title, the diagnostics that quote it)
+    m = _manifest(FORGED_TITLE)
+    m["ui"] = {"title": FORGED_TITLE, "values": [{"label": FORGED_TITLE, "path": "title"}]}
+    ui_tool = _write(tmp_path / "forged-ui.talostool", m)
+    db = str(tmp_path / "host.db")
+    args = ["run", str(ui_tool), "--yes", "--db", db, "--input", '{"title": "x"}']
+    assert_harmless(forgec(*args, cwd=tmp_path))
     for fmt in ("mermaid", "dot"):
         assert_harmless(forgec("graph", "--format", fmt, str(tool), cwd=tmp_path))
 
