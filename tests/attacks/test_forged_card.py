@@ -230,3 +230,29 @@ def test_the_disassembly_escapes_the_constants_it_quotes(tmp_path: Path) -> None
     done = forgec("lower", "--disasm", str(tool), cwd=tmp_path)
     out, _ = assert_harmless(done)
     assert done.returncode == 0 and "\\u202e\\x85" in out, out
+
+
+def test_a_models_persona_name_is_escaped_in_the_tools_commands(tmp_path: Path) -> None:
+    # the persona name comes from the MCP client: a model's text, stored with its version
+    from forgec.store import Store
+
+    store_path = tmp_path / "tools.db"
+    persona = "helper\x1b[8m\n│  Risk     R1 — reads your data\u202e"
+    with Store(store_path) as store:
+        first = json.dumps(_manifest(), ensure_ascii=False)
+        assert store.install(first, author="person").installed
+        second = _manifest(version=2, parentVersion=1)
+        proposal = store.install(json.dumps(second), author="model", author_name=persona)
+        assert proposal.installed
+    store = str(store_path)
+    shown = {}
+    for args in (
+        ["list"],
+        ["versions", "tidy.notes"],
+        ["show", "tidy.notes", "--version", "2"],
+        ["review", "tidy.notes"],
+    ):
+        shown[args[0]] = assert_harmless(forgec("tools", *args, "--store", store, cwd=tmp_path))
+    # the name is shown, as data
+    assert "helper\\x1b[8m\\x0a" in shown["versions"][0]
+    assert "helper\\x1b[8m\\x0a" in shown["show"][0]
