@@ -44,7 +44,15 @@ UNSAFE_CHARACTERS: frozenset[str] = (
 
 
 def _char_class(chars: frozenset[str]) -> str:
-    return "[" + "".join(f"\\u{ord(c):04x}" for c in sorted(chars)) + "]"
+    """A regex class of `chars`, written as ranges of consecutive code points."""
+    codes = sorted(map(ord, chars))
+    ranges: list[list[int]] = []
+    for c in codes:
+        if ranges and c == ranges[-1][1] + 1:
+            ranges[-1][1] = c
+        else:
+            ranges.append([c, c])
+    return "[" + "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in ranges) + "]"
 
 
 _UNSAFE = re.compile(_char_class(UNSAFE_CHARACTERS))
