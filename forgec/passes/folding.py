@@ -77,11 +77,12 @@ class FoldedTemplate:
     texts: tuple[str, ...]  # what it may render to, with at least one part folded
 
 
-def folded_templates(manifest: Manifest, facts: Facts) -> list[FoldedTemplate]:
-    """Every template whose references fold to constants, with what it may render to."""
+def folded_templates(manifest: Manifest, facts: Facts) -> Iterator[FoldedTemplate]:
+    """Every template whose references fold to constants, with what it may render to, in
+    manifest order; lazily, so a caller with a budget renders no more than it scans."""
     flow = manifest.flow
     if flow is None:
-        return []
+        return
     # the common case, first and cheaply: no template reads a variable a `set` writes
     all_nodes = walk_nodes(flow.nodes)
     written: set[str] = set()
@@ -91,7 +92,7 @@ def folded_templates(manifest: Manifest, facts: Facts) -> list[FoldedTemplate]:
             if var is not None:
                 written.add(var)
     if not written:
-        return []
+        return
     # the builder recorded each node's reads (template placeholders included): only a node
     # reading a variable some `set` writes can hold a template to fold
     reads = manifest.node_reads
@@ -103,14 +104,12 @@ def folded_templates(manifest: Manifest, facts: Facts) -> list[FoldedTemplate]:
             if any(type(p) is Ref and _root(p) in written for p in t.parts):
                 templates.append((node, t))
     if not templates:
-        return []
+        return
     env = _environment(_in_order(flow.nodes, facts))
-    out: list[FoldedTemplate] = []
     for node, template in templates:
         texts = _fold_template(template, env)
         if texts:
-            out.append(FoldedTemplate(node, template, texts))
-    return out
+            yield FoldedTemplate(node, template, texts)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -84,6 +84,10 @@ def check_secrets(ctx: PassContext) -> None:
             ctx.report(CODE, folded.pointer, message, hint=HINT)
 
 
+# renderings scanned per manifest: a few ms at most, however many templates fold (docs/secrets.md)
+FOLDED_SCAN_BUDGET = 256
+
+
 @attrs.frozen
 class FoldedSecret:
     pointer: str  # the step's JSON Pointer: where the secret is formed
@@ -104,7 +108,10 @@ def find_folded_secrets(raw: Any, manifest: Any, facts: Any) -> list[FoldedSecre
     from forgec.passes.folding import folded_templates
 
     out: list[FoldedSecret] = []
+    budget = FOLDED_SCAN_BUDGET
     for folded in folded_templates(manifest, facts):
+        if budget <= 0:
+            break
         node_pointer, pointer = folded.node.pointer, folded.template.pointer
         if not pointer.startswith(node_pointer) or scan_text(folded.template.text):
             continue
@@ -112,8 +119,16 @@ def find_folded_secrets(raw: Any, manifest: Any, facts: Any) -> list[FoldedSecre
         if not isinstance(step, dict):
             continue
         tokens = [_unescape(t) for t in pointer[len(node_pointer) :].split("/")[1:]]
+        # the names a rendering may be judged under: none secret-like, and its own text must
+        # hold the finding, which `scan_text` says without a copy of the step
+        named = any(name_matters(n) for n in _names_along(step, tokens))
         best: SecretFinding | None = None
         for text in folded.texts:
+            budget -= 1
+            if budget < 0:
+                break
+            if not named and not scan_text(text):
+                continue
             copy = orjson.loads(orjson.dumps(step))
             if not _put(copy, tokens, text):
                 break
@@ -125,6 +140,25 @@ def find_folded_secrets(raw: Any, manifest: Any, facts: Any) -> list[FoldedSecre
             out.append(FoldedSecret(node_pointer, folded.node.id, pointer, best))
     out.sort(key=lambda item: _document_order(item.template))
     return out
+
+
+def _names_along(step: Any, tokens: list[str]) -> list[str]:
+    """Every key on the path to a value and every pair name beside it (a superset of the name
+    the walk judges the value under)."""
+    names: list[str] = []
+    cur = step
+    for token in tokens:
+        if isinstance(cur, dict):
+            names.append(token)
+            pair = _pair_name(cur)
+            if pair is not None:
+                names.append(pair)
+            cur = cur.get(token)
+        elif isinstance(cur, list) and token.isdigit() and int(token) < len(cur):
+            cur = cur[int(token)]
+        else:
+            break
+    return names
 
 
 def _unescape(token: str) -> str:
