@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from manifests import manifest_with_nodes, minimal_manifest
 
 from forgec.api import check
-from forgec.passes.secret_rules import scan_text
+from forgec.passes.secrets import scan_text
 
 _rng = random.Random(10)
 B62 = string.ascii_letters + string.digits
