@@ -17,7 +17,14 @@ import sys
 from typing import Any
 
 from forgec.commands.common import add_format, add_target, emit_json
-from forgec.render.safe import safe_text  # stored rows are data: every value printed is escaped
+
+
+def safe_text(text: object) -> str:
+    """A stored row is data (a model's text, or changed outside forgec): every value printed
+    goes through `forgec.render.safe.safe_text`, imported here so `forgec --help` stays lazy."""
+    from forgec.render.safe import safe_text as escape
+
+    return escape(text)
 
 
 def _store_options(p: argparse.ArgumentParser, *formats: str) -> None:
@@ -107,7 +114,7 @@ def _usage(p: argparse.ArgumentParser) -> int:
 
 
 def _open(args: argparse.Namespace) -> Any:
-    from forgec.cli import UsageError
+    from forgec.commands import UsageError
     from forgec.store import Store, StoreError
 
     try:
@@ -126,13 +133,13 @@ def _guard(fn: Any) -> Any:
     version → 2, any other refusal → 1."""
 
     def wrapped(args: argparse.Namespace) -> int:
-        from forgec.cli import UsageError
+        from forgec.commands import UsageError
         from forgec.store import StoreDamaged, StoreError, ToolNotFound
 
         try:
             return int(fn(args))
         except (ToolNotFound, StoreDamaged) as exc:
-            raise UsageError(str(exc)) from None
+            raise UsageError(safe_text(exc)) from None
         except StoreError as exc:
             return _fail(f"error: {exc}")
 
@@ -511,7 +518,7 @@ def cmd_rollback(args: argparse.Namespace) -> int:
 
 @_guard
 def cmd_run(args: argparse.Namespace) -> int:
-    from forgec.store.running import run_stored_cli
+    from forgec.commands.stored import run_stored_cli
 
     with _open(args) as store:
         stored = store.get(args.tool)
