@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     if args.write and path is None:
         raise UsageError("--write needs a file, not standard input")
     loaded = load(data, path=path)
-    if loaded.diagnostics or loaded.value is None:
+    if loaded.diagnostics:
         print_diagnostics(
             loaded.diagnostics,
             path=path,
@@ -59,6 +59,9 @@ def run(args: argparse.Namespace) -> int:
             color=use_color(sys.stderr),
         )
         print(f"forgec: {args.path}: not formatted", file=sys.stderr)
+        return EXIT_ERRORS
+    if not isinstance(loaded.value, dict):  # `null`, a number, a list
+        print(f"forgec: {args.path}: a manifest is a JSON object; not formatted", file=sys.stderr)
         return EXIT_ERRORS
     try:
         text = format_forge(loaded.value) if to == "forge" else dumps_canonical(loaded.value)

@@ -1364,9 +1364,10 @@ class _Builder:
                                 key=True,
                             )
                         )
-                    before = len(self.diags)
                     self.schema(schema, fp, 1, f"state field `{_short(name)}`")
-                    if name_ok and name not in FORBIDDEN_SEGMENTS and len(self.diags) == before:
+                    # A good name is declared even when its schema is not: one cause, one
+                    # code (SPEC §4.1), so its reads and writes are not reported again.
+                    if name_ok and name not in FORBIDDEN_SEGMENTS:
                         fields[name] = schema
         max_bytes = self.integer(v, "maxBytes", "/state", "`state.maxBytes`", 1, 65536, STRUCTURE)
         return StateDecl(fields=fields, max_bytes=max_bytes)

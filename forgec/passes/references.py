@@ -520,9 +520,10 @@ class _Analysis:
         return None
 
     def maybe_hint(self, writers: list[str], shown: str) -> str:
-        loops = {self.facts.scope_of.get(w) for w in writers}
+        # loop ids, never the loop nodes: IR nodes are unhashable (they hold JSON values)
+        loops = {_loop_id(self.facts.scope_of.get(w)) for w in writers}
         if writers and None not in loops:
-            names = ", ".join(sorted(f"`{loop.id}`" for loop in loops if loop is not None))
+            names = ", ".join(sorted(f"`{loop}`" for loop in loops if loop is not None))
             return (
                 f"it is written only inside the body of loop {names}, which may run zero times; "
                 "set a default before the loop"
@@ -551,6 +552,10 @@ class _Analysis:
         if found is not None:
             return f"did you mean `{found}`?"
         return f"write `{root}` with a `set` step first, or read the tool's input as `input.{root}`"
+
+
+def _loop_id(loop: ForeachNode | None) -> str | None:
+    return loop.id if loop is not None else None
 
 
 def _successors(node: Node) -> tuple[str, ...]:
