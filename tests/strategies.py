@@ -15,6 +15,18 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from forgec.ir.rules import MAX_SAFE_INTEGER
+from forgec.ir.text_rules import CONTROL_OR_BIDI_RE, MULTILINE_ALLOWED
+
+
+def shown(text: st.SearchStrategy[str], allow: str = "") -> st.SearchStrategy[str]:
+    """Text a tool shows people (title, ui, purpose, description, fail message): no control or
+    bidi character but those in `allow` (SPEC §14)."""
+    return text.map(
+        lambda s: CONTROL_OR_BIDI_RE.sub(lambda m: m.group() if m.group() in allow else "", s)
+    )
+
+
 NAME = st.from_regex(r"[a-z][a-zA-Z0-9_]{0,7}", fullmatch=True).filter(
     lambda s: s
     not in {
@@ -51,7 +63,7 @@ KEY = st.one_of(
 SCALAR = st.one_of(
     st.none(),
     st.booleans(),
-    st.integers(min_value=-(2**53), max_value=2**53),
+    st.integers(min_value=-MAX_SAFE_INTEGER, max_value=MAX_SAFE_INTEGER),
     st.floats(allow_nan=False, allow_infinity=False, width=64),
     st.sampled_from([1.0, -0.5, 0.0, 1e16, 2.5e-7]),
     AWKWARD_TEXT,
@@ -151,7 +163,9 @@ def manifests(draw: st.DrawFn) -> dict[str, Any]:
                         "id": nid,
                         "type": "fail",
                         "code": draw(st.from_regex(r"[A-Z][A-Z0-9_]{2,10}", fullmatch=True)),
-                        "message": draw(st.text(min_size=1, max_size=30)),
+                        "message": draw(
+                            shown(st.text(min_size=1, max_size=30), MULTILINE_ALLOWED).filter(bool)
+                        ),
                     }
                 )
             continue
@@ -192,8 +206,8 @@ def manifests(draw: st.DrawFn) -> dict[str, Any]:
         "schema": "talos.local-tool.v1",
         "id": draw(st.from_regex(r"[a-z0-9][a-z0-9._-]{2,20}", fullmatch=True)),
         "version": draw(st.integers(1, 100)),
-        "title": draw(st.text(min_size=1, max_size=40).filter(lambda s: s.strip())),
-        "description": draw(AWKWARD_TEXT.filter(bool)),
+        "title": draw(shown(st.text(min_size=1, max_size=40)).filter(lambda s: s.strip())),
+        "description": draw(shown(AWKWARD_TEXT, MULTILINE_ALLOWED).filter(bool)),
         "createdAt": "2026-11-02T09:00:00Z",
         "parentVersion": None,
         "execution": "declarative-flow",
@@ -233,6 +247,6 @@ def manifests(draw: st.DrawFn) -> dict[str, Any]:
     if draw(st.booleans()):
         manifest["ui"] = {
             "title": "Result",
-            "values": [{"label": draw(AWKWARD_TEXT.filter(bool)), "path": "a.b[0]"}],
+            "values": [{"label": draw(shown(AWKWARD_TEXT).filter(bool)), "path": "a.b[0]"}],
         }
     return manifest
