@@ -1521,7 +1521,8 @@ def _fast_source(typ: str, top: bool) -> str:
         var = f"f{i}"
         if f.kind in _PURE_KINDS:
             lines.append(
-                _PURE_KINDS[f.kind].format(
+                _PURE_KINDS[f.kind]
+                .format(
                     var=var,
                     key=f.name,
                     lo_items=MAX_ITEMS[0],
@@ -1530,7 +1531,8 @@ def _fast_source(typ: str, top: bool) -> str:
                     hi_att=RETRY_ATTEMPTS[1],
                     lo_back=RETRY_BACKOFF_MS[0],
                     hi_back=RETRY_BACKOFF_MS[1],
-                ).rstrip()
+                )
+                .rstrip()
             )
         args.append(var)
     for i, f in enumerate(NODE_FIELDS[typ]):  # after the gate, in table order
