@@ -53,8 +53,9 @@ from forgec.ir.nodes import (
     node_values,
 )
 from forgec.ir.pointer import join
+from forgec.ir.suggest import closest, suggest
 from forgec.passes.context import PassContext
-from forgec.passes.graph import closest, shown
+from forgec.passes.graph import shown
 
 LEADING_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*", re.ASCII)
 
@@ -567,5 +568,4 @@ def _successors(node: Node) -> tuple[str, ...]:
 
 
 def _did_you_mean(name: str, candidates: list[str], prefix: str = "") -> str | None:
-    found = closest(name, candidates)
-    return f"did you mean `{prefix}{found}`?" if found is not None else None
+    return suggest(name, candidates, prefix)
