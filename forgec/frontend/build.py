@@ -909,6 +909,23 @@ class _Builder:
     ) -> Condition | None:
         return self.condition(n, p, where)
 
+    def fast_condition(
+        self, n: dict[str, Any], key: str, p: str, where: str, *_: Any
+    ) -> Condition | None:
+        """A condition of the right shape built directly; any other goes to `condition`,
+        which reports (nothing is reported or read before that choice)."""
+        c = n.get(key)
+        if type(c) is dict and c.keys() <= _CONDITION.allowed and "left" in c:
+            op = c.get("op")
+            if type(op) is str and op in _BINARY_OPS and "right" in c:
+                cp = p + "/" + key
+                left = self.value_field(c, "left", cp)
+                return Condition(op, left, self.value_field(c, "right", cp), cp)
+            if type(op) is str and op in _UNARY_OP_SET and "right" not in c:
+                cp = p + "/" + key
+                return Condition(op, self.value_field(c, "left", cp), None, cp)
+        return self.condition(n, p, where)
+
     def read_max_items(
         self, n: dict[str, Any], key: str, p: str, where: str, *_: Any
     ) -> int | None:
@@ -1105,6 +1122,13 @@ class _Builder:
                             self.refs.append(sub)
                         else:
                             sub = self.expression("$ref", operand, cp)
+                    elif (
+                        tx is dict
+                        and len(x) == 1
+                        and type(xk := next(iter(x))) is str
+                        and xk[:1] == "$"
+                    ):
+                        sub = self.expression(xk, x[xk], cp)  # another expression: no walk
                     else:
                         sub = self.value(x, cp)
                     if sub is not None:
@@ -1425,6 +1449,8 @@ _STATE = _shape(STATE_FIELDS, STATE_FIELDS)
 _TRIGGER = _shape(TRIGGER_FIELDS, ("type",))
 _UI = _shape(UI_FIELDS, UI_FIELDS)
 _UI_VALUE = _shape(UI_VALUE_FIELDS, UI_VALUE_FIELDS)
+_UNARY_OP_SET = frozenset(UNARY_OPS)
+_BINARY_OPS = frozenset(CONDITION_OPS) - _UNARY_OP_SET
 # node type → its shape at the top level and inside a loop body (where `next` is optional);
 # `id` and `type` are checked before the shape, so they are not among the required
 _NODE_TOP = {typ: _shape(NODE_ORDER[typ], node_required(typ, top=True)) for typ in NODE_FIELDS}
@@ -1494,7 +1520,7 @@ _REPORTING_KINDS = {
     "value": "self.value_field(n, {key!r}, p)",
     "requirements": "self.read_requirements(n, {key!r}, p, _where(n, {typ!r}), loop, n['id'])",
     "schema": "self.read_schema(n, {key!r}, p)",
-    "condition": "self.read_condition(n, {key!r}, p, _where(n, {typ!r}), loop, n['id'])",
+    "condition": "self.fast_condition(n, {key!r}, p, _where(n, {typ!r}), loop, n['id'])",
     "body": "self.read_body(n, {key!r}, p, _where(n, {typ!r}), loop, n['id'])",
     "fail_code": "self.read_fail_code(n, {key!r}, p, _where(n, {typ!r}), loop, n['id'])",
     "message": "self.read_message(n, {key!r}, p, _where(n, {typ!r}), loop, n['id'])",
