@@ -86,8 +86,8 @@ def check_references(ctx: PassContext) -> None:
         if kind is SetNode or kind is CapabilityNode or kind is LlmNode:
             target = node.target  # type: ignore[union-attr]
             if target is not None:
-                # the common case, decided by a probe: a plain unreserved name writes itself
-                if target in _PLAIN_TARGETS or _plain_target(target):
+                # the common case: a plain unreserved name is safe and writes itself
+                if _plain_target(target):
                     name: str | None = target
                 else:
                     _check_target(ctx, node, state_fields)
@@ -129,29 +129,13 @@ def target_of(node: Node) -> str | None:
 def written_root(target: str) -> str | None:
     """The variable a target writes for definedness: its leading NAME, None for `state.X` (state
     is always defined) or when it has no leading name at all."""
-    root = _ROOTS.get(target, _UNKNOWN)
-    if root is _UNKNOWN:
-        if len(_ROOTS) >= 4096:
-            _ROOTS.clear()  # bounded; targets repeat within a manifest and across checks
-        root = _ROOTS[target] = _written_root(target)
-    return root  # type: ignore[return-value]
-
-
-_UNKNOWN = object()
-_ROOTS: dict[str, object] = {}
-
-# Targets known to be plain unreserved NAMEs (such a target is safe and writes itself);
-# targets repeat across checks in one process. Bounded like `_ROOTS`.
-_PLAIN_TARGETS: set[str] = set()
+    # (no cache across checks: a first check is the figure that counts)
+    return _written_root(target)
 
 
 def _plain_target(target: str) -> bool:
-    if NAME_RE.fullmatch(target) is None or target in RESERVED:
-        return False
-    if len(_PLAIN_TARGETS) >= 4096:
-        _PLAIN_TARGETS.clear()
-    _PLAIN_TARGETS.add(target)
-    return True
+    """A plain unreserved NAME: such a target is safe and writes itself."""
+    return NAME_RE.fullmatch(target) is not None and target not in RESERVED
 
 
 def _written_root(target: str) -> str | None:
