@@ -77,7 +77,7 @@ def _format_one(args: argparse.Namespace, arg_path: str) -> int:
         print(f"forgec: {arg_path}: not formatted", file=sys.stderr)
         return EXIT_ERRORS
     if not isinstance(loaded.value, dict):  # `null`, a number, a list
-        print(f"forgec: {args.path}: a manifest is a JSON object; not formatted", file=sys.stderr)
+        print(f"forgec: {arg_path}: a manifest is a JSON object; not formatted", file=sys.stderr)
         return EXIT_ERRORS
     try:
         text = format_forge(loaded.value) if to == "forge" else dumps_canonical(loaded.value)
