@@ -290,3 +290,36 @@ def test_the_canonical_order_is_the_table() -> None:
 
     assert canonical.NODE_ORDER == NODE_ORDER
     assert canonical.MANIFEST_ORDER == MANIFEST_FIELDS
+
+
+# ---- a default the checker accepts is one the runtime accepts ----------------------------------
+
+_DEFAULTS = [
+    ({"type": "integer", "minimum": 1}, 1, 0),
+    ({"type": "string", "maxLength": 3}, "abc", "abcd"),
+    ({"enum": ["a", "b"]}, "b", "c"),
+    ({"type": "array", "items": {"type": "integer"}, "maxItems": 2}, [1, 2], [1, "x"]),
+    ({"type": "object", "required": ["k"], "properties": {"k": {"type": "string"}}}, {"k": ""}, {}),
+]
+
+
+@pytest.mark.parametrize(("schema", "good", "bad"), _DEFAULTS)
+def test_defaults_are_judged_like_the_runtime_judges_input(
+    schema: dict[str, Any], good: Any, bad: Any
+) -> None:
+    from forgec.runtime import run
+    from forgec.runtime.memory_host import MemoryHost
+
+    def tool(default: Any) -> dict[str, Any]:
+        raw = _manifest([{"id": "echo", "type": "set", "target": "v", "value": 1, "next": "done"}])
+        raw["inputSchema"] = {"type": "object", "properties": {"p": {**schema, "default": default}}}
+        raw["flow"]["nodes"][-1]["value"] = {"p": {"$ref": "input.p"}}
+        return raw
+
+    program = forgec.lower(tool(good))
+    result = run(program, {}, host=MemoryHost(), consent=lambda r: True).to_json()
+    assert result["output"] == {"p": good}, result
+    report = forgec.check(orjson.dumps(tool(bad)))
+    assert [(d.code, d.path) for d in report.diagnostics] == [
+        ("FORGE_MANIFEST_STRUCTURE", "/inputSchema/properties/p/default")
+    ]
