@@ -17,6 +17,8 @@ from typing import Any
 import attrs
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import forgec
 from forgec.frontend.dsl_format import format_forge
@@ -24,6 +26,7 @@ from forgec.frontend.schema import manifest_json_schema
 from forgec.ir import nodes as ir_nodes
 from forgec.ir.rules import (
     MAX_FORGE_BYTES,
+    MAX_SAFE_INTEGER,
     NODE_FIELDS,
     NODE_ORDER,
     SCHEMA_KEYWORDS,
@@ -323,3 +326,42 @@ def test_defaults_are_judged_like_the_runtime_judges_input(
     assert [(d.code, d.path) for d in report.diagnostics] == [
         ("FORGE_MANIFEST_STRUCTURE", "/inputSchema/properties/p/default")
     ]
+
+
+# ---- one cause, one code: a state field with a bad schema is still declared --------------------
+
+
+def test_a_state_field_with_a_bad_keyword_gets_one_code_only() -> None:
+    raw = orjson.loads(
+        (CORPUS / "FORGE_TARGET_UNSAFE.state-schema-bad.boundary.talostool").read_bytes()
+    )
+    report = forgec.check(orjson.dumps(raw))
+    assert [(d.code, d.path) for d in report.diagnostics] == [
+        ("FORGE_MANIFEST_STRUCTURE", "/state/fields/count/pattern")
+    ]
+
+
+# ---- integers within ±(2^53 − 1), wherever they stand ------------------------------------------
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.integers(min_value=-(2**63), max_value=2**64 - 1),  # what JSON text can carry to us
+    st.sampled_from(["value", "list", "nested", "enum", "const", "minimum"]),
+)
+def test_integers_are_refused_exactly_outside_the_safe_range(n: int, where: str) -> None:
+    raw = _manifest([{"id": "keep", "type": "set", "target": "v", "value": 1, "next": "done"}])
+    if where == "value":
+        raw["flow"]["nodes"][0]["value"] = n
+    elif where == "list":
+        raw["flow"]["nodes"][0]["value"] = [0, n]
+    elif where == "nested":
+        raw["flow"]["nodes"][0]["value"] = {"a": [{"b": n}], "r": {"$ref": "input.x"}}
+    else:
+        raw["inputSchema"] = {
+            "type": "object",
+            "properties": {"x": {where: [n] if where == "enum" else n}},
+        }
+    report = forgec.check(orjson.dumps(raw))
+    codes = [d.code for d in report.diagnostics if "2^53" in d.message]
+    assert codes == ([] if abs(n) <= MAX_SAFE_INTEGER else ["FORGE_MANIFEST_STRUCTURE"])
