@@ -17,7 +17,7 @@ from typing import Any
 import attrs
 import orjson
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import forgec
@@ -349,6 +349,12 @@ def test_a_state_field_with_a_bad_keyword_gets_one_code_only() -> None:
     st.integers(min_value=-(2**63), max_value=2**64 - 1),  # what JSON text can carry to us
     st.sampled_from(["value", "list", "nested", "enum", "const", "minimum"]),
 )
+@example(2**53 - 1, "value")
+@example(2**53, "value")
+@example(-(2**53) + 1, "nested")
+@example(-(2**53), "nested")
+@example(2**53, "enum")
+@example(2**53 - 1, "minimum")
 def test_integers_are_refused_exactly_outside_the_safe_range(n: int, where: str) -> None:
     raw = _manifest([{"id": "keep", "type": "set", "target": "v", "value": 1, "next": "done"}])
     if where == "value":
