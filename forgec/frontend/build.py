@@ -1583,14 +1583,16 @@ def _generate() -> tuple[dict[str, Callable[..., Any]], dict[str, Callable[..., 
         scope[f"_REQUIRED_{typ}_True"] = _NODE_TOP[typ].required_set | {"id", "type"}
         scope[f"_REQUIRED_{typ}_False"] = _NODE_BODY[typ].required_set | {"id", "type"}
         scope[f"_CLASS_{typ}"] = NODE_TYPES[typ]
+    # a loop in a loop body is an error: such a node always takes the checking path
+    places = [(typ, top) for typ in NODE_FIELDS for top in (True, False) if top or typ != "foreach"]
+    # one compile for all of them (start-up: `forgec check` is a short-lived process)
+    source = "\n".join(_fast_source(typ, top) for typ, top in places)
+    exec(compile(source, "<forgec.frontend.build: generated from NODE_FIELDS>", "exec"), scope)
     top: dict[str, Callable[..., Any]] = {}
     body: dict[str, Callable[..., Any]] = {}
-    for typ in NODE_FIELDS:
-        for is_top, table in ((True, top), (False, body)):
-            if typ == "foreach" and not is_top:
-                continue  # a loop in a loop body is an error: always the checking path
-            exec(_fast_source(typ, is_top), scope)
-            table[typ] = scope[f"fast_{typ}_{'top' if is_top else 'body'}"]
+    for typ, is_top in places:
+        table = top if is_top else body
+        table[typ] = scope[f"fast_{typ}_{'top' if is_top else 'body'}"]
     return top, body
 
 
