@@ -19,12 +19,15 @@ container member and becomes a single `Literal`; only subtrees holding an expres
 rebuilt as `ObjectExpr`/`ListExpr`. Plain `type(x) is ...` checks throughout: this runs on
 every check, and the benchmark allows the whole pipeline ten times orjson's parse.
 
-Speed: a node whose fields are exactly right takes `fast_node`, which checks inline and builds
-directly; at the first doubt it steps aside, before reporting anything, and `node_body` (the
-checking path, with a helper per field and a message per problem) takes over. A property test
-holds the two paths to the same result. Pure answers are remembered across checks, each cache
-cleared at 4096 entries: node layouts that passed the gate (known field names only), ids that
-matched the id pattern (at most 64 characters), parsed paths and templates.
+Every fact (fields and their order, constants, ops, limits, id rules, schema keywords) is read
+from `forgec.ir.rules`; a node is described by its row of `NODE_FIELDS`, and `node_checked`
+reads each field with the reader of its kind. One path, in two forms generated from the same
+row: for each node type the fast code is generated at import (`_fast_source`): the gate, the
+pure checks inline, and any doubt hands the node to `node_checked` before anything is reported
+or read (a property test holds the two to the same result). Nothing is remembered between
+checks (a first check is the figure that counts); parsed paths are remembered for one check.
+SPEC §14/§16's static rules live here too: shown text without control or bidi characters,
+no `RUN_` fail codes, integers within ±(2^53 − 1), and a `default` that fits its schema.
 """
 
 from __future__ import annotations
