@@ -152,17 +152,26 @@ def manifests(draw: st.DrawFn) -> dict[str, Any]:
     count = draw(st.integers(1, 8))
     ids = [f"n{i}" for i in range(count)]
     nodes: list[dict[str, Any]] = []
+    loop_literals: list[str] = []  # variables written only inside a loop, from a literal
     for i, nid in enumerate(ids):
         nxt = ids[i + 1] if i + 1 < count else None
         if nxt is None:
             if draw(st.booleans()):
-                nodes.append({"id": nid, "type": "return", "value": draw(values(props))})
+                value = draw(values(props))
+                if loop_literals and draw(st.booleans()):
+                    # issue 12: a read after the loop of what only the loop wrote
+                    value = {"v": value, "acc": {"$ref": loop_literals[0]}}
+                nodes.append({"id": nid, "type": "return", "value": value})
             else:
                 nodes.append(
                     {
                         "id": nid,
                         "type": "fail",
-                        "code": draw(st.from_regex(r"[A-Z][A-Z0-9_]{2,10}", fullmatch=True)),
+                        "code": draw(
+                            st.from_regex(r"[A-Z][A-Z0-9_]{2,10}", fullmatch=True).filter(
+                                lambda c: not c.startswith("RUN_")  # the runtime's (SPEC §14)
+                            )
+                        ),
                         "message": draw(
                             shown(st.text(min_size=1, max_size=30), MULTILINE_ALLOWED).filter(bool)
                         ),
@@ -193,6 +202,12 @@ def manifests(draw: st.DrawFn) -> dict[str, Any]:
             body = [
                 draw(_step(f"{nid}b{j}", props, loop_vars)) for j in range(draw(st.integers(1, 2)))
             ]
+            if draw(st.booleans()):
+                literal = draw(st.sampled_from([[1, 2], {"a": 1}, {"a": [1, {"b": None}]}, []]))
+                body.append(
+                    {"id": f"{nid}lit", "type": "set", "target": f"lit_{nid}", "value": literal}
+                )
+                loop_literals.append(f"lit_{nid}")
             for a, b in itertools.pairwise(body):
                 a["next"] = b["id"]
             loop["body"] = body
