@@ -29,9 +29,10 @@ from typing import Any
 import attrs
 
 from forgec.catalog.base import InputProblem
+from forgec.ir import rules
 from forgec.ir.suggest import closest
 
-EXPRESSION_KEYS = frozenset({"$ref", "$template", "$credential"})
+EXPRESSION_KEYS = frozenset(rules.EXPRESSION_KEYS)
 
 # An extra validator for a value already of the right JSON type: returns messages (empty: ok).
 Validator = Callable[[Any], list[str]]

@@ -186,7 +186,7 @@ def _expression_definitions() -> dict[str, Any]:
             "`$credential` is an expression.",
             "if": {
                 "type": "object",
-                "anyOf": [{"required": [k]} for k in ("$ref", "$template", "$credential")],
+                "anyOf": [{"required": [k]} for k in rules.EXPRESSION_KEYS],
             },
             "then": {
                 "oneOf": [

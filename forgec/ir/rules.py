@@ -185,13 +185,3 @@ def node_required(typ: str, *, top: bool) -> tuple[str, ...]:
     return tuple(
         f.name for f in NODE_FIELDS[typ] if f.need == "always" or (top and f.need == "top")
     )
-
-
-# the node types whose `next` is required at the top level
-NEEDS_NEXT = frozenset(
-    typ for typ, fields in NODE_FIELDS.items() if any(f.need == "top" for f in fields)
-)
-# every value slot of a node, as (type, field) pairs (conditions add `left`/`right`)
-VALUE_FIELDS = frozenset(
-    (typ, f.name) for typ, fields in NODE_FIELDS.items() for f in fields if f.kind == "value"
-)

@@ -31,10 +31,6 @@ CONTROL_OR_BIDI_RE = re.compile(
 )
 
 
-def is_control_or_bidi(ch: str) -> bool:
-    return CONTROL_OR_BIDI_RE.fullmatch(ch) is not None
-
-
 def unsafe_chars(text: str, allow: str = "") -> list[tuple[int, str]]:
     """(offset, character) of each control or bidi character of `text` not in `allow`."""
     if CONTROL_OR_BIDI_RE.search(text) is None:
