@@ -371,3 +371,84 @@ def test_integers_are_refused_exactly_outside_the_safe_range(n: int, where: str)
     report = forgec.check(orjson.dumps(raw))
     codes = [d.code for d in report.diagnostics if "2^53" in d.message]
     assert codes == ([] if abs(n) <= MAX_SAFE_INTEGER else ["FORGE_MANIFEST_STRUCTURE"])
+
+
+# ---- the default check decides as the runtime's validator does ---------------------------------
+
+_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(-5, 5)
+    | st.sampled_from([0.0, 1.0, 1.5, -2.0, 3.25])
+    | st.sampled_from(["", "a", "ab", "abc", "😀", "é"])
+)
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from(["a", "b", "c"]), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+_TYPES = st.sampled_from(["string", "number", "integer", "boolean", "object", "array", "null"])
+
+
+@st.composite
+def _subset_schemas(draw: st.DrawFn, depth: int = 0) -> dict[str, Any]:
+    schema: dict[str, Any] = {}
+    if draw(st.booleans()):
+        schema["type"] = draw(_TYPES | st.lists(_TYPES, min_size=1, max_size=2, unique=True))
+    for key in ("minimum", "maximum"):
+        if draw(st.integers(0, 4)) == 0:
+            schema[key] = draw(st.integers(-3, 3) | st.sampled_from([0.5, 1.0]))
+    for key in ("minLength", "maxLength", "minItems", "maxItems"):
+        if draw(st.integers(0, 4)) == 0:
+            schema[key] = draw(st.integers(0, 3))
+    if draw(st.integers(0, 5)) == 0:
+        schema["enum"] = draw(st.lists(_VALUES, min_size=1, max_size=3))
+    if draw(st.integers(0, 6)) == 0:
+        schema["const"] = draw(_VALUES)
+    if depth < 2 and draw(st.integers(0, 3)) == 0:
+        schema["items"] = draw(_subset_schemas(depth + 1))
+    if depth < 2 and draw(st.integers(0, 2)) == 0:
+        names = draw(st.lists(st.sampled_from(["a", "b", "c"]), max_size=2, unique=True))
+        schema["properties"] = {n: draw(_subset_schemas(depth + 1)) for n in names}
+        if draw(st.booleans()):
+            schema["required"] = draw(
+                st.lists(st.sampled_from(["a", "b"]), max_size=2, unique=True)
+            )
+        if draw(st.booleans()):
+            schema["additionalProperties"] = draw(st.booleans())
+    return schema
+
+
+@settings(max_examples=600, deadline=None)
+@given(_subset_schemas(), _VALUES)
+def test_the_subset_validator_agrees_with_fastjsonschema(
+    schema: dict[str, Any], value: Any
+) -> None:
+    import fastjsonschema
+
+    from forgec.ir.json_subset import schema_problem
+
+    try:
+        fastjsonschema.validate(schema, value, use_default=False, use_formats=False)
+        runtime_ok = True
+    except fastjsonschema.JsonSchemaValueException:
+        runtime_ok = False
+    except fastjsonschema.JsonSchemaDefinitionException:
+        # a schema the runtime cannot use at all must not pass the checker either
+        raw = _manifest([{"id": "keep", "type": "set", "target": "v", "value": 1, "next": "done"}])
+        raw["inputSchema"] = schema
+        assert not forgec.check(orjson.dumps(raw)).ok, schema
+        return
+    assert (schema_problem(schema, value) is None) == runtime_ok, (schema, value)
+
+
+def test_a_thousand_defaults_check_fast() -> None:
+    raw = _manifest([{"id": "keep", "type": "set", "target": "v", "value": 1, "next": "done"}])
+    props = {f"p{i}": {"type": "integer", "default": 1} for i in range(1500)}
+    raw["inputSchema"] = {"type": "object", "properties": props, "default": {}}
+    start = time.perf_counter()
+    assert forgec.check(orjson.dumps(raw)).ok
+    assert time.perf_counter() - start < 0.3
