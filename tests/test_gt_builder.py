@@ -452,3 +452,34 @@ def test_a_thousand_defaults_check_fast() -> None:
     start = time.perf_counter()
     assert forgec.check(orjson.dumps(raw)).ok
     assert time.perf_counter() - start < 0.3
+
+
+# ---- the Program verifier enforces the table's limits ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pool", "key", "limits"),
+    [
+        ("calls", "attempts", "RETRY_ATTEMPTS"),
+        ("calls", "backoffMs", "RETRY_BACKOFF_MS"),
+        ("loops", "maxItems", "MAX_ITEMS"),
+    ],
+)
+def test_the_verifier_reads_the_limits_from_the_table(pool: str, key: str, limits: str) -> None:
+    from forgec.ir import rules
+
+    loop = _node_with_every_field("foreach")
+    loop["next"] = "call"
+    call = _node_with_every_field("capability")
+    call["id"] = "call"
+    call["next"] = "done"
+    loop["body"][0]["id"] = "inner"
+    doc = forgec.lower(_manifest([loop, call]), target="talon").to_json()
+    low, high = getattr(rules, limits)
+    for value, ok in ((low, True), (high, True), (low - 1, False), (high + 1, False)):
+        doc[pool][0][key] = value
+        if ok:
+            Program.from_json(orjson.dumps(doc))
+        else:
+            with pytest.raises(ProgramError):
+                Program.from_json(orjson.dumps(doc))
