@@ -21,10 +21,10 @@ every check, and the benchmark allows the whole pipeline ten times orjson's pars
 
 Every fact (fields and their order, constants, ops, limits, id rules, schema keywords) is read
 from `forgec.ir.rules`; a node is described by its row of `NODE_FIELDS`, and `node_checked`
-reads each field with the reader of its kind. One path, in two forms generated from the same
-row: for each node type the fast code is generated at import (`forgec.frontend.node_codegen`): the gate, the
-pure checks inline, and any doubt hands the node to `node_checked` before anything is reported
-or read (a property test holds the two to the same result). Nothing is remembered between
+reads each field with the reader of its kind. One path, in two forms from the same row: for
+each node type fast code is generated at import (`forgec.frontend.node_codegen`) — the gate,
+the pure checks inline, and any doubt hands the node to `node_checked` before anything is
+reported or read (a property test holds the two to the same result). Nothing is remembered between
 checks (a first check is the figure that counts); parsed paths are remembered for one check.
 SPEC §14/§16's static rules live here too: shown text without control or bidi characters,
 no `RUN_` fail codes, integers within ±(2^53 − 1), and a `default` that fits its schema.
