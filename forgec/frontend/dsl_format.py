@@ -19,9 +19,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import orjson
-
 from forgec.ir.rules import EXECUTION, INSTALL_SCOPE, NODE_ORDER, OP_SYMBOLS, SCHEMA_ID
+from forgec.runtime.jsontext import format_float
 
 WIDTH = 100
 SCHEMA = SCHEMA_ID
@@ -143,7 +142,7 @@ def _key(s: str) -> str:
 
 
 def _number(v: int | float) -> str:
-    return str(v) if isinstance(v, int) else orjson.dumps(v).decode()
+    return str(v) if isinstance(v, int) else format_float(v)
 
 
 def _sugar(v: dict[str, Any]) -> str | None:
