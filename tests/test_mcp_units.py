@@ -74,7 +74,10 @@ def test_annotations_follow_marks() -> None:
         False,
     )
     undoable = annotations_from_marks(Marks(powers=("Read", "Write"), risk="R2", compensated=True))
-    assert not undoable.read_only and not undoable.destructive and not undoable.idempotent
+    # SPEC §17: an undo pair does not make a write harmless to the person
+    assert not undoable.read_only and undoable.destructive and not undoable.idempotent
+    delegate = annotations_from_marks(Marks(powers=("Delegate",), risk="R3"))
+    assert delegate.open_world and delegate.destructive
     no_undo = annotations_from_marks(Marks(powers=("Write",), risk="R3", compensated=False))
     assert no_undo.destructive
     net = annotations_from_marks(
