@@ -30,7 +30,8 @@ stderr.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -91,9 +92,58 @@ class Listing:
     visible: dict[str, Visible]
     tools: list[Any]  # mcp_types.Tool, in listing order
     signature: bytes  # the tools' wire form: a change here is a `list_changed`
+    # consent records looked up during this snapshot: a new record is a commit, which bumps
+    # data_version and so starts a new snapshot — the cache can never outlive a change
+    consent: dict[tuple[str, int], bool] = attrs.field(factory=dict)
 
 
 HostFactory = Callable[[ServeOptions], Any]
+IDLE_HOSTS = 4  # hosts kept open between calls; more are opened when calls overlap
+
+
+class HostPool:
+    """Reference hosts reused across calls: opening one (config, database, schema) costs about
+    a millisecond, as much as the rest of a small call. A host is lent to one call at a time, so
+    a slow call (an HTTP request) never holds up another; a call that raised returns its host
+    closed, never to the pool. Used from worker threads."""
+
+    def __init__(self, open_host: Callable[[], Any]) -> None:
+        import threading
+
+        self._open = open_host
+        self._idle: list[Any] = []
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def take(self) -> Any:
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+        return self._open()
+
+    def give(self, host: Any, *, reusable: bool = True) -> None:
+        with self._lock:
+            if reusable and not self._closed and len(self._idle) < IDLE_HOSTS:
+                self._idle.append(host)
+                return
+        _close(host)
+
+    @contextmanager
+    def lend(self) -> Iterator[Any]:
+        host = self.take()
+        try:
+            yield host
+        except BaseException:
+            self.give(host, reusable=False)
+            raise
+        self.give(host)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for host in idle:
+            _close(host)
 
 
 def _warn(message: str) -> None:
@@ -109,6 +159,7 @@ class ForgeServer:
 
         self.options = options
         self.host_factory = host_factory or open_reference_host
+        self.hosts = HostPool(lambda: self.host_factory(self.options))
         # multi-round consent tokens: token → (digest of tool + arguments, expiry)
         self._pending: dict[str, tuple[str, float]] = {}
         # one connection for the server's reads (listing, consent records), used on the loop
@@ -119,6 +170,7 @@ class ForgeServer:
         self._fixed = self._fixed_visible()
 
     def close(self) -> None:
+        self.hosts.close()
         self._watch.close()
         self._reader.close()
 
@@ -158,7 +210,7 @@ class ForgeServer:
         except StoreError as exc:
             _warn(f"cannot read the tool store, keeping the last listing: {exc}")
             if previous is not None:
-                return attrs.evolve(previous, stamp=-1)
+                return attrs.evolve(previous, stamp=-1, consent={})
             enabled = []
         for stored in enabled:
             if not forged_visible(stored.marks, labels):
@@ -234,6 +286,7 @@ class ForgeServer:
         import mcp_types as types
 
         from forgec.mcp.results import forged_failed, forged_ok
+        from forgec.runtime import RunResult
 
         stored, entry = visible.stored, visible.entry
         tool_input = args.get("input") if entry.wraps_input else args
@@ -243,22 +296,19 @@ class ForgeServer:
                 f"{stored.name} v{stored.version} has no recorded consent; a person must turn "
                 f"it on with `forgec tools enable {stored.tool_id}`"
             )
+        program = visible.program()
         try:
-            host = await _in_thread(self.host_factory, self.options)
+            if asks:
+                result = await self._asked_run(ctx, visible, program, tool_input)
+            else:
+                # nobody is asked: one trip to a worker thread opens the host, checks, runs
+                result = await _in_thread(self._checked_run, stored, program, tool_input)
         except Exception as exc:  # the host could not be opened (bad db, config): say so
             return _refusal(f"{stored.name} could not run: {exc}")
-        try:
-            problem = await _in_thread(_forged_problem, stored, host)
-            if problem is not None:
-                return _refusal(problem)
-            if asks:
-                refusal = await self._forged_consent(ctx, entry, stored)
-                if refusal is not None:
-                    return refusal
-            program = visible.program()
-            result = await _in_thread(_run, stored, program, tool_input, host)
-        finally:
-            _close(host)
+        if isinstance(result, str):
+            return _refusal(result)
+        if not isinstance(result, RunResult):
+            return result  # consent refused, or its 2026-07-28 `input_required` round
         out = result.to_json()
         if result.ok:
             fields = forged_ok(out, wraps_output=entry.wraps_output, ui=entry.ui)
@@ -266,13 +316,43 @@ class ForgeServer:
             fields = forged_failed(stored.name, out)
         return types.CallToolResult(**fields)
 
+    def _checked_run(self, stored: Any, program: Any, tool_input: Any) -> Any:
+        """In a worker: the run result, or the message of a check that refused it."""
+        with self.hosts.lend() as host:
+            problem = _forged_problem(stored, host)
+            return problem if problem is not None else _run(stored, program, tool_input, host)
+
+    async def _asked_run(self, ctx: Any, visible: Visible, program: Any, tool_input: Any) -> Any:
+        """An R4 tool: every check first, then the question, then the run — one host."""
+        stored = visible.stored
+        host = await _in_thread(self.hosts.take)
+        ok = False
+        try:
+            problem = await _in_thread(_forged_problem, stored, host)
+            if problem is not None:
+                ok = True
+                return problem
+            refusal = await self._forged_consent(ctx, visible.entry, stored)
+            if refusal is not None:
+                ok = True
+                return refusal
+            result = await _in_thread(_run, stored, program, tool_input, host)
+            ok = True
+            return result
+        finally:
+            self.hosts.give(host, reusable=ok)
+
     def _has_consent(self, stored: Any) -> bool:
         from forgec.store import StoreError
 
-        try:
-            return bool(self._reader.has_consent(stored.tool_id, stored.version))
-        except StoreError:
-            return False
+        known = self.listing().consent
+        key = (stored.tool_id, stored.version)
+        if key not in known:
+            try:
+                known[key] = bool(self._reader.has_consent(stored.tool_id, stored.version))
+            except StoreError:
+                return False  # not cached: the next call asks the store again
+        return known[key]
 
     async def _forged_consent(self, ctx: Any, entry: ToolEntry, stored: Any) -> Any:
         """An R4 tool: the policy file, else ask. None when it may run."""
@@ -355,7 +435,7 @@ class ForgeServer:
         import mcp_types as types
 
         try:
-            host = await _in_thread(self.host_factory, self.options)
+            host = await _in_thread(self.hosts.take)
         except Exception as exc:
             return _refusal(f"`{entry.name}` could not run: {exc}")
         try:
@@ -375,7 +455,8 @@ class ForgeServer:
                 message = getattr(exc, "message", None) or str(exc)
                 return _refusal(f"`{entry.name}` failed: {code + ': ' if code else ''}{message}")
         finally:
-            _close(host)
+            # a host tool's failure is a HostError from the bridge, not a broken host
+            self.hosts.give(host)
         structured = result if isinstance(result, dict) else {"result": result}
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=_dumps(structured))],
@@ -628,6 +709,40 @@ async def watch_store(forge: ForgeServer, announcer: Announcer, interval: float)
             await announcer.announce()
 
 
+class ListingMemo:
+    """Serves `tools/list` from the wire form of the current snapshot.
+
+    The SDK turns every result into its wire form and validates it against the protocol
+    version's schema — for a thousand tools that alone is most of a listing's cost, paid again
+    on every request for an answer that has not changed. This middleware keeps the wire dict
+    the SDK produced for (snapshot, protocol version) and returns it while both stay the same;
+    a new snapshot (the store's data_version moved) drops it. A request with a cursor goes
+    through as usual (the list is not paginated: all of it comes in one page).
+    """
+
+    def __init__(self, forge: ForgeServer, announcer: Announcer) -> None:
+        self.forge = forge
+        self.announcer = announcer
+        self._listing: Listing | None = None
+        self._wire: dict[str, Any] = {}
+
+    async def __call__(self, ctx: Any, call_next: Any) -> Any:
+        if ctx.method != "tools/list" or (ctx.params or {}).get("cursor") is not None:
+            return await call_next(ctx)
+        self.announcer.remember(ctx)
+        listing = self.forge.listing()
+        if listing is not self._listing:
+            self._listing, self._wire = listing, {}
+        version = str(ctx.protocol_version)
+        cached = self._wire.get(version)
+        if cached is not None:
+            return cached
+        result = await call_next(ctx)
+        if isinstance(result, dict) and listing is self.forge.listing():
+            self._wire[version] = result
+        return result
+
+
 def build_server(forge: ForgeServer, announcer: Announcer | None = None) -> Any:
     import mcp_types as types
     from mcp.server import Server
@@ -659,6 +774,7 @@ def build_server(forge: ForgeServer, announcer: Announcer | None = None) -> Any:
     server.add_notification_handler(
         "notifications/initialized", types.NotificationParams, initialized
     )
+    server.middleware.append(ListingMemo(forge, announcer))  # inside the SDK's tracing
     return server
 
 
