@@ -33,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "--consent-policy",
         metavar="FILE",
         default=None,
-        help="TOML file of R4 tools allowed to run without asking (see docs/store.md)",
+        help="TOML file of R4 tools allowed to run without asking (see docs/mcp.md)",
     )
     s.add_argument(
         "--templates",
