@@ -4,8 +4,11 @@
 
 For each size, on a fresh store in a temporary folder:
 - install + enable time per tool (the store's full check, lowering and hash, then `enable`);
+- the server's start (process, store read for the first snapshot, handshake) as the client sees it;
 - `tools/list` latency over stdio: the real Python SDK client against `forgec mcp serve` as a
-  subprocess, median of N (the first listing, which reads the store, is reported apart);
+  subprocess, median of N (the first listing is reported apart), and the same request as a bare
+  JSON-RPC line on the pipes — the server's and the pipe's share, without the client library's
+  own parsing and validation of a thousand tools;
 - a `tools/call` of a small forged tool (`greet`: one `if`, one `return`, a ui card) against the
   bare in-process `forgec.runtime.run` of the same Program on the same reference host; the
   difference is the server's overhead (JSON-RPC over a pipe, lookup, input validation, consent
@@ -95,7 +98,9 @@ def over_stdio(path: Path, db: Path, n: int, repeat: int) -> dict[str, float]:
 
     async def main() -> dict[str, float]:
         with open(os.devnull, "w") as log:
+            started = time.perf_counter()
             async with Client(stdio_client(params, errlog=log), mode="legacy") as client:  # type: ignore[arg-type]
+                start_s = time.perf_counter() - started  # process start, store read, handshake
                 start = time.perf_counter()
                 first = await client.list_tools()
                 first_s = time.perf_counter() - start
@@ -113,6 +118,7 @@ def over_stdio(path: Path, db: Path, n: int, repeat: int) -> dict[str, float]:
                     assert result.is_error
 
                 return {
+                    "start": start_s,
                     "first_list": first_s,
                     "list": await _timed(listing, repeat, 2),
                     "call": await _timed(call, repeat * 3, 10),
@@ -183,7 +189,7 @@ def main() -> int:
         "raw = bare JSON-RPC lines on the pipes"
     )
     header = (
-        f"{'tools':>6} {'install+enable':>15} {'first list':>11} {'list SDK':>9} {'list raw':>9} "
+        f"{'tools':>6} {'install+enable':>15} {'start':>9} {'first list':>11} {'list SDK':>9} {'list raw':>9} "
         f"{'call SDK':>9} {'call raw':>9} {'bare run':>9} {'overhead':>9} {'ratio':>6} "
         f"{'refusal SDK':>12}"
     )
@@ -199,7 +205,8 @@ def main() -> int:
         overhead = raw["call"] - bare
         ms = 1e3
         print(
-            f"{n:>6} {per_tool * ms:>9.2f} ms/t {got['first_list'] * ms:>8.1f} ms "
+            f"{n:>6} {per_tool * ms:>9.2f} ms/t {got['start'] * ms:>6.0f} ms "
+            f"{got['first_list'] * ms:>8.1f} ms "
             f"{got['list'] * ms:>6.1f} ms {raw['list'] * ms:>6.1f} ms "
             f"{got['call'] * ms:>6.2f} ms {raw['call'] * ms:>6.2f} ms {bare * ms:>6.3f} ms "
             f"{overhead * ms:>6.2f} ms {raw['call'] / bare:>5.0f}x {got['roundtrip'] * ms:>9.2f} ms"

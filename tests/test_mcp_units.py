@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -190,3 +191,37 @@ def test_instructions_follow_the_heading_rule(tmp_path: Path) -> None:
     assert text == "## Memory\nUse namespaces.\n\n## Web fetch\nOnly example.com."
     assert len(warnings) == 1 and "db.query.md" in warnings[0] and "## " in warnings[0]
     assert collect_instructions(tmp_path / "nope", ["memory.access"]) == (None, [])
+
+
+def test_host_pool_reuses_hosts_but_never_one_a_call_broke() -> None:
+    from forgec.mcp.server import IDLE_HOSTS, HostPool
+
+    opened: list[Any] = []
+
+    class FakeHost:
+        closed = False
+
+        def close(self) -> None:
+            self.closed = True
+
+    def open_host() -> Any:
+        opened.append(FakeHost())
+        return opened[-1]
+
+    pool = HostPool(open_host)
+    with pool.lend() as first:
+        pass
+    with pool.lend() as again:
+        assert again is first  # reused: opening one costs as much as a small call
+    with pytest.raises(RuntimeError), pool.lend() as broken:
+        raise RuntimeError("the call failed")
+    assert broken.closed  # a host a call raised in is closed, never lent again
+    with pool.lend() as fresh:
+        assert fresh is not broken
+    overlapping = [pool.take() for _ in range(IDLE_HOSTS + 2)]  # calls that overlap each get one
+    assert len({id(h) for h in overlapping}) == IDLE_HOSTS + 2
+    for host in overlapping:
+        pool.give(host)
+    assert sum(h.closed for h in overlapping) == 2  # only IDLE_HOSTS stay open
+    pool.close()
+    assert all(h.closed for h in opened)
