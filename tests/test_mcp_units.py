@@ -225,3 +225,29 @@ def test_host_pool_reuses_hosts_but_never_one_a_call_broke() -> None:
     assert sum(h.closed for h in overlapping) == 2  # only IDLE_HOSTS stay open
     pool.close()
     assert all(h.closed for h in opened)
+
+
+def test_the_listing_is_read_once_per_store_change(tmp_path: Path) -> None:
+    """Scale: a listing is rebuilt only when some connection committed to the store."""
+    from mcp_face_tools import build_store
+
+    from forgec.mcp.server import ForgeServer, ServeOptions
+    from forgec.store import Store
+
+    store = build_store(tmp_path / "tools.db")
+    server = ForgeServer(ServeOptions(store=store, db=tmp_path / "host.db"))
+    try:
+        first = server.listing()
+        assert server.listing() is first and server.lookup("dynamic_greet") is not None
+        with Store(store) as other:  # another connection, as another process would be
+            other.disable("greet")
+        second = server.listing()
+        assert second is not first and server.lookup("dynamic_greet") is None
+        assert server.listing() is second
+        assert server.changed_since_announced() is False  # the first look sets the baseline
+        with Store(store) as other:
+            other.enable("later.tool", consent=True)
+        assert server.changed_since_announced() is True
+        assert server.changed_since_announced() is False  # announced once
+    finally:
+        server.close()
