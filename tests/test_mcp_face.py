@@ -402,6 +402,11 @@ def test_serve_warns_about_a_label_no_tool_knows(face: Path, tmp_path: Path) -> 
     assert "'net.http:egres'" in warnings and "warning" in warnings
     assert "db.query:own" not in warnings and "channel.send:ops" not in warnings
 
+    empty = tmp_path / "no-templates"
+    empty.mkdir()
+    client_run(_serve(face, tmp_path, "--templates", str(empty)), body, tmp_path, errlog=log)
+    assert "has no tool-instructions/ folder" in log.read_text()
+
 
 def test_the_readme_client_snippet_works_as_written(tmp_path: Path) -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")

@@ -79,6 +79,12 @@ def serve(args: argparse.Namespace) -> int:
                 "(a typo grants nothing)",
                 file=sys.stderr,
             )
+    if args.templates and not (Path(args.templates) / "tool-instructions").is_dir():
+        print(
+            f"forgec mcp: warning: {args.templates} has no tool-instructions/ folder; "
+            "no instructions will be sent",
+            file=sys.stderr,
+        )
     options = ServeOptions(
         store=Path(args.store) if args.store else None,
         labels=labels,
