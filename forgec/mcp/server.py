@@ -206,7 +206,8 @@ class ForgeServer:
         # listed in this order: host tools, forged tools, tool_create
         out = {name: v for name, v in self._fixed.items() if v.entry.kind == "host"}
         try:
-            enabled = self._reader.enabled_versions()
+            # a tampered or damaged version is left out, and the person running the server told
+            enabled = self._reader.enabled_versions(on_problem=_warn)
         except StoreError as exc:
             _warn(f"cannot read the tool store, keeping the last listing: {exc}")
             if previous is not None:
@@ -480,7 +481,15 @@ class ForgeServer:
 
         try:
             with self._store() as store:
-                result = store.install(source, path=path, target=target)
+                # a model's version: of a new id it is installed off; of an id that has
+                # versions it is a proposal that only a person can accept (SPEC §14)
+                result = store.install(
+                    source,
+                    path=path,
+                    target=target,
+                    author="model",
+                    author_name=getattr(self.options, "persona", None),
+                )
         except StoreError as exc:
             return _refusal(f"tool_create failed: {exc}")
         report = result.to_json()
@@ -490,10 +499,16 @@ class ForgeServer:
             "ok": result.installed is not None,
             "name": name,
             "version": version,
+            "status": result.status,
             "enabled": False,
             "report": report,
         }
-        if result.installed:
+        if result.status == "proposed":
+            summary = (
+                f"{name} v{version} proposed, waiting for a person: it is not current and "
+                "changes nothing unless a person reviews and accepts it"
+            )
+        elif result.installed:
             summary = (
                 f"installed {name} v{version}, OFF: a person must review and turn it on "
                 f"(`forgec tools enable {result.installed[0]}`)"
