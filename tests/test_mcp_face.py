@@ -452,3 +452,25 @@ def test_default_instructions_are_those_of_the_visible_tools(face: Path, tmp_pat
     assert instructions == expected
     none = client_run(_serve(face, tmp_path), body, tmp_path)
     assert not none  # a persona that sees no host tool is told about none
+
+
+def test_a_tampered_version_is_left_out_and_named_on_stderr(face: Path, tmp_path: Path) -> None:
+    import sqlite3
+
+    conn = sqlite3.connect(face)
+    with conn:  # a change made outside forgec: the manifest no longer matches its hash
+        conn.execute(
+            "UPDATE versions SET manifest = replace(manifest, 'hello', 'HELLO') WHERE tool_id = ?",
+            ("greet",),
+        )
+    conn.close()
+
+    async def body(client: Any) -> Any:
+        names = [t.name for t in (await client.list_tools()).tools]
+        return names, await client.call_tool("dynamic_greet", {"name": "Ann"})
+
+    log = tmp_path / "stderr.txt"
+    names, called = client_run(_serve(face, tmp_path), body, tmp_path, errlog=log)
+    assert "dynamic_greet" not in names
+    assert called.is_error and "not available" in text_items(called)[0]
+    assert "dynamic:greet" in log.read_text() and "Traceback" not in log.read_text()

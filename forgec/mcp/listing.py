@@ -64,6 +64,7 @@ TOOL_CREATE_OUTPUT: dict[str, Any] = {
         "ok": {"type": "boolean"},
         "name": {"type": ["string", "null"]},
         "version": {"type": ["integer", "null"]},
+        "status": {"type": ["string", "null"], "enum": ["installed", "proposed", None]},
         "enabled": {"type": "boolean"},
         "report": {"type": "object"},
     },
