@@ -327,21 +327,21 @@ class ForgeServer:
         """An R4 tool: every check first, then the question, then the run — one host."""
         stored = visible.stored
         host = await _in_thread(self.hosts.take)
-        ok = False
         try:
             problem = await _in_thread(_forged_problem, stored, host)
             if problem is not None:
-                ok = True
-                return problem
-            refusal = await self._forged_consent(ctx, visible.entry, stored)
-            if refusal is not None:
-                ok = True
-                return refusal
-            result = await _in_thread(_run, stored, program, tool_input, host)
-            ok = True
-            return result
-        finally:
-            self.hosts.give(host, reusable=ok)
+                result: Any = problem
+            else:
+                refusal = await self._forged_consent(ctx, visible.entry, stored)
+                if refusal is not None:
+                    result = refusal
+                else:
+                    result = await _in_thread(_run, stored, program, tool_input, host)
+        except BaseException:  # cancelled while asking, or the host broke: never reuse it
+            self.hosts.give(host, reusable=False)
+            raise
+        self.hosts.give(host)
+        return result
 
     def _has_consent(self, stored: Any) -> bool:
         from forgec.store import StoreError
