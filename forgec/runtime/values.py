@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import orjson
+from forgec.runtime.jsontext import dumps_text
 
 Env = dict[str, Any]
 Evaluator = Callable[[Env], Any]
@@ -139,7 +139,7 @@ def render(value: Any) -> str:
     """A template placeholder: strings as they are, anything else as compact JSON."""
     if type(value) is str:
         return value
-    return orjson.dumps(value).decode("utf-8")
+    return dumps_text(value)
 
 
 def resolve(env: Env, segments: list[str | int] | tuple[str | int, ...]) -> Any:
