@@ -23,23 +23,24 @@ from __future__ import annotations
 
 import re
 
+from forgec.ir.text_rules import BIDI_RANGES, CONTROL_OR_BIDI, escape_char
+
 __all__ = ["BIDI_CONTROLS", "UNSAFE_CHARACTERS", "escape_char", "is_safe", "safe_text"]
 
-# SPEC §14's bidirectional controls. The checker refuses them (and Cc) in titles, labels and
-# purposes; renderers escape any that still arrive, whatever the source.
-BIDI_CONTROLS: frozenset[str] = frozenset(
-    "\u061c\u200e\u200f"
-    + "".join(map(chr, range(0x202A, 0x202F)))
-    + "".join(map(chr, range(0x2066, 0x206A)))
-)
-_LINE_SEPARATORS = "\u2028\u2029"
-_CC = "".join(map(chr, range(0x00, 0x20))) + "".join(map(chr, range(0x7F, 0xA0)))
 
+def _chars(ranges: tuple[tuple[int, int], ...]) -> frozenset[str]:
+    return frozenset(chr(c) for lo, hi in ranges for c in range(lo, hi + 1))
+
+
+# The checker's table (`forgec.ir.text_rules`): Cc and SPEC §14's bidi controls. Renderers
+# escape those and two more that only matter on output (below).
+BIDI_CONTROLS: frozenset[str] = _chars(BIDI_RANGES)
+_LINE_SEPARATORS = "\u2028\u2029"
 # a lone surrogate (which Python's `json` lets through) cannot even be written to a UTF-8 stream
 _SURROGATES = "".join(map(chr, range(0xD800, 0xE000)))
 
 UNSAFE_CHARACTERS: frozenset[str] = (
-    frozenset(_CC) | BIDI_CONTROLS | frozenset(_LINE_SEPARATORS) | frozenset(_SURROGATES)
+    _chars(CONTROL_OR_BIDI) | frozenset(_LINE_SEPARATORS) | frozenset(_SURROGATES)
 )
 
 
@@ -57,13 +58,6 @@ def _char_class(chars: frozenset[str]) -> str:
 
 _UNSAFE = re.compile(_char_class(UNSAFE_CHARACTERS))
 _UNSAFE_BUT_NEWLINE = re.compile(_char_class(UNSAFE_CHARACTERS - {"\n"}))
-
-
-def escape_char(ch: str) -> str:
-    """`\\x1b` for a code point below 256, `\\u202e` above (a newline is `\\x0a`: one spelling
-    for every character, the one the checker's messages use too)."""
-    code = ord(ch)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def _escape_match(m: re.Match[str]) -> str:
