@@ -285,16 +285,6 @@ def test_the_schema_subset_keywords_are_one_table() -> None:
         verify_schema({"pattern": "x"}, "s")
 
 
-def test_the_canonical_order_is_the_table() -> None:
-    # canonical.py still spells the orders (it belongs to the loader work); until it reads
-    # `forgec.ir.rules`, this holds the two together
-    from forgec.frontend import canonical
-    from forgec.ir.rules import MANIFEST_FIELDS
-
-    assert canonical.NODE_ORDER == NODE_ORDER
-    assert canonical.MANIFEST_ORDER == MANIFEST_FIELDS
-
-
 # ---- a default the checker accepts is one the runtime accepts ----------------------------------
 
 _DEFAULTS = [
