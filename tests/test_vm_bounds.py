@@ -403,3 +403,49 @@ def test_forgec_run_never_injects_a_bad_input_default(tmp_path: Path, capsys: An
         assert "inputSchema.properties.v has a default" in result["error"]["message"]
     else:
         assert "FORGE_MANIFEST_STRUCTURE" in text and "default" in text
+
+
+# --- forgec inspect: the static worst case of the largest value ---------------------------------
+
+
+def _inspect(tmp_path: Path, capsys: Any, nodes: list[dict[str, Any]]) -> tuple[Any, str]:
+    path = _tool(tmp_path, flow={"entry": nodes[0]["id"], "maxTransitions": 50, "nodes": nodes})
+    assert main(["inspect", "--format", "json", str(path)]) == 0
+    data = orjson.loads(capsys.readouterr().out)
+    main(["inspect", str(path)])
+    return data["values"], capsys.readouterr().out
+
+
+def test_inspect_bounds_a_flow_of_literals_and_input(tmp_path: Path, capsys: Any) -> None:
+    nodes = [setn("a", "a", "abc", "b"), setn("b", "b", [ref("a"), ref("a")], "r"), ret(ref("b"))]
+    values, text = _inspect(tmp_path, capsys, nodes)
+    assert values == {"largestBytes": len('["abc","abc"]'), "limit": LIMIT}
+    assert "largest value 13 bytes at most" in text
+    # the input is at most 64 KiB; a template may escape each character of a non-string
+    nodes = [setn("a", "a", {"$template": "{{input.v}}!"}, "r"), ret(ref("a"))]
+    values, _ = _inspect(tmp_path, capsys, nodes)
+    assert values["largestBytes"] == 2 + 2 * 65_536 + 1
+
+
+def test_inspect_leaves_growth_and_results_to_the_run(tmp_path: Path, capsys: Any) -> None:
+    doubling = [
+        setn("s", "v", "ab", "d0"),
+        setn("d0", "v", {"$template": "{{v}}{{v}}"}, "d1"),
+        setn("d1", "v", {"$template": "{{v}}{{v}}"}, "r"),
+        ret(ref("v")),
+    ]
+    values, text = _inspect(tmp_path, capsys, doubling)
+    assert values["largestBytes"] is None
+    assert "largest value bounded at run time: 256 KiB" in text
+    call = [
+        {
+            "id": "c",
+            "type": "capability",
+            "capability": "tasks.list",
+            "input": {"limit": 1},
+            "target": "t",
+            "next": "r",
+        },
+        ret(ref("t")),
+    ]
+    assert _inspect(tmp_path, capsys, call)[0]["largestBytes"] is None

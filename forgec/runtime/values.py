@@ -15,11 +15,11 @@ from typing import Any
 
 import orjson
 
+from forgec.runtime.limits import VALUE_LIMIT
+
 Env = dict[str, Any]
 Evaluator = Callable[[Env], Any]
 
-# SPEC §16: no value is built larger than this, as compact UTF-8 JSON (RUN_VALUE_TOO_LARGE).
-VALUE_LIMIT = 262_144
 # A list or object literal with at most this many members is measured with one orjson pass
 # over the built value: every member is already at most VALUE_LIMIT (the invariant this module
 # keeps), so the pass reads at most this many × VALUE_LIMIT bytes. Wider literals measure

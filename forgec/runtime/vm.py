@@ -28,6 +28,7 @@ import attrs
 import orjson
 
 from forgec.runtime.host import CallContext, Host, HostError
+from forgec.runtime.limits import INPUT_LIMIT, OUTPUT_LIMIT, RESULT_LIMIT
 from forgec.runtime.opcodes import Op
 from forgec.runtime.program import Program
 from forgec.runtime.values import (
@@ -38,10 +39,6 @@ from forgec.runtime.values import (
     compile_value,
     type_name,
 )
-
-INPUT_LIMIT = 65_536
-OUTPUT_LIMIT = 262_144
-RESULT_LIMIT = 262_144
 
 # Op numbers as plain ints: the dispatch loop compares ints, not enum members.
 _ENTER, _EVAL, _STORE, _POP, _CALL, _MODEL = 1, 2, 3, 4, 5, 6
