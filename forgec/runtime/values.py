@@ -349,10 +349,16 @@ def compile_value(desc: Any, consts: list[Any], paths: list[list[str | int]]) ->
         if len(members) <= _MEASURE_WHOLE:
 
             def build_object(env: Env) -> dict[str, Any]:
-                return checked_container({key: ev(env) for key, ev in members}, None, "an object")
+                value = {key: ev(env) for key, ev in members}
+                try:  # inline: this runs at every step that builds an object
+                    fits = len(orjson.dumps(value)) <= VALUE_LIMIT
+                except TypeError:
+                    fits = json_size(value, "an object") <= VALUE_LIMIT  # raises the run error
+                if not fits:
+                    raise too_large("an object", json_size(value))
+                return value
 
             return build_object
-
         # braces, commas, and each `"key":`
         fixed = 1 + len(members) + sum(json_size(key) + 1 for key, _ in members)
 
@@ -364,7 +370,18 @@ def compile_value(desc: Any, consts: list[Any], paths: list[list[str | int]]) ->
     if kind == "list":
         items = [compile_value(v, consts, paths) for v in arg]
         if len(items) <= _MEASURE_WHOLE:
-            return lambda env: checked_container([ev(env) for ev in items], None, "a list")
+
+            def build_list(env: Env) -> list[Any]:
+                value = [ev(env) for ev in items]
+                try:
+                    fits = len(orjson.dumps(value)) <= VALUE_LIMIT
+                except TypeError:
+                    fits = json_size(value, "a list") <= VALUE_LIMIT
+                if not fits:
+                    raise too_large("a list", json_size(value))
+                return value
+
+            return build_list
 
         def build_wide_list(env: Env) -> list[Any]:
             built = [ev(env) for ev in items]
@@ -387,11 +404,23 @@ def _compile_template(arg: list[Any], paths: list[list[str | int]]) -> Evaluator
     parts: list[str | Evaluator] = [
         p if isinstance(p, str) else compile_ref(paths[p[1]]) for p in arg
     ]
+    if sum(1 for p in parts if not isinstance(p, str)) <= _MEASURE_WHOLE:
+        # few placeholders: each renders a value within the limit, so the joined text is at
+        # most that many × VALUE_LIMIT before it is measured
+        def template(env: Env) -> str:
+            text = "".join([p if type(p) is str else render(p(env)) for p in parts])  # type: ignore[operator]
+            if len(text) > _SURELY_SMALL:
+                # JSON is at least one byte per code point, plus the quotes
+                size = len(text) + 2 if len(text) + 2 > VALUE_LIMIT else json_size(text)
+                if size > VALUE_LIMIT:
+                    raise too_large("a template", size)
+            return text
 
-    def template(env: Env) -> str:
-        # Count code points while rendering: JSON needs at least one byte per code point
-        # plus the quotes, so passing the limit here is refused before the next piece is
-        # rendered and before anything is joined.
+        return template
+
+    def wide_template(env: Env) -> str:
+        # Count code points while rendering, and stop before the next piece is rendered
+        # and before anything is joined.
         pieces: list[str] = []
         total = 2
         for p in parts:
@@ -407,7 +436,7 @@ def _compile_template(arg: list[Any], paths: list[list[str | int]]) -> Evaluator
                 raise too_large("a template", size)
         return text
 
-    return template
+    return wide_template
 
 
 def compile_condition(
