@@ -148,6 +148,23 @@ def test_a_loop_accumulating_is_refused_at_the_iteration_that_passes_the_limit()
     assert result.transitions == 2 + 5
 
 
+def test_nesting_past_what_json_can_write_is_refused_at_the_node_that_builds_it() -> None:
+    # each iteration wraps the accumulator in 4 more lists: small, but 256 levels deep by
+    # the 64th, where no JSON writer (orjson stops at 254) could return it
+    loop = {
+        "id": "each",
+        "type": "foreach",
+        "source": list(range(100)),
+        "itemVar": "it",
+        "maxItems": 100,
+        "body": [setn("wrap", "acc", [[[[ref("acc")]]]], None)],
+        "next": "r",
+    }
+    result = go(manifest([setn("a0", "acc", [], "each"), loop, ret(ref("acc"))]))
+    assert code_of(result) == "RUN_VALUE_TOO_LARGE" and result.error.node == "wrap"
+    assert "nested more than 254 levels" in result.error.message
+
+
 def test_a_hand_made_program_constant_over_the_limit_is_refused_not_run() -> None:
     m = manifest([ret({"s": "x" * LIMIT})])
     assert code_of(go(m)) == "RUN_VALUE_TOO_LARGE"
