@@ -29,6 +29,25 @@ HOST_RULES = pytest.mark.xfail(strict=False, reason="host-rules fixes")
 GT_BUILDER = pytest.mark.xfail(strict=False, reason="gt-builder fixes")
 
 
+PEAK_MB = 300  # "well inside" 1 GiB: a forgec run or check of a small tool peaks near 60 MB
+
+# the child runs the command in-process and says its own peak RSS last, on stderr
+_PEAK = (
+    "import resource, runpy, sys\n"
+    "sys.argv = ['forgec', *sys.argv[1:]]\n"
+    "try:\n"
+    "    runpy.run_module('forgec', run_name='__main__')\n"
+    "finally:\n"
+    "    print('peak', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024, file=sys.stderr)\n"
+)
+
+
+def _peak_mb(stderr: str) -> int:
+    lines = [line for line in stderr.splitlines() if line.startswith("peak ")]
+    assert lines, stderr[-2000:]
+    return int(lines[-1].split()[1])
+
+
 def _limits() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY, MEMORY))
 
@@ -81,8 +100,8 @@ def forge_run(
     proc, elapsed = child(
         [
             sys.executable,
-            "-m",
-            "forgec",
+            "-c",
+            _PEAK,
             "run",
             "--yes",
             "--format",
@@ -94,6 +113,7 @@ def forge_run(
         ]
     )
     assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert _peak_mb(proc.stderr) < PEAK_MB, "the run's memory is not bounded"
     try:
         return json.loads(proc.stdout), elapsed
     except json.JSONDecodeError:
@@ -305,10 +325,10 @@ def test_db_query_printf_cannot_build_a_huge_string(tmp_path: Path) -> None:
 
 @HOST_RULES
 def test_db_query_instr_stops_at_the_time_limit(tmp_path: Path) -> None:
-    # quadratic instr over strings within the 256 KiB cap: 24 of them ran 8.5 s against a
+    # quadratic instr over strings within the 256 KiB cap: 12 of them ran 4.5 s against a
     # 300 ms limit before the fix; only the time limit can stop it
     term = "instr(printf('%.250000c', 'x') || 'y', printf('%.125000c', 'x') || 'z')"
-    sql = "SELECT " + " + ".join([term] * 24) + " AS i FROM threads LIMIT 1"
+    sql = "SELECT " + " + ".join([term] * 12) + " AS i FROM threads LIMIT 1"
     result, elapsed = _db_query(tmp_path, sql, 300)
     assert result["status"] == "failed" and result["error"]["code"] == "RUN_CAPABILITY_FAILED"
     assert "time limit" in result["error"]["message"]
@@ -316,8 +336,8 @@ def test_db_query_instr_stops_at_the_time_limit(tmp_path: Path) -> None:
 
 
 class _Trickle(http.server.BaseHTTPRequestHandler):
-    """Sends a header line, or a body chunk, every 0.3 s for 10 s: each read is quick, so
-    only a deadline over the whole request stops it."""
+    """Sends a header line, or a body byte, every 0.3 s for 6 s: each read is quick, so only
+    a deadline over the whole request stops it."""
 
     protocol_version = "HTTP/1.1"
 
@@ -328,13 +348,13 @@ class _Trickle(http.server.BaseHTTPRequestHandler):
         try:
             self.wfile.write(b"HTTP/1.1 200 OK\r\n")
             if self.path == "/headers":
-                for i in range(33):
+                for i in range(20):
                     self.wfile.write(f"X-Slow-{i}: {i}\r\n".encode())
                     self.wfile.flush()
                     time.sleep(0.3)
-            self.wfile.write(b"Content-Type: text/plain\r\nContent-Length: 40\r\n\r\n")
+            self.wfile.write(b"Content-Type: text/plain\r\nContent-Length: 25\r\n\r\n")
             self.wfile.flush()
-            for _ in range(33 if self.path == "/body" else 0):
+            for _ in range(20 if self.path == "/body" else 0):
                 self.wfile.write(b"x")
                 self.wfile.flush()
                 time.sleep(0.3)
@@ -368,7 +388,7 @@ def test_net_http_trickled_response_stops_at_its_deadline(tmp_path: Path, part: 
         elapsed = time.monotonic() - started
     assert result["status"] == "failed" and result["error"]["code"] == "RUN_CAPABILITY_FAILED"
     # one deadline of 1 s for the whole request (the child's start takes the rest)
-    assert elapsed < 4.0, elapsed
+    assert elapsed < 3.0, elapsed
 
 
 # --- the source (fixed on the gt-builder branch) ---------------------------------------------
@@ -378,28 +398,31 @@ EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "note-updater.fo
 
 
 def _big_forge() -> str:
-    """A real tool padded to 3 MB with comment lines: valid text, just too large."""
-    return ("# " + "x" * 98 + "\n") * 30_000 + EXAMPLE.read_text(encoding="utf-8")
+    """A real tool whose description is 3 MB of words: the text of issue 12's attack."""
+    src = EXAMPLE.read_text(encoding="utf-8")
+    return src.replace('description "', 'description "' + "word " * 600_000, 1)
 
 
 @GT_BUILDER
 def test_oversized_forge_is_refused_before_parsing_by_the_cli(tmp_path: Path) -> None:
     path = tmp_path / "big.forge"
     path.write_text(_big_forge())
-    proc, elapsed = child([sys.executable, "-m", "forgec", "check", "--format", "json", str(path)])
-    assert "Traceback" not in proc.stderr
-    assert "FORGE_MANIFEST_TOO_LARGE" in proc.stdout + proc.stderr
-    assert elapsed < 3.0, elapsed
+    proc, elapsed = child([sys.executable, "-c", _PEAK, "check", "--format", "json", str(path)])
+    assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    codes = {d["code"] for f in json.loads(proc.stdout)["files"] for d in f["diagnostics"]}
+    assert codes == {"FORGE_MANIFEST_TOO_LARGE"}
+    assert elapsed < 3.0 and _peak_mb(proc.stderr) < PEAK_MB
 
 
 @GT_BUILDER
 def test_oversized_forge_is_refused_before_parsing_by_the_api(tmp_path: Path) -> None:
     script = (
-        "import sys, forgec\n"
+        "import resource, sys, forgec\n"
         "report = forgec.check(sys.stdin.read(), path='big.forge')\n"
         "print(' '.join(sorted({d.code for d in report.diagnostics})))\n"
+        "print('peak', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024, file=sys.stderr)\n"
     )
     proc, elapsed = child([sys.executable, "-c", script], stdin=_big_forge())
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split() == ["FORGE_MANIFEST_TOO_LARGE"]
-    assert elapsed < 3.0, elapsed
+    assert elapsed < 3.0 and _peak_mb(proc.stderr) < PEAK_MB
