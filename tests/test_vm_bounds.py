@@ -466,3 +466,83 @@ def test_inspect_leaves_growth_and_results_to_the_run(tmp_path: Path, capsys: An
         ret(ref("t")),
     ]
     assert _inspect(tmp_path, capsys, call)[0]["largestBytes"] is None
+
+
+# --- a property: the VM refuses exactly the first value over the limit -------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+VARS = ("a", "b", "c")
+STEP = st.tuples(
+    st.sampled_from(VARS),  # target
+    st.sampled_from(["list", "obj", "tpl"]),
+    st.lists(st.sampled_from(VARS), min_size=1, max_size=3),  # what it reads
+)
+
+
+def _oracle(steps: list[tuple[str, str, list[str]]]) -> tuple[int | None, int]:
+    """(index of the first step whose value is over the limit, or None; output size), from
+    exact integer arithmetic on sizes alone: a value is (JSON bytes, `"` count, `\\` count,
+    is a string). Nothing is built, so 2^40 is as cheap as 2."""
+    env: dict[str, tuple[int, int, int, bool]] = {
+        "a": (4, 2, 0, True),  # "ab"
+        "b": (1, 0, 0, False),  # 1
+        "c": (2, 0, 0, False),  # []
+    }
+    for i, (target, kind, reads) in enumerate(steps):
+        parts = [env[r] for r in reads]
+        if kind == "list":
+            value = (
+                1 + len(parts) + sum(p[0] for p in parts),
+                sum(p[1] for p in parts),
+                sum(p[2] for p in parts),
+                False,
+            )
+        elif kind == "obj":  # keys k0, k1, …: each `"kN":` is 5 bytes and 2 quotes
+            value = (
+                1 + len(parts) + sum(5 + p[0] for p in parts),
+                sum(2 + p[1] for p in parts),
+                sum(p[2] for p in parts),
+                False,
+            )
+        else:  # "{{x}}-{{y}}": a string's text as it is, anything else escaped
+            size, quotes, slashes = 2 + len(parts) - 1, 2, 0
+            for s, q, b, is_str in parts:
+                if is_str:
+                    size, quotes, slashes = size + s - 2, quotes + q - 2, slashes + b
+                else:
+                    size, quotes, slashes = size + s + q + b, quotes + q, slashes + 2 * b + q
+            value = (size, quotes, slashes, True)
+        if value[0] > LIMIT:
+            return i, 0
+        env[target] = value
+    return None, env["a"][0]
+
+
+def _build(kind: str, reads: list[str]) -> Any:
+    if kind == "list":
+        return [ref(r) for r in reads]
+    if kind == "obj":
+        return {f"k{i}": ref(r) for i, r in enumerate(reads)}
+    return {"$template": "-".join("{{" + r + "}}" for r in reads)}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(STEP, min_size=1, max_size=45))
+def test_the_vm_refuses_exactly_the_first_value_over_the_limit(steps: list[Any]) -> None:
+    seeds = [setn("sa", "a", "ab", "sb"), setn("sb", "b", 1, "sc"), setn("sc", "c", [], "n0")]
+    nodes = [
+        setn(f"n{i}", target, _build(kind, reads), f"n{i + 1}" if i + 1 < len(steps) else "r")
+        for i, (target, kind, reads) in enumerate(steps)
+    ]
+    started = time.monotonic()
+    result = go(manifest([*seeds, *nodes, ret(ref("a"))]))
+    assert time.monotonic() - started < 5.0
+    over, output_size = _oracle(steps)
+    if over is None:
+        assert result.ok, result.error
+        assert len(orjson.dumps(result.output)) == output_size
+    else:
+        assert code_of(result) == "RUN_VALUE_TOO_LARGE", result.error
+        assert result.error.node == f"n{over}"
