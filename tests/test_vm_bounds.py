@@ -11,6 +11,8 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from reference_interp import lower_dict, manifest
 
 from forgec.cli import main
@@ -332,8 +334,8 @@ def test_an_input_default_that_breaks_its_schema_is_never_injected() -> None:
         "properties": {"n": {"type": "integer", "maximum": 5, "default": 500}},
     }
     m = manifest([ret(ref("input"))], inputSchema=schema)
-    for given in ({}, {"n": 3}):
-        result = go(m, given)
+    for supplied in ({}, {"n": 3}):
+        result = go(m, supplied)
         assert code_of(result) == "RUN_INPUT_INVALID", result
         assert "inputSchema.properties.n" in result.error.message
         assert result.transitions == 0
@@ -470,8 +472,6 @@ def test_inspect_leaves_growth_and_results_to_the_run(tmp_path: Path, capsys: An
 
 # --- a property: the VM refuses exactly the first value over the limit -------------------------
 
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
 
 VARS = ("a", "b", "c")
 STEP = st.tuples(
