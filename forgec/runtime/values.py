@@ -21,9 +21,10 @@ Env = dict[str, Any]
 Evaluator = Callable[[Env], Any]
 
 # A list or object literal with at most this many members is measured with one orjson pass
-# over the built value: every member is already at most VALUE_LIMIT (the invariant this module
-# keeps), so the pass reads at most this many × VALUE_LIMIT bytes. Wider literals measure
-# member by member and stop at the first byte over the limit.
+# over the built value, and a template with at most this many placeholders by the length of
+# its joined text: every member is already at most VALUE_LIMIT (the invariant this module
+# keeps), so that reads at most this many × VALUE_LIMIT bytes. Wider ones count member by
+# member and stop at the first byte over the limit.
 _MEASURE_WHOLE = 8
 
 
@@ -411,7 +412,9 @@ def _compile_template(arg: list[Any], paths: list[list[str | int]]) -> Evaluator
             text = "".join([p if type(p) is str else render(p(env)) for p in parts])  # type: ignore[operator]
             if len(text) > _SURELY_SMALL:
                 # JSON is at least one byte per code point, plus the quotes
-                size = len(text) + 2 if len(text) + 2 > VALUE_LIMIT else json_size(text)
+                if len(text) + 2 > VALUE_LIMIT:
+                    raise too_large("a template", f"at least {len(text) + 2}")
+                size = json_size(text)
                 if size > VALUE_LIMIT:
                     raise too_large("a template", size)
             return text
