@@ -95,6 +95,14 @@ def forge_run(
     tmp_path: Path, manifest: dict[str, Any], *extra: str
 ) -> tuple[dict[str, Any], float]:
     """`forgec run --yes --format json` on the reference SQLite host, in a child process."""
+    result, elapsed, _peak = forge_run_peak(tmp_path, manifest, *extra)
+    return result, elapsed
+
+
+def forge_run_peak(
+    tmp_path: Path, manifest: dict[str, Any], *extra: str
+) -> tuple[dict[str, Any], float, int]:
+    """forge_run, and the child's peak RSS in MB."""
     path = tmp_path / "attack.talostool"
     path.write_text(json.dumps(manifest))
     proc, elapsed = child(
@@ -113,9 +121,10 @@ def forge_run(
         ]
     )
     assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
-    assert _peak_mb(proc.stderr) < PEAK_MB, "the run's memory is not bounded"
+    peak = _peak_mb(proc.stderr)
+    assert peak < PEAK_MB, "the run's memory is not bounded"
     try:
-        return json.loads(proc.stdout), elapsed
+        return json.loads(proc.stdout), elapsed, peak
     except json.JSONDecodeError:
         raise AssertionError(
             f"no run result (exit {proc.returncode}): {proc.stderr[-2000:]}"
@@ -283,6 +292,22 @@ def test_compensations_run_after_a_value_grows_too_large(tmp_path: Path) -> None
     assert result["compensations"] == [
         {"node": "make", "capability": "tasks.create", "status": "undone"}
     ]
+
+
+def test_a_run_holding_a_large_value_in_every_variable_stays_within_the_figure(
+    tmp_path: Path,
+) -> None:
+    # 60 variables, each a fresh 240 KB string (four copies of a 60,000-character input):
+    # docs/runtime.md's figure for values held without compensations is 64 × 256 KiB
+    (tmp_path / "input.json").write_text(json.dumps({"s": "x" * 60_000}))
+    four = {"$template": "{{input.s}}{{input.s}}{{input.s}}{{input.s}}"}
+    nodes = [setn(f"v{k}", f"v{k}", four, f"v{k + 1}" if k < 59 else "done") for k in range(60)]
+    small, _, base = forge_run_peak(tmp_path, tool([ret("small")]))
+    big, elapsed, peak = forge_run_peak(
+        tmp_path, tool([*nodes, ret({"$ref": "v0"})]), "--input", f"@{tmp_path / 'input.json'}"
+    )
+    assert small["status"] == big["status"] == "ok" and elapsed < QUICK
+    assert peak - base < 16 + 16, (base, peak)  # 60 × 240 KB = 14.4 MB, plus transients
 
 
 # --- the host's capabilities (fixed on the host-rules branch) ------------------------------
