@@ -13,9 +13,10 @@ import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from reference_interp import lower_dict, manifest
+from reference_interp import build_ir, lower_dict, manifest
 
 from forgec.cli import main
+from forgec.passes.value_size import largest_value_bound
 from forgec.runtime import Program, run
 from forgec.runtime.memory_host import MemoryHost
 from forgec.runtime.values import VALUE_LIMIT, json_equal
@@ -546,3 +547,50 @@ def test_the_vm_refuses_exactly_the_first_value_over_the_limit(steps: list[Any])
     else:
         assert code_of(result) == "RUN_VALUE_TOO_LARGE", result.error
         assert result.error.node == f"n{over}"
+
+
+NAMED = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "maxLength": 10},
+        "mood": {"enum": ["happy", "sad"]},
+        "tags": {"type": "array", "maxItems": 3, "items": {"type": "string", "maxLength": 4}},
+    },
+    "required": ["name", "mood", "tags"],
+    "additionalProperties": False,
+}
+GREETING = [
+    setn("g", "g", {"$template": "Hi {{input.name}}, {{input.mood}} {{input.tags}}"}, "r"),
+    ret([ref("g"), ref("input.tags")]),
+]
+
+
+def test_inspect_uses_the_input_schema_to_bound_input_values(tmp_path: Path, capsys: Any) -> None:
+    path = _tool(
+        tmp_path,
+        inputSchema=NAMED,
+        flow={"entry": "g", "maxTransitions": 5, "nodes": GREETING},
+        state=None,
+    )
+    assert main(["inspect", "--format", "json", str(path)]) == 0
+    largest = orjson.loads(capsys.readouterr().out)["values"]["largestBytes"]
+    # name: 6 × 10 + 2 bytes, its text 60; mood: "happy" 7, as JSON in text twice that;
+    # tags: 2 + 3 × (26 + 1) = 83, twice in text; the literal text 7; the quotes 2
+    template = 2 + len("Hi , ") + 1 + 60 + 2 * 7 + 2 * 83
+    assert largest == 1 + 2 + template + 83
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    name=st.text(max_size=10),
+    mood=st.sampled_from(["happy", "sad"]),
+    tags=st.lists(st.text(max_size=4), max_size=3),
+)
+def test_the_static_bound_holds_for_every_valid_input(name: str, mood: str, tags: Any) -> None:
+    m = manifest(GREETING, inputSchema=NAMED)
+    bound = largest_value_bound(build_ir(m))
+    assert bound is not None
+    result = go(m, {"name": name, "mood": mood, "tags": tags})
+    assert result.ok, result.error
+    assert len(orjson.dumps(result.output)) <= bound
+    assert len(orjson.dumps(result.output[0])) <= bound

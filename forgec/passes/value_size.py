@@ -2,15 +2,19 @@
 
 An upper bound in bytes of compact JSON, or None when it cannot be bounded below the run-time
 limit (`VALUE_LIMIT`, which the VM enforces on every value it builds). Sources of size: a
-literal is its own JSON; the input is at most `INPUT_LIMIT`; a capability result or model
-answer at most `RESULT_LIMIT`; loaded state at most `state.maxBytes`; a loop's item at most
+literal is its own JSON; the input is at most `INPUT_LIMIT`, or what its `inputSchema` allows
+where that is less (`maxLength`, `maxItems`, `enum`, closed objects); a capability result or
+model answer at most `RESULT_LIMIT`; loaded state at most `state.maxBytes`; a loop's item at most
 its source; an index at most 2 bytes (`maxItems` ≤ 100). A variable is bounded by the largest
 of its writes, found by iterating to a fixpoint (flow-insensitive, so a value that feeds itself
 is bounded only if the iteration settles). A template piece that is not known to be a string
-may have each of its characters escaped, so it counts twice its JSON.
+may have each of its characters escaped, so it counts twice its JSON; one the input schema
+types as a string counts its text.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import orjson
 
@@ -57,9 +61,10 @@ def largest_value_bound(manifest: ir.Manifest) -> int | None:
 
     bounds: dict[str, int] = {}
 
-    def root_bound(root: str, field: str | None) -> int:
+    def root_bound(root: str, field: str | None, ref: ir.Ref | None = None) -> int:
         if root == "input":
-            return INPUT_LIMIT
+            sub = _schema_at(manifest.input_schema, ref.segments[1:]) if ref else None
+            return min(INPUT_LIMIT, schema_bound(sub) if sub is not None else INPUT_LIMIT)
         if root == "state":
             # loaded state is within maxBytes; a field may also be written by the flow
             written = bounds.get(f"state.{field}", 0) if field else _state_total()
@@ -80,12 +85,16 @@ def largest_value_bound(manifest: ir.Manifest) -> int | None:
             return len(orjson.dumps(value.value))
         if isinstance(value, ir.Ref):
             field = value.segments[1] if len(value.segments) > 1 else None
-            return root_bound(str(value.segments[0]), str(field) if field is not None else None)
+            return root_bound(
+                str(value.segments[0]), str(field) if field is not None else None, value
+            )
         if isinstance(value, ir.Template):
             total = 2
             for part in value.parts:
                 if isinstance(part, str):
                     total += len(orjson.dumps(part)) - 2
+                elif _is_string(manifest.input_schema, part):
+                    total += size(part) - 2
                 else:
                     total += 2 * size(part)
             return min(_OVER, total)
@@ -115,3 +124,54 @@ def largest_value_bound(manifest: ir.Manifest) -> int | None:
     largest = max([0, *bounds.values(), *(size(v) for v in values)])
     # at the limit is no better than what the run enforces (a result may be that large)
     return largest if largest < VALUE_LIMIT else None
+
+
+def _schema_at(schema: Any, segments: tuple[ir.Segment, ...]) -> dict[str, Any] | None:
+    """The sub-schema a path into the input reads, or None when the schema does not say."""
+    for seg in segments:
+        if not isinstance(schema, dict):
+            return None
+        if isinstance(seg, int):
+            schema = schema.get("items")
+        else:
+            props = schema.get("properties")
+            schema = props.get(seg) if isinstance(props, dict) else None
+    return schema if isinstance(schema, dict) else None
+
+
+def _is_string(schema: Any, ref: ir.Ref) -> bool:
+    if ref.segments[0] != "input":
+        return False
+    sub = _schema_at(schema, ref.segments[1:])
+    return sub is not None and sub.get("type") == "string" and "enum" not in sub
+
+
+# an input integer may be any 64-bit one (20 characters), a number also a float (23)
+_SCALAR = {"integer": 20, "number": 24, "boolean": 5, "null": 4}
+
+
+def schema_bound(schema: Any, depth: int = 0) -> int:
+    """The most bytes a JSON value valid against `schema` can take; INPUT_LIMIT when unbounded."""
+    if not isinstance(schema, dict) or depth > 8:
+        return INPUT_LIMIT
+    if "const" in schema:
+        return len(orjson.dumps(schema["const"]))
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return max(len(orjson.dumps(v)) for v in schema["enum"])
+    kind = schema.get("type")
+    if not isinstance(kind, str):  # absent, or a list of types: not bounded here
+        return INPUT_LIMIT
+    if kind in _SCALAR:
+        return _SCALAR[kind]
+    if kind == "string" and isinstance(schema.get("maxLength"), int):
+        return 6 * schema["maxLength"] + 2  # `\u0001` is 6 bytes for one character
+    if kind == "array" and isinstance(schema.get("maxItems"), int):
+        item = schema_bound(schema.get("items"), depth + 1)
+        return min(INPUT_LIMIT, 2 + schema["maxItems"] * (item + 1))
+    props = schema.get("properties")
+    if kind == "object" and schema.get("additionalProperties") is False and isinstance(props, dict):
+        total = 2 + sum(
+            len(orjson.dumps(k)) + 2 + schema_bound(sub, depth + 1) for k, sub in props.items()
+        )
+        return min(INPUT_LIMIT, total)
+    return INPUT_LIMIT
