@@ -29,6 +29,7 @@ COMMAND_MODULES = (
     "run",
     "tools",
     "mcp",
+    "lsp",
 )
 
 

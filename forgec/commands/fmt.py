@@ -21,7 +21,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Print the canonical .forge or .talostool text of a tool "
         "(.talostool → .forge decompiles).",
     )
-    p.add_argument("path", metavar="PATH", help="file to format (- for stdin)")
+    p.add_argument(
+        "paths",
+        metavar="PATH",
+        nargs="+",
+        help="file to format (- for stdin); several with --write or --check (as pre-commit passes them)",
+    )
     p.add_argument(
         "--to",
         choices=("forge", "talostool"),
@@ -36,6 +41,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from forgec.cli import UsageError
+
+    if len(args.paths) > 1 and not (args.write or args.check):
+        raise UsageError("printing takes one file; pass --write or --check for several")
+    status = 0
+    for path in args.paths:
+        status = max(status, _format_one(args, path))
+    return status
+
+
+def _format_one(args: argparse.Namespace, arg_path: str) -> int:
     from forgec.api import is_forge_source, load
     from forgec.cli import EXIT_ERRORS, EXIT_OK, UsageError
     from forgec.commands.common import print_diagnostics, read_path, write_text
@@ -43,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     from forgec.frontend.dsl_format import FormatError, format_forge
     from forgec.render.text import use_color
 
-    data, path = read_path(args.path)
+    data, path = read_path(arg_path)
     form = "forge" if is_forge_source(data, path) else "talostool"
     to = args.to or (form if args.write or args.check else "forge")
     if (args.write or args.check) and to != form:
@@ -58,17 +74,17 @@ def run(args: argparse.Namespace) -> int:
             source=loaded.source_map.text,
             color=use_color(sys.stderr),
         )
-        print(f"forgec: {args.path}: not formatted", file=sys.stderr)
+        print(f"forgec: {arg_path}: not formatted", file=sys.stderr)
         return EXIT_ERRORS
     try:
         text = format_forge(loaded.value) if to == "forge" else dumps_canonical(loaded.value)
     except FormatError as exc:
-        print(f"forgec: {args.path}: cannot write as .forge: {exc}", file=sys.stderr)
+        print(f"forgec: {arg_path}: cannot write as .forge: {exc}", file=sys.stderr)
         return EXIT_ERRORS
     if args.check:
         original = data.decode("utf-8", errors="replace")
         if original != text:
-            print(f"{args.path}: not in canonical form (run `forgec fmt --write`)", file=sys.stderr)
+            print(f"{arg_path}: not in canonical form (run `forgec fmt --write`)", file=sys.stderr)
             return EXIT_ERRORS
         return EXIT_OK
     if args.write:

@@ -683,7 +683,7 @@ def _depth(value: Any) -> int:
 
 
 def parse_forge(text: str, *, path: str | None = None) -> tuple[_N | None, list[Diagnostic]]:
-    """Parse `.forge` text; on a syntax error, None and one diagnostic saying what was expected."""
+    """Parse `.forge` text; on syntax errors, None and a diagnostic for each one recovery reaches."""
     from lark.exceptions import UnexpectedInput
 
     lark_parser, builder = _parser()
@@ -693,8 +693,12 @@ def parse_forge(text: str, *, path: str | None = None) -> tuple[_N | None, list[
             root = lark_parser.parse(text)
         except UnexpectedInput as exc:
             from forgec.frontend.dsl_errors import syntax_diagnostic
+            from forgec.frontend.dsl_recover import more_syntax_errors
 
-            return None, [syntax_diagnostic(exc, text, path, lark_parser)]
+            first = syntax_diagnostic(exc, text, path, lark_parser)
+            more = more_syntax_errors(exc, text, path, lark_parser)
+            builder.diags = []
+            return None, [first, *more]
         problems = builder.diags
         builder.diags = []
     return root, [make(STRUCTURE, "", msg, span=_span(path, pos)) for pos, msg in problems]

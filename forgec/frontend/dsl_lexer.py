@@ -56,7 +56,10 @@ class ForgeLexer(Lexer):
         states = parser_state.parse_conf.parse_table.states
         words, puncts = self.words, self.puncts
         match = self._MASTER.match
-        pos, end, line, line_start = 0, len(text), 1, 0
+        # Where to start: the beginning, or where error recovery (dsl_recover) resumes.
+        counter = lexer_state.line_ctr
+        pos, line, line_start = counter.char_pos, counter.line, counter.line_start_pos
+        end = len(text)
         while pos < end:
             m = match(text, pos)
             if m is None:

@@ -1,0 +1,159 @@
+"""Syntax errors after the first: recover the LALR parser and keep reading.
+
+Only runs once a parse has already failed, so a clean parse pays nothing. From the parser
+state at the error it tries, in order:
+
+1. **Insert the closers that were forgotten** — a `}` or `]` (up to three) after which the
+   offending token is accepted: `{title: "x" -> next` reads as `{title: "x"} -> next`.
+2. **Resynchronise at a later line** — drop what is left of the broken construct and pop the
+   parser's stack until the first three tokens (else two) of one of the next lines are accepted
+   (a new node, a new header field): the broken line is given up, the rest of the file is read.
+
+A further error is reported only on a later line than the last one reported, so one mistake
+does not fan out into a cascade, and an unexpected end of file met while recovering is not
+reported (it is the recovery's own doing far more often than the author's); at most
+`MAX_ERRORS` are listed. The tree built during
+recovery is thrown away: a file with a syntax error has no manifest, only diagnostics.
+"""
+
+from __future__ import annotations
+
+from itertools import islice
+from typing import Any
+
+from forgec.ir.diagnostics import Diagnostic
+
+MAX_ERRORS = 20
+_CLOSERS = (("RBRACE", "}"), ("RSQB", "]"))
+_LINES_AHEAD = 6
+
+
+def more_syntax_errors(exc: Any, text: str, path: str | None, parser: Any) -> list[Diagnostic]:
+    """Diagnostics for the syntax errors after EXC (the first), as far as recovery reaches."""
+    from lark import Token
+    from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+
+    from forgec.frontend.dsl_errors import syntax_diagnostic
+
+    found: list[Diagnostic] = []
+    reported_line = exc.line
+    error = exc
+    resumed_at = -1
+    for _ in range(MAX_ERRORS * 4):
+        ip = getattr(error, "interactive_parser", None)
+        if ip is None or len(found) >= MAX_ERRORS - 1:
+            break
+        if isinstance(error, UnexpectedToken):
+            if error.token.type == "$END":
+                break
+            at = error.token.start_pos
+        elif isinstance(error, UnexpectedCharacters):
+            at = error.pos_in_stream
+        else:
+            break
+        resume = _insert_closers(ip, error, Token) if isinstance(error, UnexpectedToken) else None
+        if resume is None:
+            resume = _resync(ip, text, at)
+        if resume is None or resume <= resumed_at:
+            break
+        resumed_at = resume
+        _seek(ip, text, resume)
+        try:
+            ip.resume_parse()
+            break  # read to the end
+        except UnexpectedInput as next_error:
+            at_end = isinstance(next_error, UnexpectedToken) and next_error.token.type == "$END"
+            if next_error.line > reported_line and not at_end:
+                found.append(syntax_diagnostic(next_error, text, path, parser))
+                reported_line = next_error.line
+            error = next_error
+        except Exception:  # a builder callback that cannot cope with a recovered state
+            break
+    return found
+
+
+def _seek(ip: Any, text: str, offset: int) -> None:
+    """Make the lexer start again at OFFSET (dsl_lexer.ForgeLexer reads the line counter)."""
+    counter = ip.parser_state.lexer.state.line_ctr
+    counter.char_pos = offset
+    counter.line = text.count("\n", 0, offset) + 1
+    counter.line_start_pos = text.rfind("\n", 0, offset) + 1
+    counter.column = offset - counter.line_start_pos + 1
+
+
+def _insert_closers(ip: Any, error: Any, token_cls: Any) -> int | None:
+    """Feed up to three `}`/`]` if the offending token is accepted after them."""
+    bad = error.token.type
+    for depth in range(1, 4):
+        for combo in _closer_sequences(depth):
+            trial = _copy(ip)
+            try:
+                for kind, value in combo:
+                    trial.feed_token(token_cls.new_borrow_pos(kind, value, error.token))
+            except Exception:
+                continue
+            if bad in trial.choices():
+                for kind, value in combo:
+                    ip.feed_token(token_cls.new_borrow_pos(kind, value, error.token))
+                return int(error.token.start_pos)
+    return None
+
+
+def _closer_sequences(depth: int) -> list[list[tuple[str, str]]]:
+    seqs: list[list[tuple[str, str]]] = [[]]
+    for _ in range(depth):
+        seqs = [[*s, c] for s in seqs for c in _CLOSERS]
+    return seqs
+
+
+def _resync(ip: Any, text: str, at: int) -> int | None:
+    """Pop the stack until one of the next lines' first three tokens are accepted."""
+    for line_start in islice(_next_line_starts(text, at), _LINES_AHEAD):
+        state = ip.parser_state
+        for tokens in (3, 2):  # three tokens tell a node from an object key; two, a broken node
+            for depth in range(len(state.state_stack), 0, -1):
+                trial = _copy(ip)
+                _pop_to(trial.parser_state, depth)
+                if _accepts_line(trial, text, line_start, tokens):
+                    _pop_to(state, depth)
+                    return line_start
+    return None
+
+
+def _copy(ip: Any) -> Any:
+    """A trial parser; values are shared, not deep-copied (a trial's tree is thrown away)."""
+    try:
+        return ip.copy(deepcopy_values=False)
+    except TypeError:  # lark before 1.2 always deep-copies
+        return ip.copy()
+
+
+def _pop_to(state: Any, depth: int) -> None:
+    del state.state_stack[depth:]
+    del state.value_stack[depth - 1 :]
+
+
+def _accepts_line(trial: Any, text: str, offset: int, tokens: int) -> bool:
+    """Whether the parser takes the first TOKENS tokens at OFFSET (lexed for its own states)."""
+    _seek(trial, text, offset)
+    lexer = trial.parser_state.lexer
+    try:
+        for token in islice(lexer.lex(trial.parser_state), tokens):
+            trial.feed_token(token)
+    except Exception:
+        return False
+    return True
+
+
+def _next_line_starts(text: str, at: int) -> Any:
+    """AT itself when it starts its line, then the first non-blank character of each later line."""
+    line_start = text.rfind("\n", 0, at) + 1
+    if not text[line_start:at].strip(" \t"):
+        yield at
+    pos = text.find("\n", at)
+    while pos != -1:
+        start = pos + 1
+        stripped = len(text) - len(text[start:].lstrip(" \t"))
+        if stripped < len(text) and text[stripped] not in "\n#":
+            yield stripped
+        pos = text.find("\n", start)

@@ -1,0 +1,582 @@
+"""What each LSP request answers, as plain functions of an `Analysis`.
+
+Every answer is built from the report `forgec.check` produced: diagnostics keep the CLI's
+codes, messages and hints; hovers read the catalog's marks and the same worst-case rule the
+checker uses; quick fixes apply the checker's own "did you mean" replacements.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types as lsp
+
+from forgec.ir import nodes as ir
+from forgec.ir.span import Span
+from forgec.lsp.analysis import Analysis, NodeDef, Use
+from forgec.lsp.positions import LineIndex, Point, span_points
+
+SOURCE = "forgec"
+_DID_YOU_MEAN = re.compile(r"did you mean `([^`]+)`")
+_MISSING = re.compile(r"is missing `([A-Za-z]+)`")
+
+
+# -- positions ---------------------------------------------------------------------------------
+
+
+def to_range(index: LineIndex, span: Span) -> lsp.Range:
+    start, end = span_points(span)
+    sl, sc = index.to_client(start)
+    el, ec = index.to_client(end)
+    return lsp.Range(lsp.Position(sl, sc), lsp.Position(el, ec))
+
+
+def whole_document(index: LineIndex) -> lsp.Range:
+    last = len(index.lines) - 1
+    return lsp.Range(lsp.Position(0, 0), lsp.Position(last, index._units(index.lines[last])))
+
+
+def _loc(a: Analysis, index: LineIndex, span: Span) -> lsp.Location:
+    return lsp.Location(uri=a.uri, range=to_range(index, span))
+
+
+# -- diagnostics ---------------------------------------------------------------------------
+
+
+def explain_uri(code: str) -> str:
+    """A file holding `forgec explain CODE`, written on first use, as a `file:` URI.
+
+    Editors open a file link in place (a custom scheme would need a client extension), so the
+    code link works in every client; the file is rewritten when forgec's version changes.
+    """
+    from forgec import __version__
+    from forgec.ir.codes import REGISTRY
+
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    folder = Path(base) / "forgec" / "explain" / __version__
+    path = folder / f"{code}.md"
+    if not path.exists():
+        doc = REGISTRY.get(code)
+        body = f"# {code}\n\n{doc.summary}\n\n{doc.doc}\n" if doc else f"# {code}\n"
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            path.write_text(body, encoding="utf-8")
+        except OSError:
+            pass
+    return path.as_uri()
+
+
+def diagnostics(a: Analysis, index: LineIndex) -> list[lsp.Diagnostic]:
+    out = []
+    report = a.report
+    for d in report.diagnostics:
+        span = d.span
+        rng = (
+            to_range(index, span)
+            if span is not None
+            else lsp.Range(lsp.Position(0, 0), lsp.Position(0, 0))
+        )
+        message = d.message + (f"\nhint: {d.hint}" if d.hint else "")
+        out.append(
+            lsp.Diagnostic(
+                range=rng,
+                message=message,
+                severity=lsp.DiagnosticSeverity.Error
+                if d.is_error
+                else lsp.DiagnosticSeverity.Warning,
+                code=d.code,
+                code_description=lsp.CodeDescription(href=explain_uri(d.code)),
+                source=SOURCE,
+                related_information=_related(a, index, d) or None,
+                data={"path": d.path, "hint": d.hint},
+            )
+        )
+    return out
+
+
+def _related(a: Analysis, index: LineIndex, d: Any) -> list[lsp.DiagnosticRelatedInformation]:
+    """Other places the problem involves: both duplicates, every node of a cycle, a flow's path."""
+    related: list[lsp.DiagnosticRelatedInformation] = []
+    names = re.findall(r"`([A-Za-z][A-Za-z0-9_-]*)`", d.message)
+    if d.code == "FORGE_NODE_DUPLICATE":
+        for name in names:
+            for nd in a.nodes.get(name, []):
+                if nd.id_span is not None and nd.id_span != d.span:
+                    related.append(_info(a, index, nd.id_span, f"`{name}` is also defined here"))
+    elif d.code == "FORGE_CYCLE":
+        for name in dict.fromkeys(names):
+            for nd in a.nodes.get(name, [])[:1]:
+                if nd.id_span is not None:
+                    related.append(_info(a, index, nd.id_span, f"`{name}` is on the cycle"))
+    elif d.code.startswith("FORGEC_FLOW_"):
+        for flow in getattr(a.report.facts, "flows", ()) or ():
+            if getattr(flow, "node", None) not in names:
+                continue
+            for step in getattr(flow, "path", ()):
+                for nd in a.nodes.get(step, [])[:1]:
+                    if nd.id_span is not None:
+                        text = f"{flow.source} reaches `{step}`"
+                        related.append(_info(a, index, nd.id_span, text))
+            break
+    return related
+
+
+def _info(
+    a: Analysis, index: LineIndex, span: Span, message: str
+) -> lsp.DiagnosticRelatedInformation:
+    return lsp.DiagnosticRelatedInformation(location=_loc(a, index, span), message=message)
+
+
+# -- hover ---------------------------------------------------------------------------------------
+
+
+def hover(a: Analysis, index: LineIndex, point: Point) -> lsp.Hover | None:
+    symbol = a.symbol_at(point)
+    if symbol is not None and symbol[0] == "variable":
+        _, name, use = symbol
+        assert isinstance(use, Use)
+        return lsp.Hover(
+            contents=_markdown(_variable_text(a, name)), range=to_range(index, use.span)
+        )
+    node: NodeDef | None
+    if symbol is not None:
+        defs = a.nodes.get(symbol[1], [])
+        node = defs[0] if defs else None
+    else:
+        node = a.node_at(point)
+    if node is None:
+        return None
+    rng = to_range(index, node.id_span) if node.id_span is not None else None
+    return lsp.Hover(contents=_markdown(_node_text(a, node)), range=rng)
+
+
+def _markdown(text: str) -> lsp.MarkupContent:
+    return lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=text)
+
+
+def _node_text(a: Analysis, d: NodeDef) -> str:
+    from forgec.catalog import get_catalog
+
+    lines = [f"**{d.id}** — `{d.kind}` step" + (f" in the body of `{d.loop}`" if d.loop else "")]
+    node = d.node
+    if isinstance(node, ir.CapabilityNode) and node.capability:
+        spec = get_catalog(a.target).get(node.capability)
+        if spec is None:
+            lines.append(f"capability `{node.capability}`: not in the `{a.target}` catalog")
+        else:
+            from forgec.passes.marks import literal_fields
+
+            marks = spec.marks(literal_fields(node.input))
+            lines.append(f"capability `{spec.name}`: {spec.summary}")
+            label = f", needs the label `{marks.label}`" if marks.label else ""
+            lines.append(f"power **{marks.power}**, risk **{marks.risk}**{label}")
+            lines.append(f"input limit {spec.input_limit} bytes of compact JSON")
+            if spec.undo:
+                lines.append(f"can be undone with `{spec.undo}`")
+    elif isinstance(node, ir.LlmNode) and node.op:
+        lines.append(f"model step `{node.op}`")
+    worst = worst_case_from(a, d.id)
+    if worst is not None:
+        lines.append(f"worst case from here: {worst} transition{'s' if worst != 1 else ''}")
+    return "\n\n".join(lines)
+
+
+def worst_case_from(a: Analysis, node_id: str) -> int | None:
+    """SPEC §12's worst case W, from one node: the same rule the graph pass counts."""
+    by_id = {nid: defs[0] for nid, defs in a.nodes.items() if len(defs) == 1}
+    memo: dict[str, int | None] = {}
+
+    def w(nid: str | None, depth: int = 0) -> int | None:
+        if nid is None:
+            return 0
+        if nid in memo:
+            return memo[nid]
+        d = by_id.get(nid)
+        if d is None or depth > 256:
+            return None
+        memo[nid] = None  # a cycle reads as unknown
+        node = d.node
+        result: int | None
+        if isinstance(node, ir.IfNode):
+            t, e = w(node.then, depth + 1), w(node.else_, depth + 1)
+            result = None if t is None or e is None else 1 + max(t, e)
+        elif isinstance(node, ir.ReturnNode | ir.FailNode):
+            result = 1
+        elif isinstance(node, ir.ForeachNode):
+            body = w(node.body[0].id, depth + 1) if node.body else 0
+            rest = w(node.next, depth + 1)
+            items = node.max_items or 0
+            result = None if body is None or rest is None else 1 + items * body + rest
+        else:
+            rest = w(getattr(node, "next", None), depth + 1)
+            result = None if rest is None else 1 + rest
+        memo[nid] = result
+        return result
+
+    return w(node_id)
+
+
+def _variable_text(a: Analysis, name: str) -> str:
+    if name == "input":
+        fields = a.input_fields()
+        shown = ", ".join(f"`{f}`" for f in fields) or "none declared"
+        return f"**input** — the caller's input (fields: {shown})"
+    writers = [u for u in a.writes if u.name == name]
+    if name.startswith("state."):
+        head = f"**{name}** — a state field" + (
+            "" if name[6:] in a.state_fields() else " (not declared)"
+        )
+    else:
+        head = f"**{name}** — a flow variable"
+    if not writers:
+        return head + "\n\nwritten by no step"
+    where = ", ".join(f"`{u.node}` (line {u.span.line})" for u in writers)
+    return f"{head}\n\nwritten by {where}"
+
+
+# -- navigation --------------------------------------------------------------------------
+
+
+def definition(a: Analysis, index: LineIndex, point: Point) -> list[lsp.Location]:
+    symbol = a.symbol_at(point)
+    if symbol is None:
+        return []
+    kind, name, _ = symbol
+    if kind == "node":
+        return [_loc(a, index, d.id_span) for d in a.nodes.get(name, []) if d.id_span is not None]
+    spans = [u.span for u in a.writes if u.name == name]
+    if not spans:
+        spans = _declaration(a, name)
+    return [_loc(a, index, s) for s in spans]
+
+
+def _declaration(a: Analysis, name: str) -> list[Span]:
+    """Where `input` and `state.x` are declared (the input schema, the state field)."""
+    source_map = a.report.source_map
+    if source_map is None:
+        return []
+    pointer = (
+        "/inputSchema"
+        if name == "input"
+        else f"/state/fields/{name[6:]}"
+        if name.startswith("state.")
+        else None
+    )
+    span = source_map.span(pointer, key=True) if pointer else None
+    return [span] if span is not None else []
+
+
+def references(
+    a: Analysis, index: LineIndex, point: Point, include_declaration: bool
+) -> list[lsp.Location]:
+    symbol = a.symbol_at(point)
+    if symbol is None:
+        return []
+    kind, name, _ = symbol
+    spans: list[Span] = []
+    if kind == "node":
+        if include_declaration:
+            spans += [d.id_span for d in a.nodes.get(name, []) if d.id_span is not None]
+        spans += [u.span for u in a.edges if u.name == name]
+    else:
+        if include_declaration:
+            spans += [u.span for u in a.writes if u.name == name]
+        spans += [u.span for u in a.reads if u.name == name]
+    return [_loc(a, index, s) for s in spans]
+
+
+def symbols(a: Analysis, index: LineIndex) -> list[lsp.DocumentSymbol]:
+    kinds = {
+        "foreach": lsp.SymbolKind.Array,
+        "if": lsp.SymbolKind.Boolean,
+        "return": lsp.SymbolKind.Event,
+        "fail": lsp.SymbolKind.Event,
+        "capability": lsp.SymbolKind.Function,
+        "llm": lsp.SymbolKind.Function,
+        "set": lsp.SymbolKind.Variable,
+    }
+    made: dict[str, lsp.DocumentSymbol] = {}
+    children: dict[str, list[lsp.DocumentSymbol]] = {}
+    top: list[lsp.DocumentSymbol] = []
+    for d in a.node_defs():
+        if d.span is None or d.id_span is None:
+            continue
+        detail = d.kind
+        if isinstance(d.node, ir.CapabilityNode) and d.node.capability:
+            detail = f"call {d.node.capability}"
+        sym = lsp.DocumentSymbol(
+            name=d.id,
+            kind=kinds.get(d.kind, lsp.SymbolKind.Object),
+            range=to_range(index, d.span),
+            selection_range=to_range(index, d.id_span),
+            detail=detail,
+            children=children.setdefault(d.id, []) if d.kind == "foreach" else None,
+        )
+        made.setdefault(d.id, sym)
+        if d.loop is not None and d.loop in children:
+            children[d.loop].append(sym)
+        else:
+            top.append(sym)
+    return top
+
+
+# -- completion ---------------------------------------------------------------------------------
+
+_EDGE_BEFORE = re.compile(
+    r'(?:->|\bthen|\belse|\bentry|"(?:next|then|else|entry)"\s*:)\s*"?[A-Za-z0-9_-]*$'
+)
+_CAP_BEFORE = re.compile(r'(?:\bcall|\bundo|"(?:capability|compensation)"\s*:)\s*"?[A-Za-z0-9_.]*$')
+_VAR_BEFORE = re.compile(r'(?:\$|\{\{\s*|"\$ref"\s*:\s*")([A-Za-z0-9_.\[\]]*)$')
+_KEY_BEFORE = re.compile(r'(?:^|[{,])\s*"[A-Za-z]*$')
+
+
+def completion(
+    a: Analysis, index: LineIndex, point: Point, known: Analysis | None
+) -> list[lsp.CompletionItem]:
+    """Candidates for what is being typed at POINT.
+
+    KNOWN is the last analysis that produced an index (the text being typed is often broken);
+    its node ids and variables stand in when the current one has none.
+    """
+    line = index.lines[point.line] if point.line < len(index.lines) else ""
+    before = line[: point.column]
+    source = a if a.nodes or known is None else known
+    if m := _VAR_BEFORE.search(before):
+        typed = m.group(1)
+        if typed.startswith("input."):
+            return _items(source.input_fields(), lsp.CompletionItemKind.Field, "input field")
+        if typed.startswith("state."):
+            return _items(source.state_fields(), lsp.CompletionItemKind.Field, "state field")
+        names = ["input", "state", *source.variables()]
+        node = a.node_at(point) or (known.node_at(point) if known else None)
+        if node is not None and node.loop is not None:
+            names += source.loop_vars.get(node.loop, [])
+        names = [n for n in dict.fromkeys(names) if not n.startswith("state.")]
+        return _items(names, lsp.CompletionItemKind.Variable, "variable")
+    if _CAP_BEFORE.search(before):
+        from forgec.catalog import get_catalog
+
+        catalog = get_catalog(a.target)
+        return [
+            lsp.CompletionItem(
+                label=name, kind=lsp.CompletionItemKind.Function, detail=spec.summary
+            )
+            for name, spec in sorted(catalog.capabilities.items())
+        ]
+    if _EDGE_BEFORE.search(before):
+        return _items(sorted(source.nodes), lsp.CompletionItemKind.Reference, "node")
+    if a.form == "talostool" and _KEY_BEFORE.search(before):
+        node = a.node_at(point) or (known.node_at(point) if known else None)
+        if node is not None:
+            return _items(
+                node_fields(node.kind), lsp.CompletionItemKind.Property, f"{node.kind} field"
+            )
+    return []
+
+
+def node_fields(kind: str) -> list[str]:
+    """The fields a node of KIND takes, from the canonical field table."""
+    from forgec.frontend import canonical
+
+    return [f for f in canonical.NODE_ORDER.get(kind, ()) if f not in ("id", "type")]
+
+
+def _items(names: list[str], kind: lsp.CompletionItemKind, detail: str) -> list[lsp.CompletionItem]:
+    return [lsp.CompletionItem(label=n, kind=kind, detail=detail) for n in names]
+
+
+# -- code actions ------------------------------------------------------------------------------
+
+
+def code_actions(
+    a: Analysis, index: LineIndex, rng: lsp.Range, context: lsp.CodeActionContext
+) -> list[lsp.CodeAction]:
+    actions: list[lsp.CodeAction] = []
+    for diag in context.diagnostics:
+        if diag.source != SOURCE:
+            continue
+        data = diag.data if isinstance(diag.data, dict) else {}
+        hint = data.get("hint") or ""
+        fix = _DID_YOU_MEAN.search(hint)
+        if fix:
+            actions.append(_replace_fix(a, index, diag, fix.group(1)))
+            continue
+        missing = _MISSING.search(diag.message)
+        if missing:
+            action = _structural_fix(a, index, diag, data.get("path") or "", missing.group(1))
+            if action is not None:
+                actions.append(action)
+            continue
+        if (
+            diag.code in ("FORGEC_REF_UNDEFINED", "FORGE_TARGET_UNSAFE")
+            and "`state." in diag.message
+        ):
+            action = _declare_state_field(a, index, diag)
+            if action is not None:
+                actions.append(action)
+    actions.extend(_conversions(a))
+    return actions
+
+
+def _replace_fix(a: Analysis, index: LineIndex, diag: lsp.Diagnostic, word: str) -> lsp.CodeAction:
+    start = index.from_client(diag.range.start.line, diag.range.start.character)
+    end = index.from_client(diag.range.end.line, diag.range.end.character)
+    old = a.text[index.offset(start) : index.offset(end)]
+    new = json.dumps(word) if old.startswith('"') else word
+    edit = lsp.TextEdit(range=diag.range, new_text=new)
+    return lsp.CodeAction(
+        title=f"Change to `{word}`",
+        kind=lsp.CodeActionKind.QuickFix,
+        diagnostics=[diag],
+        is_preferred=True,
+        edit=lsp.WorkspaceEdit(changes={a.uri: [edit]}),
+    )
+
+
+_PLACEHOLDERS: dict[str, Any] = {
+    "next": "done",
+    "then": "done",
+    "else": "done",
+    "value": None,
+    "input": {},
+    "target": "result1",
+    "message": "Describe what went wrong.",
+    "code": "FAILED",
+    "description": "What this tool does.",
+    "title": "Untitled tool",
+    "version": 1,
+}
+
+
+def _structural_fix(
+    a: Analysis, index: LineIndex, diag: lsp.Diagnostic, pointer: str, field: str
+) -> lsp.CodeAction | None:
+    """Add a missing required field to the document's JSON and write the document anew."""
+    raw = a.report.raw
+    if not isinstance(raw, dict):
+        return None
+    import copy
+
+    from forgec.ir.pointer import split
+
+    doc = copy.deepcopy(raw)
+    parent: Any = doc
+    parts = split(pointer)[:-1]
+    for part in parts:
+        if isinstance(parent, list) and part.isdigit() and int(part) < len(parent):
+            parent = parent[int(part)]
+        elif isinstance(parent, dict) and part in parent:
+            parent = parent[part]
+        else:
+            return None
+    if not isinstance(parent, dict):
+        return None
+    parent[field] = _PLACEHOLDERS.get(field, "")
+    text = render_form(doc, a.form)
+    if text is None:
+        return None
+    return lsp.CodeAction(
+        title=f"Add the missing `{field}`",
+        kind=lsp.CodeActionKind.QuickFix,
+        diagnostics=[diag],
+        edit=lsp.WorkspaceEdit(
+            changes={a.uri: [lsp.TextEdit(range=whole_document(index), new_text=text)]}
+        ),
+    )
+
+
+def _declare_state_field(
+    a: Analysis, index: LineIndex, diag: lsp.Diagnostic
+) -> lsp.CodeAction | None:
+    m = re.search(r"`state\.([A-Za-z][A-Za-z0-9_]*)", diag.message)
+    raw = a.report.raw
+    if m is None or not isinstance(raw, dict):
+        return None
+    import copy
+
+    doc = copy.deepcopy(raw)
+    state = doc.setdefault("state", {})
+    if not isinstance(state, dict):
+        return None
+    state.setdefault("maxBytes", 4096)
+    fields = state.setdefault("fields", {})
+    if not isinstance(fields, dict):
+        return None
+    fields[m.group(1)] = {}
+    text = render_form(doc, a.form)
+    if text is None:
+        return None
+    return lsp.CodeAction(
+        title=f"Declare the state field `{m.group(1)}`",
+        kind=lsp.CodeActionKind.QuickFix,
+        diagnostics=[diag],
+        edit=lsp.WorkspaceEdit(
+            changes={a.uri: [lsp.TextEdit(range=whole_document(index), new_text=text)]}
+        ),
+    )
+
+
+def render_form(doc: dict[str, Any], form: str) -> str | None:
+    """A manifest value as canonical text of FORM (None when it cannot be written so)."""
+    from forgec.frontend.canonical import dumps_canonical
+    from forgec.frontend.dsl_format import format_forge
+
+    try:
+        return format_forge(doc) if form == "forge" else dumps_canonical(doc)
+    except Exception:  # a broken manifest the writer cannot lay out: no edit rather than a crash
+        return None
+
+
+def _conversions(a: Analysis) -> list[lsp.CodeAction]:
+    """ "Convert this file": write the other form beside it (only for a document that checks)."""
+    if not a.report.ok or not isinstance(a.report.raw, dict):
+        return []
+    other = "talostool" if a.form == "forge" else "forge"
+    text = render_form(a.report.raw, other)
+    if text is None:
+        return []
+    base = a.uri.rsplit(".", 1)[0] if "." in a.uri.rsplit("/", 1)[-1] else a.uri
+    new_uri = f"{base}.{other}"
+    edit = lsp.WorkspaceEdit(
+        document_changes=[
+            lsp.CreateFile(uri=new_uri, options=lsp.CreateFileOptions(overwrite=True)),
+            lsp.TextDocumentEdit(
+                text_document=lsp.OptionalVersionedTextDocumentIdentifier(
+                    uri=new_uri, version=None
+                ),
+                edits=[
+                    lsp.TextEdit(
+                        range=lsp.Range(lsp.Position(0, 0), lsp.Position(0, 0)), new_text=text
+                    )
+                ],
+            ),
+        ]
+    )
+    return [
+        lsp.CodeAction(
+            title=f"Convert this file to .{other}",
+            kind=lsp.CodeActionKind.RefactorRewrite,
+            edit=edit,
+        )
+    ]
+
+
+# -- formatting -----------------------------------------------------------------------------
+
+
+def formatting(a: Analysis, index: LineIndex) -> list[lsp.TextEdit]:
+    """`forgec fmt`'s canonical text of the document's own form; nothing while it has errors."""
+    if not a.report.ok or not isinstance(a.report.raw, dict):
+        return []
+    text = render_form(a.report.raw, a.form)
+    if text is None or text == a.text:
+        return []
+    return [lsp.TextEdit(range=whole_document(index), new_text=text)]
+
+
+def uses_in(a: Analysis, name: str) -> list[Use]:
+    return [u for u in a.edges + a.writes + a.reads if u.name == name]

@@ -1,0 +1,260 @@
+"""The pygls wiring: documents in, answers out, checks debounced and superseded work dropped.
+
+A change schedules one check after a short pause (`DEBOUNCE_S`); a newer change cancels the
+one waiting, and a check whose document moved on meanwhile publishes nothing. Requests
+(hover, completion, …) answer from the analysis of the text as it is now, checking it on the
+spot if the debounced check has not run yet, so an answer never describes an older text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from lsprotocol import types as lsp
+from pygls.lsp.server import LanguageServer
+
+from forgec.lsp import features
+from forgec.lsp.analysis import Analysis, analyse, language_of
+from forgec.lsp.positions import LineIndex
+
+DEBOUNCE_S = 0.01  # coalesces a burst of keystrokes; short enough to answer within 30 ms
+TARGETS = ("talos", "talon")
+log = logging.getLogger(__name__)
+
+
+class ForgeLanguageServer(LanguageServer):
+    def __init__(self) -> None:
+        from forgec import __version__
+
+        super().__init__(
+            "forgec", __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental
+        )
+        self.target = "talos"
+        self.analyses: dict[str, Analysis] = {}
+        self.indexed: dict[str, Analysis] = {}  # the last analysis of each document with an index
+        self.pending: dict[str, asyncio.Task[None]] = {}
+
+    # -- documents -----------------------------------------------------------------------
+
+    def text_of(self, uri: str) -> str | None:
+        try:
+            return self.workspace.get_text_document(uri).source
+        except Exception:
+            return None
+
+    def encoding(self) -> str:
+        enc = self.workspace.position_encoding
+        return str(getattr(enc, "value", enc) or "utf-16")
+
+    def current(self, uri: str) -> tuple[Analysis, LineIndex] | None:
+        """The analysis of the document's text as it is now (checked now if it is stale)."""
+        text = self.text_of(uri)
+        if text is None or language_of(uri, text) is None:
+            return None
+        a = self.analyses.get(uri)
+        if a is None or a.text != text or a.target != self.target:
+            a = self.check(uri, text)
+        return a, LineIndex(text, self.encoding())
+
+    def check(self, uri: str, text: str) -> Analysis:
+        a = analyse(uri, text, target=self.target)
+        self.analyses[uri] = a
+        if a.nodes:
+            self.indexed[uri] = a
+        return a
+
+    def publish(self, uri: str) -> None:
+        text = self.text_of(uri)
+        if text is None:
+            return
+        if language_of(uri, text) is None:
+            return
+        a = self.check(uri, text)
+        diags = features.diagnostics(a, LineIndex(text, self.encoding()))
+        version = self.workspace.get_text_document(uri).version
+        self.text_document_publish_diagnostics(
+            lsp.PublishDiagnosticsParams(uri=uri, diagnostics=diags, version=version)
+        )
+
+    def schedule(self, uri: str) -> None:
+        old = self.pending.pop(uri, None)
+        if old is not None:
+            old.cancel()
+        self.pending[uri] = asyncio.ensure_future(self._debounced(uri))
+
+    async def _debounced(self, uri: str) -> None:
+        try:
+            await asyncio.sleep(DEBOUNCE_S)
+        except asyncio.CancelledError:
+            return
+        if self.pending.get(uri) is asyncio.current_task():
+            del self.pending[uri]
+        self.publish(uri)
+
+    def set_target(self, value: Any) -> bool:
+        """Take `target` from settings shaped `{"forgec": {"target": ..}}` or `{"target": ..}`."""
+        if isinstance(value, dict):
+            value = value.get("forgec", value)
+        if isinstance(value, dict):
+            value = value.get("target")
+        if isinstance(value, str) and value in TARGETS and value != self.target:
+            self.target = value
+            return True
+        return False
+
+
+server = ForgeLanguageServer()
+
+
+def _guard(default: Any) -> Any:
+    """A request that fails answers DEFAULT and logs why: a bad document never stops the server."""
+
+    def wrap(fn: Any) -> Any:
+        def run(ls: ForgeLanguageServer, params: Any) -> Any:
+            try:
+                return fn(ls, params)
+            except Exception:  # the server must outlive any one document
+                log.exception("forgec lsp: %s failed", fn.__name__)
+                return default
+
+        run.__name__ = fn.__name__
+        return run
+
+    return wrap
+
+
+@server.feature(lsp.INITIALIZED)
+def initialized(ls: ForgeLanguageServer, params: lsp.InitializedParams) -> None:
+    pass
+
+
+@server.feature(lsp.INITIALIZE)
+def initialize(ls: ForgeLanguageServer, params: lsp.InitializeParams) -> None:
+    ls.set_target(params.initialization_options or {})
+
+
+@server.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)
+def did_change_configuration(
+    ls: ForgeLanguageServer, params: lsp.DidChangeConfigurationParams
+) -> None:
+    if ls.set_target(params.settings or {}):
+        for uri in list(ls.analyses):
+            ls.publish(uri)
+
+
+@server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
+@_guard(None)
+def did_open(ls: ForgeLanguageServer, params: lsp.DidOpenTextDocumentParams) -> None:
+    ls.publish(params.text_document.uri)
+
+
+@server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
+@_guard(None)
+def did_change(ls: ForgeLanguageServer, params: lsp.DidChangeTextDocumentParams) -> None:
+    ls.schedule(params.text_document.uri)
+
+
+@server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
+@_guard(None)
+def did_close(ls: ForgeLanguageServer, params: lsp.DidCloseTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    task = ls.pending.pop(uri, None)
+    if task is not None:
+        task.cancel()
+    ls.analyses.pop(uri, None)
+    ls.indexed.pop(uri, None)
+    ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+
+def _point(index: LineIndex, pos: lsp.Position) -> Any:
+    return index.from_client(pos.line, pos.character)
+
+
+@server.feature(lsp.TEXT_DOCUMENT_HOVER)
+@_guard(None)
+def hover(ls: ForgeLanguageServer, params: lsp.HoverParams) -> lsp.Hover | None:
+    got = ls.current(params.text_document.uri)
+    if got is None:
+        return None
+    a, index = got
+    return features.hover(a, index, _point(index, params.position))
+
+
+@server.feature(lsp.TEXT_DOCUMENT_DEFINITION)
+@_guard([])
+def definition(ls: ForgeLanguageServer, params: lsp.DefinitionParams) -> list[lsp.Location]:
+    got = ls.current(params.text_document.uri)
+    if got is None:
+        return []
+    a, index = got
+    return features.definition(a, index, _point(index, params.position))
+
+
+@server.feature(lsp.TEXT_DOCUMENT_REFERENCES)
+@_guard([])
+def references(ls: ForgeLanguageServer, params: lsp.ReferenceParams) -> list[lsp.Location]:
+    got = ls.current(params.text_document.uri)
+    if got is None:
+        return []
+    a, index = got
+    return features.references(
+        a, index, _point(index, params.position), params.context.include_declaration
+    )
+
+
+@server.feature(
+    lsp.TEXT_DOCUMENT_COMPLETION,
+    lsp.CompletionOptions(trigger_characters=["$", "{", ">", '"', " ", "."]),
+)
+@_guard(None)
+def completion(ls: ForgeLanguageServer, params: lsp.CompletionParams) -> lsp.CompletionList | None:
+    uri = params.text_document.uri
+    got = ls.current(uri)
+    if got is None:
+        return None
+    a, index = got
+    items = features.completion(a, index, _point(index, params.position), ls.indexed.get(uri))
+    return lsp.CompletionList(is_incomplete=False, items=items)
+
+
+@server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
+@_guard([])
+def document_symbol(
+    ls: ForgeLanguageServer, params: lsp.DocumentSymbolParams
+) -> list[lsp.DocumentSymbol]:
+    got = ls.current(params.text_document.uri)
+    if got is None:
+        return []
+    a, index = got
+    return features.symbols(a, index)
+
+
+@server.feature(
+    lsp.TEXT_DOCUMENT_CODE_ACTION,
+    lsp.CodeActionOptions(
+        code_action_kinds=[lsp.CodeActionKind.QuickFix, lsp.CodeActionKind.RefactorRewrite]
+    ),
+)
+@_guard([])
+def code_action(ls: ForgeLanguageServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
+    got = ls.current(params.text_document.uri)
+    if got is None:
+        return []
+    a, index = got
+    return features.code_actions(a, index, params.range, params.context)
+
+
+@server.feature(lsp.TEXT_DOCUMENT_FORMATTING)
+@_guard([])
+def formatting(ls: ForgeLanguageServer, params: lsp.DocumentFormattingParams) -> list[lsp.TextEdit]:
+    got = ls.current(params.text_document.uri)
+    if got is None:
+        return []
+    a, index = got
+    return features.formatting(a, index)
+
+
+def main() -> None:
+    server.start_io()

@@ -1,0 +1,365 @@
+"""`forgec lsp` end to end: a real LSP client (pytest-lsp) talks to `python -m forgec lsp`.
+
+Every test runs under two client presets (VS Code's and Neovim's capabilities), so answers are
+checked against what those clients announce (position encoding, markup, resource operations).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from urllib.parse import urlparse
+from urllib.request import url2pathname
+
+import pytest
+
+pytest.importorskip("pygls")
+pytest_lsp = pytest.importorskip("pytest_lsp")
+
+from lsprotocol import types as lsp  # noqa: E402
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+CLIENTS = ["visual-studio-code", "neovim"]
+
+HEAD = """tool lsp-test {
+  version 1
+  title "LSP test"
+  description "A tool for the language server tests."
+  created "2026-11-02T09:00:00Z"
+  parent null
+  network forbidden
+"""
+
+
+def forge(flow: str, extra: str = "") -> str:
+    return HEAD + extra + "  flow entry a max 64 {\n" + flow + "  }\n}\n"
+
+
+@pytest_lsp.fixture(
+    params=CLIENTS,
+    config=ClientServerConfig(server_command=[sys.executable, "-m", "forgec", "lsp"]),
+)
+async def client(request, lsp_client: LanguageClient):  # type: ignore[no-untyped-def]
+    params = lsp.InitializeParams(
+        capabilities=client_capabilities(request.param),
+        initialization_options={"forgec": {"target": "talon"}},
+        root_uri=EXAMPLES.as_uri(),
+    )
+    result = await lsp_client.initialize_session(params)
+    encoding = result.capabilities.position_encoding
+    lsp_client.encoding = str(getattr(encoding, "value", encoding) or "utf-16")  # type: ignore[attr-defined]
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def open_doc(
+    client: LanguageClient, name: str, text: str
+) -> tuple[str, list[lsp.Diagnostic]]:
+    uri = f"file:///work/{name}"
+    client.text_document_did_open(
+        lsp.DidOpenTextDocumentParams(
+            text_document=lsp.TextDocumentItem(uri=uri, language_id="forge", version=1, text=text)
+        )
+    )
+    await client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    return uri, client.diagnostics.get(uri, [])
+
+
+def at(text: str, needle: str, offset: int = 0) -> lsp.Position:
+    """The position of NEEDLE's first occurrence (+ OFFSET characters), ASCII text."""
+    i = text.index(needle) + offset
+    line = text.count("\n", 0, i)
+    return lsp.Position(line=line, character=i - (text.rfind("\n", 0, i) + 1))
+
+
+def doc(uri: str) -> lsp.TextDocumentIdentifier:
+    return lsp.TextDocumentIdentifier(uri=uri)
+
+
+# -- diagnostics --------------------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("name", ["weekly-review.forge", "talon-thread-facts.talostool"])
+async def test_examples_have_no_errors(client: LanguageClient, name: str) -> None:
+    _, diags = await open_doc(client, name, (EXAMPLES / name).read_text())
+    assert [d.message for d in diags if d.severity == lsp.DiagnosticSeverity.Error] == []
+
+
+@pytest.mark.asyncio
+async def test_diagnostics_carry_code_and_a_link_to_its_explanation(client: LanguageClient) -> None:
+    text = forge("    a: x = 1 -> doen\n    done: return $x\n")
+    _, diags = await open_doc(client, "edge.forge", text)
+    (d,) = [d for d in diags if d.code == "FORGE_EDGE_MISSING"]
+    assert d.source == "forgec"
+    assert d.range.start == at(text, "doen")
+    assert "did you mean `done`" in d.message
+    href = d.code_description.href
+    explained = Path(url2pathname(urlparse(href).path)).read_text()
+    assert "FORGE_EDGE_MISSING" in explained and len(explained) > 60
+
+
+@pytest.mark.asyncio
+async def test_a_missing_brace_mid_file_still_reports_the_rest(client: LanguageClient) -> None:
+    text = forge(
+        '    a: x = call tasks.create {title: "x" -> b\n    b: y = = 2 -> c\n    c: retrun $x\n'
+    )
+    _, diags = await open_doc(client, "broken.forge", text)
+    lines = sorted({d.range.start.line for d in diags})
+    assert lines == [at(text, "-> b").line, at(text, "= = 2").line, at(text, "$x").line]
+
+
+@pytest.mark.asyncio
+async def test_duplicates_and_cycles_point_at_every_place(client: LanguageClient) -> None:
+    text = forge("    a: x = 1 -> b\n    b: y = 2 -> a\n    b: return 1\n")
+    _, diags = await open_doc(client, "dup.forge", text)
+    dup = next(d for d in diags if d.code == "FORGE_NODE_DUPLICATE")
+    assert dup.related_information, dup
+    cycle = [d for d in diags if d.code == "FORGE_CYCLE"]
+    if cycle:
+        assert len(cycle[0].related_information or []) >= 2
+
+
+@pytest.mark.asyncio
+async def test_diagnostics_follow_changes(client: LanguageClient) -> None:
+    text = forge("    a: return 1\n")
+    uri, diags = await open_doc(client, "change.forge", text)
+    assert list(diags) == []
+    broken = text.replace("return 1", "return")
+    client.text_document_did_change(
+        lsp.DidChangeTextDocumentParams(
+            text_document=lsp.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            content_changes=[lsp.TextDocumentContentChangeWholeDocument(text=broken)],
+        )
+    )
+    await client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    assert client.diagnostics[uri], "the broken text has a diagnostic"
+
+
+@pytest.mark.asyncio
+async def test_positions_count_utf16_units(client: LanguageClient) -> None:
+    # U+1F600 is two UTF-16 code units (four UTF-8 bytes): the column after it counts them
+    text = forge('    a: x = "\U0001f600" -> doen\n    done: return 1\n')
+    _, diags = await open_doc(client, "emoji.forge", text)
+    (d,) = [d for d in diags if d.code == "FORGE_EDGE_MISSING"]
+    line = text.split("\n")[d.range.start.line]
+    before = line[: line.index("doen")]
+    encoding = client.encoding  # type: ignore[attr-defined]
+    units = (
+        len(before.encode("utf-16-le")) // 2
+        if encoding == "utf-16"
+        else len(before.encode(encoding))
+    )
+    if encoding == "utf-32":
+        units = len(before)
+    assert d.range.start.character == units
+
+
+@pytest.mark.asyncio
+async def test_target_setting_changes_the_catalog(client: LanguageClient) -> None:
+    text = forge('    a: m = call memory.access {operation: "list"} -> b\n    b: return $m\n')
+    uri, diags = await open_doc(client, "target.forge", text)
+    assert not [d for d in diags if d.code == "FORGE_CAPABILITY_UNKNOWN"]
+    client.workspace_did_change_configuration(
+        lsp.DidChangeConfigurationParams(settings={"forgec": {"target": "talos"}})
+    )
+    await client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    assert [d for d in client.diagnostics[uri] if d.code == "FORGE_CAPABILITY_UNKNOWN"]
+
+
+@pytest.mark.asyncio
+async def test_plain_json_is_left_alone_and_a_manifest_json_is_checked(
+    client: LanguageClient,
+) -> None:
+    client.text_document_did_open(
+        lsp.DidOpenTextDocumentParams(
+            text_document=lsp.TextDocumentItem(
+                uri="file:///work/package.json", language_id="json", version=1, text='{"name": 1}'
+            )
+        )
+    )
+    manifest = (
+        (EXAMPLES / "note-updater.talostool").read_text().replace('"version": 1', '"version": 0')
+    )
+    _uri, diags = await open_doc(client, "tool.json", manifest)
+    assert [d.code for d in diags] == ["FORGE_VERSION"]
+    assert "file:///work/package.json" not in client.diagnostics
+
+
+@pytest.mark.asyncio
+async def test_garbage_never_stops_the_server(client: LanguageClient) -> None:
+    for i, junk in enumerate(
+        ["", "{", "tool", "\x00\x01 }}}} [[[", '{"schema": "talos.local-tool.v1"']
+    ):
+        await open_doc(client, f"junk{i}.forge", junk)
+    text = forge("    a: return 1\n")
+    uri, _ = await open_doc(client, "after.forge", text)
+    hover = await client.text_document_hover_async(lsp.HoverParams(doc(uri), at(text, "a: return")))
+    assert hover is not None and "return" in hover.contents.value
+
+
+# -- hover, navigation ---------------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_hover_on_a_step_shows_its_marks_and_worst_case(client: LanguageClient) -> None:
+    text = (EXAMPLES / "weekly-review.forge").read_text()
+    uri, _ = await open_doc(client, "weekly-review.forge", text)
+    hover = await client.text_document_hover_async(
+        lsp.HoverParams(doc(uri), at(text, "file: note"))
+    )
+    value = hover.contents.value
+    for words in (
+        "notes.create",
+        "power **Write**",
+        "risk **R2**",
+        "input limit",
+        "worst case from here: 2",
+    ):
+        assert words in value
+
+
+@pytest.mark.asyncio
+async def test_hover_on_a_reference_says_where_it_is_written(client: LanguageClient) -> None:
+    text = (EXAMPLES / "weekly-review.forge").read_text()
+    uri, _ = await open_doc(client, "weekly-review.forge", text)
+    pos = at(text, "{{summary}}", 3)
+    hover = await client.text_document_hover_async(lsp.HoverParams(doc(uri), pos))
+    assert "written by `summarize`" in hover.contents.value
+
+
+@pytest.mark.asyncio
+async def test_definition_and_references_of_a_node(client: LanguageClient) -> None:
+    text = (EXAMPLES / "weekly-review.forge").read_text()
+    uri, _ = await open_doc(client, "weekly-review.forge", text)
+    edge = at(text, "else skip", 5)
+    (loc,) = await client.text_document_definition_async(lsp.DefinitionParams(doc(uri), edge))
+    assert loc.range.start == at(text, "skip: lastIndex")
+    refs = await client.text_document_references_async(
+        lsp.ReferenceParams(
+            text_document=doc(uri),
+            position=edge,
+            context=lsp.ReferenceContext(include_declaration=True),
+        )
+    )
+    assert len(refs) == 3  # two `else skip` edges and the node itself
+
+
+@pytest.mark.asyncio
+async def test_definition_and_references_of_a_variable(client: LanguageClient) -> None:
+    text = (EXAMPLES / "weekly-review.forge").read_text()
+    uri, _ = await open_doc(client, "weekly-review.forge", text)
+    read = at(text, "$tasks.items", 2)
+    (loc,) = await client.text_document_definition_async(lsp.DefinitionParams(doc(uri), read))
+    assert loc.range.start == at(text, "tasks = call")
+    refs = await client.text_document_references_async(
+        lsp.ReferenceParams(
+            text_document=doc(uri),
+            position=at(text, "overdue = []"),
+            context=lsp.ReferenceContext(include_declaration=False),
+        )
+    )
+    assert len(refs) == 2  # {{overdue}} in `keep` and in `file`
+
+
+@pytest.mark.asyncio
+async def test_document_symbols_nest_loop_bodies(client: LanguageClient) -> None:
+    text = (EXAMPLES / "weekly-review.forge").read_text()
+    uri, _ = await open_doc(client, "weekly-review.forge", text)
+    symbols = await client.text_document_document_symbol_async(lsp.DocumentSymbolParams(doc(uri)))
+    names = [s.name for s in symbols]
+    assert names == ["fetch", "start", "scan", "file", "done"]
+    scan = symbols[2]
+    assert [c.name for c in scan.children] == ["dated", "check", "summarize", "keep", "skip"]
+
+
+# -- completion --------------------------------------------------------------------------------
+
+
+async def _labels(client: LanguageClient, uri: str, pos: lsp.Position) -> list[str]:
+    result = await client.text_document_completion_async(lsp.CompletionParams(doc(uri), pos))
+    items = result.items if isinstance(result, lsp.CompletionList) else result or []
+    return [i.label for i in items]
+
+
+@pytest.mark.asyncio
+async def test_completion_of_capabilities_nodes_and_variables(client: LanguageClient) -> None:
+    text = forge("    a: x = call tasks.list {} -> b\n    b: y = $x -> c\n    c: return $y\n")
+    uri, _ = await open_doc(client, "complete.forge", text)
+    caps = await _labels(client, uri, at(text, "tasks.list"))
+    assert "memory.access" in caps and "tasks.create" in caps  # the talon target's catalog
+    nodes = await _labels(client, uri, at(text, "-> b", 3))
+    assert set(nodes) >= {"a", "b", "c"}
+    variables = await _labels(client, uri, at(text, "$y", 1))
+    assert {"input", "x", "y"} <= set(variables)
+
+
+@pytest.mark.asyncio
+async def test_completion_of_node_fields_in_a_manifest(client: LanguageClient) -> None:
+    text = (EXAMPLES / "note-updater.talostool").read_text()
+    uri, _ = await open_doc(client, "note-updater.talostool", text)
+    pos = at(text, '"capability": ', 1)
+    labels = await _labels(client, uri, pos)
+    assert {"capability", "input", "retry", "compensation", "next"} <= set(labels)
+
+
+# -- code actions, formatting ---------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_did_you_mean_becomes_a_quick_fix(client: LanguageClient) -> None:
+    text = forge("    a: x = 1 -> doen\n    done: return $x\n")
+    uri, diags = await open_doc(client, "fix.forge", text)
+    actions = await client.text_document_code_action_async(
+        lsp.CodeActionParams(doc(uri), diags[0].range, lsp.CodeActionContext(diagnostics=diags))
+    )
+    fix = next(a for a in actions if a.kind == lsp.CodeActionKind.QuickFix)
+    (edit,) = fix.edit.changes[uri]
+    assert edit.new_text == "done" and edit.range == diags[0].range
+
+
+@pytest.mark.asyncio
+async def test_a_missing_state_field_can_be_declared(client: LanguageClient) -> None:
+    text = forge("    a: state.count = 1 -> b\n    b: return 1\n")
+    uri, diags = await open_doc(client, "state.forge", text)
+    actions = await client.text_document_code_action_async(
+        lsp.CodeActionParams(doc(uri), diags[0].range, lsp.CodeActionContext(diagnostics=diags))
+    )
+    titles = [a.title for a in actions]
+    fix = next((a for a in actions if "state field" in a.title or "Declare" in a.title), None)
+    assert fix is not None, titles
+    (edit,) = fix.edit.changes[uri]
+    assert "state" in edit.new_text and "count" in edit.new_text
+
+
+@pytest.mark.asyncio
+async def test_convert_to_the_other_form(client: LanguageClient) -> None:
+    text = (EXAMPLES / "task-triage.forge").read_text()
+    uri, _ = await open_doc(client, "task-triage.forge", text)
+    actions = await client.text_document_code_action_async(
+        lsp.CodeActionParams(
+            doc(uri),
+            lsp.Range(lsp.Position(0, 0), lsp.Position(0, 0)),
+            lsp.CodeActionContext(diagnostics=[]),
+        )
+    )
+    convert = next(a for a in actions if a.title == "Convert this file to .talostool")
+    create, content = convert.edit.document_changes
+    assert create.uri.endswith("task-triage.talostool")
+    assert content.edits[0].new_text == (EXAMPLES / "task-triage.talostool").read_text()
+
+
+@pytest.mark.asyncio
+async def test_formatting_gives_the_canonical_text(client: LanguageClient) -> None:
+    canonical = (EXAMPLES / "task-triage.forge").read_text()
+    messy = canonical.replace("  version 1", "version    1").replace("\n\n", "\n")
+    uri, _ = await open_doc(client, "messy.forge", messy)
+    edits = await client.text_document_formatting_async(
+        lsp.DocumentFormattingParams(
+            doc(uri), lsp.FormattingOptions(tab_size=2, insert_spaces=True)
+        )
+    )
+    (edit,) = edits
+    assert edit.new_text == canonical
