@@ -276,7 +276,7 @@ def reference_run(
     def store(target: str | None, value: Any) -> None:
         assert target
         if target.startswith("state."):
-            env["state"][target[6:]] = value
+            env["state"] = {**env["state"], target[6:]: value}
         else:
             env[target] = value
 

@@ -594,3 +594,21 @@ def test_the_static_bound_holds_for_every_valid_input(name: str, mood: str, tags
     assert result.ok, result.error
     assert len(orjson.dumps(result.output)) <= bound
     assert len(orjson.dumps(result.output[0])) <= bound
+
+
+def test_a_variable_that_read_the_state_keeps_what_it_read() -> None:
+    # values never change in place: writing state.s after `snap = $state` leaves snap alone
+    state = {"fields": {"s": {"type": "string"}}, "maxBytes": 100}
+    m = manifest(
+        [
+            setn("a", "state.s", "one", "snap"),
+            setn("snap", "snap", ref("state"), "b"),
+            setn("b", "state.s", "two", "r"),
+            ret([ref("snap"), ref("state")]),
+        ],
+        state=state,
+    )
+    h = MemoryHost()
+    result = go(m, h=h)
+    assert result.output == [{"s": "one"}, {"s": "two"}]
+    assert h.states["test-tool"] == {"s": "two"} and result.state == {"s": "two"}

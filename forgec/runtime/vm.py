@@ -527,7 +527,9 @@ class _Run:
                     push(arg(env))
                 elif op == _STORE:
                     if arg[0]:
-                        state[arg[1]] = pop()
+                        # a new state object, so a variable that read `$state` before
+                        # keeps the value it read (JSON values never change in place)
+                        state = env["state"] = {**state, arg[1]: pop()}
                     else:
                         env[arg[1]] = pop()
                 elif op == _CALL:
@@ -576,6 +578,7 @@ class _Run:
             raise
         finally:
             self.transitions = transitions
+            self.state = state
 
     def _call(self, site: _CallSite, input: Any) -> Any:
         input = _normalize(input, RESULT_LIMIT, "RUN_CAPABILITY_FAILED", "the step's input")
