@@ -232,6 +232,8 @@ def test_returning_and_templating_the_shared_list(tmp_path: Path) -> None:
 
 
 def test_doubling_in_a_loop_and_accumulating_across_two_loops(tmp_path: Path) -> None:
+    # a body may not hold a foreach (SPEC §4), so "nested loops" is two loops in a row, the
+    # second growing what the first built
     items = list(range(100))
     loop = {
         "id": "grow",
