@@ -100,17 +100,28 @@ def test_install_keeps_version_off_with_hash_manifest_and_program(store: Store) 
     assert stored.marks.risk == "R1"
     from forgec import __version__
 
-    assert stored.hash == content_hash(stored.manifest, stored.program, __version__)
+    assert stored.hash == content_hash(
+        stored.manifest,
+        stored.program,
+        __version__,
+        target=stored.target,
+        marks=stored.marks.to_json(),
+        effects=stored.effects,
+    )
     assert stored.hash.startswith("sha256:") and len(stored.hash) == 71
 
 
-def test_hash_depends_on_manifest_program_and_version() -> None:
+def test_hash_depends_on_manifest_program_target_and_version() -> None:
     m, p = {"id": "a"}, {"ops": [1]}
-    base = content_hash(m, p, "0.1.0")
-    assert base == content_hash(copy.deepcopy(m), copy.deepcopy(p), "0.1.0")
-    assert base != content_hash({"id": "b"}, p, "0.1.0")
-    assert base != content_hash(m, {"ops": [2]}, "0.1.0")
-    assert base != content_hash(m, p, "0.1.1")
+    kw: dict[str, Any] = {"target": "talos", "marks": {"risk": "R1"}, "effects": {}}
+    base = content_hash(m, p, "0.1.0", **kw)
+    assert base == content_hash(copy.deepcopy(m), copy.deepcopy(p), "0.1.0", **kw)
+    assert base != content_hash({"id": "b"}, p, "0.1.0", **kw)
+    assert base != content_hash(m, {"ops": [2]}, "0.1.0", **kw)
+    assert base != content_hash(m, p, "0.1.1", **kw)
+    assert base != content_hash(m, p, "0.1.0", **{**kw, "target": "talon"})
+    assert base != content_hash(m, p, "0.1.0", **{**kw, "marks": {"risk": "R0"}})
+    assert base != content_hash(m, p, "0.1.0", **kw, author="model")
 
 
 def test_check_errors_install_nothing_and_list_every_issue(store: Store) -> None:
@@ -207,7 +218,11 @@ def test_first_enable_needs_consent(store: Store) -> None:
     install(store, 1, None, "tasks.list")
     status = store.consent_status("demo.tool")
     assert status.needed and status.reason == "first"
-    assert status.growth == {"powers": ["Read"], "risk": ["R0 -> R1"]}
+    assert status.growth == {
+        "powers": ["Read"],
+        "risk": ["R0 -> R1"],
+        "operations": ["tasks.list"],
+    }
     with pytest.raises(ConsentRequired, match="needs your consent"):
         store.enable("demo.tool")
     assert not store.tool("demo.tool").enabled
@@ -233,7 +248,11 @@ def test_upgrade_that_grows_asks_again_and_says_what_grew(store: Store) -> None:
     install(store, 2, 1, "tasks.list", "memory.create")
     status = store.consent_status("demo.tool")
     assert status.needed and status.reason == "grown"
-    assert status.growth == {"powers": ["Write"], "risk": ["R1 -> R3"]}
+    assert status.growth == {
+        "powers": ["Write"],
+        "risk": ["R1 -> R3"],
+        "operations": ["memory.create"],
+    }
     with pytest.raises(ConsentRequired) as info:
         store.enable("demo.tool")
     assert "powers: Write" in str(info.value) and "risk: R1 -> R3" in str(info.value)

@@ -1,12 +1,13 @@
-"""`forgec tools install|list|versions|show|enable|disable|rollback|run`: the tool store (§9).
+"""`forgec tools install|list|versions|show|enable|disable|rollback|run|review|accept|reject`.
 
-A person's side of the Tool Forge: import a tool (checked, stored off), see what is installed,
-read a version's consent card, turn it on (asking consent when needed, and saying exactly what
-grew since the version they agreed to), turn it off, roll back, and run the current version.
+A person's side of the Tool Forge (SPEC §9, §14): import a tool (checked, stored off), see what
+is installed, read a version's consent card, turn it on (asking consent when needed, and saying
+exactly what changed since the version they agreed to), turn it off, roll back, run the current
+version, and decide on the versions a model proposed (review, accept, reject).
 
 Exit status: 0 done; 1 the input has errors, a refusal (consent not given, nothing to roll back
-to, tool off) or a failed run; 2 bad usage, an unreadable file, an unknown tool or a store file
-that cannot be used.
+to, tool off, not a proposal) or a failed run; 2 bad usage, an unreadable file, an unknown tool,
+a store file that cannot be used, or a stored version changed outside forgec or damaged.
 """
 
 from __future__ import annotations
@@ -63,6 +64,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
             sp.add_argument("--yes", action="store_true", help="consent without asking")
         sp.set_defaults(handler=globals()[handler])
 
+    rev = sub.add_parser("review", help="a proposed version beside the current one")
+    rev.add_argument("tool", metavar="ID", help="the tool id, or dynamic:<id>")
+    rev.add_argument(
+        "--version", dest="tool_version", type=int, default=None, help="default: the latest"
+    )
+    _store_options(rev)
+    rev.set_defaults(handler=cmd_review)
+    for name, helptext, handler in (
+        ("accept", "make a proposed version current (off)", "cmd_accept"),
+        ("reject", "reject a proposed version (kept, never current)", "cmd_reject"),
+    ):
+        sp = sub.add_parser(name, help=helptext)
+        sp.add_argument("tool", metavar="ID", help="the tool id, or dynamic:<id>")
+        sp.add_argument("tool_version", metavar="N", type=int, help="the proposed version")
+        _store_options(sp)
+        sp.set_defaults(handler=globals()[handler])
+
     run = sub.add_parser("run", help="run the current version of an enabled tool")
     run.add_argument("tool", metavar="ID", help="the tool id, or dynamic:<id>")
     _store_options(run)
@@ -103,15 +121,16 @@ def _fail(message: str, code: int = 1) -> int:
 
 
 def _guard(fn: Any) -> Any:
-    """Store refusals become one line on stderr: unknown tool → 2, any other refusal → 1."""
+    """Store refusals become one line on stderr: unknown tool or a changed/damaged stored
+    version → 2, any other refusal → 1."""
 
     def wrapped(args: argparse.Namespace) -> int:
         from forgec.cli import UsageError
-        from forgec.store import StoreError, ToolNotFound
+        from forgec.store import StoreDamaged, StoreError, ToolNotFound
 
         try:
             return int(fn(args))
-        except ToolNotFound as exc:
+        except (ToolNotFound, StoreDamaged) as exc:
             raise UsageError(str(exc)) from None
         except StoreError as exc:
             return _fail(f"error: {exc}")
@@ -152,20 +171,30 @@ def cmd_install(args: argparse.Namespace) -> int:
 
 @_guard
 def cmd_list(args: argparse.Namespace) -> int:
+    problems: list[str] = []
     with _open(args) as store:
-        tools = store.tools()
+        # a changed or damaged tool is left out and named on stderr; the rest still lists
+        tools = store.tools(on_problem=problems.append)
+    for problem in problems:
+        print(f"forgec: error: {problem}", file=sys.stderr)
+    done = 2 if problems else 0
     if args.format == "json":
         emit_json([t.to_json() for t in tools])
-        return 0
+        return done
     if not tools:
         print("no tools installed")
-        return 0
+        return done
     rows = [("NAME", "VERSION", "STATE", "RISK", "POWERS")]
     rows += [
         (
             t.name,
             f"v{t.version}"
-            + (f" (latest v{t.latest_version})" if t.latest_version != t.version else ""),
+            + (
+                f" (latest v{t.latest_version})"
+                if t.latest_version != t.version and t.latest_version not in t.proposed
+                else ""
+            )
+            + (f" (proposed: {', '.join(f'v{n}' for n in t.proposed)})" if t.proposed else ""),
             "on" if t.enabled else "off",
             t.risk,
             ", ".join(t.powers) or "-",
@@ -175,69 +204,114 @@ def cmd_list(args: argparse.Namespace) -> int:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
-    return 0
+    if any(t.proposed for t in tools):
+        print("a model proposed new versions: `forgec tools review ID` to see them")
+    return done
 
 
 @_guard
 def cmd_versions(args: argparse.Namespace) -> int:
+    from forgec.store import normalize_id
+
     with _open(args) as store:
-        name = store.tool(args.tool).name
+        name = f"dynamic:{normalize_id(args.tool)}"
         versions = store.versions(args.tool)
+    problems = [v.problem for v in versions if v.problem]
+    for problem in problems:
+        print(f"forgec: error: {problem}", file=sys.stderr)
+    done = 2 if problems else 0
     if args.format == "json":
         emit_json([v.to_json() for v in versions])
-        return 0
+        return done
     print(f"{name}:")
     for v in reversed(versions):
         parent = "-" if v.parent_version is None else f"v{v.parent_version}"
         mark = "*" if v.current else " "
         consent = v.consent or "no consent"
+        author = "model" + (f" ({v.author_name})" if v.author_name else "")
+        by = author if v.author == "model" else "person"
+        state = "" if v.status in ("current", "previous") else f"  {v.status.upper()}"
+        damaged = "  CHANGED OUTSIDE FORGEC" if v.problem else ""
         print(
-            f" {mark} v{v.version}  parent {parent}  {v.hash[:19]}…  "
-            f"installed {v.installed_at}  {consent}"
+            f" {mark} v{v.version}  parent {parent}  {v.hash[:19]}…  by {by}  "
+            f"installed {v.installed_at}  {consent}{state}{damaged}"
         )
     print("(* current)")
-    return 0
+    return done
 
 
 def _show_json(stored: Any, status: Any) -> dict[str, Any]:
     from forgec.render.consent import consent_card_json
 
     return {
-        "card": consent_card_json(stored.manifest, stored.marks),
+        "card": consent_card_json(stored.manifest, stored.marks, author=stored.author_words),
         "version": stored.version,
         "current": stored.current,
         "enabled": stored.enabled,
         "hash": stored.hash,
         "target": stored.target,
+        "author": stored.author,
+        "authorName": stored.author_name,
+        "status": _status_word(stored),
+        "effects": stored.effects,
         "consent": status.to_json(),
     }
 
 
-def _growth_lines(status: Any) -> list[str]:
-    words = {"powers": "new powers", "risk": "risk", "network": "new hosts", "labels": "new labels"}
-    return [f"  {words.get(k, k)}: {', '.join(v)}" for k, v in status.growth.items()]
+def _status_word(stored: Any) -> str:
+    if stored.current:
+        return "current"
+    return stored.status if stored.status in ("proposed", "rejected") else "previous"
+
+
+def _card(stored: Any) -> str:
+    from forgec.render.consent import render_consent_card
+
+    return render_consent_card(stored.manifest, stored.marks, author=stored.author_words)
+
+
+# how each kind of change is named to a person (keys of `ConsentStatus.growth`)
+GROWTH_WORDS = {
+    "powers": "new powers",
+    "risk": "risk",
+    "network": "new hosts",
+    "labels": "new labels",
+    "operations": "new operations",
+    "credentials": "new credentials",
+    "flows": "new data flows",
+    "triggers": "new triggers",
+    "model": "model",
+}
+
+
+def _growth_lines(growth: Any) -> list[str]:
+    if hasattr(growth, "growth"):
+        growth = growth.growth
+    return [f"  {GROWTH_WORDS.get(k, k)}: {', '.join(v)}" for k, v in growth.items()]
 
 
 @_guard
 def cmd_show(args: argparse.Namespace) -> int:
-    from forgec.render.consent import render_consent_card
-
     with _open(args) as store:
         stored = store.get(args.tool, args.tool_version)
         status = store.consent_status(args.tool, stored.version)
     if args.format == "json":
         emit_json(_show_json(stored, status))
         return 0
-    print(render_consent_card(stored.manifest, stored.marks))
+    print(_card(stored))
     state = "on" if stored.enabled else "off"
-    where = "current" if stored.current else "not current"
+    where = {"current": "current", "proposed": "proposed by a model, not current"}.get(
+        _status_word(stored), f"{_status_word(stored)}, not current"
+    )
     print(f"version {stored.version} ({where}, {state}), {stored.hash}")
     if status.always_asks:
         print("consent: asked before every run (R4), never remembered")
     elif status.needed:
         print("consent: needed before it can be turned on")
         lines = _growth_lines(status)
-        if status.reason == "grown" and lines:
+        if status.reason == "author":
+            print(f"  written by {stored.author_words}: it never inherits consent")
+        if status.reason in ("grown", "author") and status.basis is not None and lines:
             print(f"  more than version {status.basis}, which you agreed to:")
             print("\n".join("  " + line for line in lines))
     else:
@@ -254,8 +328,6 @@ def _ask(question: str) -> bool:
 
 @_guard
 def cmd_enable(args: argparse.Namespace) -> int:
-    from forgec.render.consent import render_consent_card
-
     with _open(args) as store:
         stored = store.get(args.tool)
         status = store.consent_status(stored.tool_id)
@@ -263,8 +335,20 @@ def cmd_enable(args: argparse.Namespace) -> int:
         if status.needed:
             # what the person is agreeing to goes to stderr so --format json stays parseable
             out = sys.stderr
-            print(render_consent_card(stored.manifest, stored.marks), file=out)
-            if status.reason == "grown":
+            print(_card(stored), file=out)
+            if status.reason == "author":
+                print(
+                    f"{stored.name} v{stored.version} was written by {stored.author_words}; "
+                    "it needs your own consent"
+                    + (
+                        f". Compared with v{status.basis}, which you agreed to:"
+                        if status.basis is not None
+                        else ":"
+                    ),
+                    file=out,
+                )
+                print("\n".join(_growth_lines(status)) or "  nothing new", file=out)
+            elif status.reason == "grown":
                 print(
                     f"{stored.name} v{stored.version} may do more than v{status.basis}, "
                     "which you agreed to:",
@@ -304,28 +388,119 @@ def cmd_enable(args: argparse.Namespace) -> int:
 
 
 @_guard
+def cmd_review(args: argparse.Namespace) -> int:
+    from forgec.store import StoreError
+    from forgec.store import effects as fx
+    from forgec.store.core import growth_between
+
+    with _open(args) as store:
+        wanted = args.tool_version
+        if wanted is None:
+            proposals = store.proposals(args.tool)
+            if not proposals:
+                raise StoreError(f"dynamic:{store.tool(args.tool).id} has no proposed version")
+            wanted = proposals[-1]
+        proposal = store.get(args.tool, wanted)
+        current = store.get(args.tool)
+        status = store.consent_status(args.tool, proposal.version)
+    added = growth_between(proposal, current)
+    gone = fx.removed(proposal.effects, current.effects)
+    if args.format == "json":
+        emit_json(
+            {
+                "current": _show_json(current, _shown_only(current)),
+                "proposal": _show_json(proposal, status),
+                "changes": {"added": added, "removed": gone},
+            }
+        )
+        return 0
+    print(f"current: v{current.version} ({'on' if current.enabled else 'off'})")
+    print(_card(current))
+    print()
+    print(f"proposal: v{proposal.version} ({_status_word(proposal)})")
+    print(_card(proposal))
+    print()
+    print(f"What v{proposal.version} changes, compared with v{current.version}:")
+    if added:
+        print("  adds (a reason to ask consent):")
+        print("\n".join("  " + line for line in _growth_lines(added)))
+    if gone:
+        print("  drops:")
+        print("\n".join(f"    {k}: {', '.join(v)}" for k, v in gone.items()))
+    if not added and not gone:
+        print("  no effect added or removed")
+    if proposal.status == "proposed":
+        print(
+            f"accept: `forgec tools accept {proposal.tool_id} {proposal.version}` (it becomes "
+            f"current, off); reject: `forgec tools reject {proposal.tool_id} {proposal.version}`"
+        )
+    return 0
+
+
+def _shown_only(stored: Any) -> Any:
+    """The consent part of the current version's JSON in a review: not asked, only shown."""
+    from forgec.store import ConsentStatus
+
+    return ConsentStatus(stored.tool_id, stored.version, needed=False, reason="shown")
+
+
+@_guard
+def cmd_accept(args: argparse.Namespace) -> int:
+    with _open(args) as store:
+        stored = store.accept(args.tool, args.tool_version)
+    if args.format == "json":
+        emit_json({"name": stored.name, "version": stored.version, "enabled": False})
+    else:
+        print(
+            f"{stored.name} v{stored.version} is current, and the tool is off; turn it on with "
+            f"`forgec tools enable {stored.tool_id}` (it asks your consent)"
+        )
+    return 0
+
+
+@_guard
+def cmd_reject(args: argparse.Namespace) -> int:
+    from forgec.store import normalize_id
+
+    with _open(args) as store:
+        store.reject(args.tool, args.tool_version)
+    name = f"dynamic:{normalize_id(args.tool)}"
+    if args.format == "json":
+        emit_json({"name": name, "version": args.tool_version, "status": "rejected"})
+    else:
+        print(f"{name} v{args.tool_version} is rejected; it is kept but never becomes current")
+    return 0
+
+
+@_guard
 def cmd_disable(args: argparse.Namespace) -> int:
+    from forgec.store import normalize_id
+
     with _open(args) as store:
         store.disable(args.tool)
-        summary = store.tool(args.tool)
+        version = store.versions(args.tool)
+    name = f"dynamic:{normalize_id(args.tool)}"
+    current = next((v.version for v in version if v.current), None)
     if args.format == "json":
-        emit_json({"name": summary.name, "version": summary.version, "enabled": False})
+        emit_json({"name": name, "version": current, "enabled": False})
     else:
-        print(f"{summary.name} v{summary.version} is off")
+        print(f"{name} v{current} is off")
     return 0
 
 
 @_guard
 def cmd_rollback(args: argparse.Namespace) -> int:
+    from forgec.store import normalize_id
+
     with _open(args) as store:
         version = store.rollback(args.tool)
-        summary = store.tool(args.tool)
+    tool_id = normalize_id(args.tool)
     if args.format == "json":
-        emit_json({"name": summary.name, "version": version, "enabled": False})
+        emit_json({"name": f"dynamic:{tool_id}", "version": version, "enabled": False})
     else:
         print(
-            f"{summary.name}: v{version} is current again, and the tool is off; turn it on "
-            f"with `forgec tools enable {summary.id}`"
+            f"dynamic:{tool_id}: v{version} is current again, and the tool is off; turn it on "
+            f"with `forgec tools enable {tool_id}`"
         )
     return 0
 

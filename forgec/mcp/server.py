@@ -354,7 +354,15 @@ class ForgeServer:
 
         try:
             with self._store() as store:
-                result = store.install(source, path=path, target=target)
+                # a model's version: of a new id it is installed off; of an id that has
+                # versions it is a proposal that only a person can accept (SPEC §14)
+                result = store.install(
+                    source,
+                    path=path,
+                    target=target,
+                    author="model",
+                    author_name=getattr(self.options, "persona", None),
+                )
         except StoreError as exc:
             return _refusal(f"tool_create failed: {exc}")
         report = result.to_json()
@@ -364,10 +372,16 @@ class ForgeServer:
             "ok": result.installed is not None,
             "name": name,
             "version": version,
+            "status": result.status,
             "enabled": False,
             "report": report,
         }
-        if result.installed:
+        if result.status == "proposed":
+            summary = (
+                f"{name} v{version} proposed, waiting for a person: it is not current and "
+                "changes nothing unless a person reviews and accepts it"
+            )
+        elif result.installed:
             summary = (
                 f"installed {name} v{version}, OFF: a person must review and turn it on "
                 f"(`forgec tools enable {result.installed[0]}`)"

@@ -19,9 +19,13 @@ RISK_WORDS = {
 }
 
 
-def consent_card_json(manifest: dict[str, Any], marks: Marks) -> dict[str, Any]:
+def consent_card_json(
+    manifest: dict[str, Any], marks: Marks, *, author: str | None = None
+) -> dict[str, Any]:
+    """AUTHOR: who wrote this version, in words ("a person", "a model (persona x)"), when the
+    card is of a stored version (§14); None for a file that is not stored."""
     creds = manifest.get("credentialRequirements") or []
-    return {
+    card = {
         "name": f"dynamic:{manifest.get('id')}",
         "title": manifest.get("title"),
         "description": manifest.get("description"),
@@ -41,12 +45,18 @@ def consent_card_json(manifest: dict[str, Any], marks: Marks) -> dict[str, Any]:
         "model": marks.model.to_json() if marks.model else None,
         "undoable": marks.compensated,
     }
+    if author is not None:
+        card["author"] = author
+    return card
 
 
-def render_consent_card(manifest: dict[str, Any], marks: Marks) -> str:
-    card = consent_card_json(manifest, marks)
+def render_consent_card(
+    manifest: dict[str, Any], marks: Marks, *, author: str | None = None
+) -> str:
+    card = consent_card_json(manifest, marks, author=author)
     rows: list[tuple[str, str]] = [
         ("Tool", f"{card['name']} v{card['version']}"),
+        *([("Author", str(author))] if author else []),
         ("Risk", f"{card['risk']} — {card['riskMeaning']}"),
         ("Can", ", ".join(card["powers"]) or "nothing beyond computing a result"),
         ("Calls", ", ".join(card["capabilities"]) or "no capability"),

@@ -13,10 +13,10 @@ from forgec.store.core import (
     ToolNotFound,
     ToolSummary,
     VersionInfo,
-    content_hash,
     default_store_path,
     normalize_id,
 )
+from forgec.store.integrity import StoreDamaged, content_hash
 from forgec.store.schema import SCHEMA_VERSION, StoreError
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "ConsentStatus",
     "InstallResult",
     "Store",
+    "StoreDamaged",
     "StoreError",
     "StoredVersion",
     "ToolNotFound",

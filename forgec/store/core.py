@@ -1,30 +1,37 @@
-"""The installed-tools store: install, list, enable, disable, roll back, and consent (SPEC §9).
+"""The installed-tools store: install, list, enable, disable, roll back, and consent (SPEC §9, §14).
 
 Rules, in the order a person meets them:
 - **Install** runs the full check, lowers the manifest to a Program, and only then writes. Any
   error — from the check or from the store's own version rules — writes nothing, and the report
   lists every issue (the store's refusals are `FORGE_VERSION` diagnostics at `/version` or
-  `/parentVersion`). An installed version becomes current and is **off**.
-- **Versions**: the first version of a tool has `parentVersion: null`; every later one names the
-  latest stored version as its parent and has a higher number. Nothing is ever deleted, so a
-  version number is never reused, even after a rollback.
-- **Rollback** makes the highest stored version below the current one current and turns the
-  tool off; at the first version it is refused.
-- **Consent** is recorded per tool version, with the marks it was given for. Enabling a version
-  needs consent unless (a) that version already has it, or (b) the consent most recently
-  recorded for the tool covers it — its powers, risk, hosts and labels do not grow
-  (`Marks.growth_over`) — in which case it is carried over and recorded as such. An R4 tool's
-  consent is never recorded: enabling it asks, and so does every run.
+  `/parentVersion`). Every version records its **author**: `person` (the CLI, the Python API)
+  or `model` (`tool_create`, with the persona's name when known).
+- A person's version, and a model's first version of a new id, become current and **off**.
+  A model's version of an id that already has versions is a **proposal**: stored, never current
+  by itself; the current version stays exactly as it was, on or off. A person `accept`s it
+  (current, off) or `reject`s it (kept, never current).
+- **Versions**: the first version of a tool has `parentVersion: null`; every later one —
+  proposals included — names the latest stored version as its parent and has a higher number.
+  Nothing is ever deleted, so a version number is never reused. The refusals a model reads say
+  what is wrong with its own numbers, never which numbers the store holds.
+- **Rollback** makes the highest stored, non-proposed, non-rejected version below the current
+  one current and turns the tool off; at the first version it is refused.
+- **Consent** is recorded per tool version and bound to its content hash. Enabling a version
+  needs consent unless (a) that version, with this hash, already has it, or (b) its author is a
+  person and its effects (`forgec.store.effects`) and marks do not grow over those of the
+  version most recently consented to — then the consent is carried and recorded as such. A
+  model's version never inherits consent. An R4 tool's consent is never recorded: enabling it
+  asks, and so does every run.
+- **Integrity**: every read that could lead to running, enabling, showing or serving a version
+  recomputes its hash (`forgec.store.integrity`); a changed or damaged row is `StoreDamaged`.
 
 Every operation is one `BEGIN IMMEDIATE` transaction; SQLite's journal makes a crash at any
-point leave the store as it was before the operation. The content hash of a version is
-`sha256("forgec-store/1" NUL manifest NUL program NUL forgec-version)`, where manifest and
-program are their compact JSON bytes (the manifest in canonical order).
+point leave the store as it was before the operation. Listing is one query (a JOIN), so it is
+linear in the number of tools.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
 import sqlite3
 from collections.abc import Callable, Iterator
@@ -38,10 +45,22 @@ import orjson
 
 from forgec.ir.diagnostics import Diagnostic, make, sort_key
 from forgec.ir.marks import Marks
+from forgec.store import effects as fx
+from forgec.store.integrity import (
+    VERSION_COLUMNS,
+    StoreDamaged,
+    check_row,
+    dumps,
+    hash_texts,
+    legacy_hash,
+    loads,
+    manifest_text,
+)
 from forgec.store.schema import StoreError, connect
 
 _ID = re.compile(r"^[a-z0-9._-]{3,64}$")
-HASH_DOMAIN = b"forgec-store/1"
+AUTHORS = ("person", "model")
+ProblemHook = Callable[[str], None]
 
 
 class ToolNotFound(StoreError):
@@ -66,6 +85,7 @@ class ToolSummary:
     powers: tuple[str, ...]
     labels: tuple[str, ...]
     title: str
+    proposed: tuple[int, ...] = ()  # versions a model proposed, waiting for a person
 
     @property
     def name(self) -> str:
@@ -90,6 +110,10 @@ class VersionInfo:
     hash: str
     installed_at: str
     consent: str | None  # "granted" | "carried" | None
+    author: str = "person"
+    author_name: str | None = None
+    status: str = "previous"  # "current" | "proposed" | "rejected" | "previous"
+    problem: str | None = None  # why the row cannot be trusted (changed, damaged)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -97,29 +121,52 @@ class VersionInfo:
             "parentVersion": self.parent_version,
             "current": self.current,
             "hash": self.hash,
+            "author": self.author,
+            "authorName": self.author_name,
+            "status": self.status,
+            "intact": self.problem is None,
         }
 
 
 @attrs.frozen
 class StoredVersion:
-    """One installed version, everything needed to show it or run it."""
+    """One installed version, everything needed to show it or run it (its hash verified)."""
 
     tool_id: str
     version: int
     parent_version: int | None
     target: str
     manifest: dict[str, Any]
-    program: dict[str, Any]  # `forgec.runtime.Program.to_json()`
+    program_text: str  # `forgec.runtime.Program.to_json()` as stored (see `program`)
     marks: Marks
     hash: str
     forgec_version: str
     installed_at: str
     current: bool
     enabled: bool  # current and the tool is on
+    author: str = "person"
+    author_name: str | None = None
+    status: str = "stored"  # the stored column: "stored" | "proposed" | "rejected"
+    effects: dict[str, Any] = attrs.field(factory=dict)
 
     @property
     def name(self) -> str:
         return f"dynamic:{self.tool_id}"
+
+    @property
+    def program(self) -> dict[str, Any]:
+        """The lowered Program's JSON. Parsed when asked, not when listed: serving a thousand
+        tools reads no Program (the hash over its text is verified either way)."""
+        value = loads(self.tool_id, self.version, "Program", self.program_text)
+        if not isinstance(value, dict):
+            raise StoreDamaged(f"the stored version of {self.name} v{self.version} is damaged")
+        return value
+
+    @property
+    def author_words(self) -> str:
+        if self.author == "model":
+            return f"a model (persona {self.author_name})" if self.author_name else "a model"
+        return "a person"
 
 
 @attrs.frozen
@@ -127,8 +174,9 @@ class ConsentStatus:
     """Whether turning a version on (or running it) needs a person to say yes, and why.
 
     `reason`: "first" (no consent on record), "grown" (more than the consent on record covers;
-    `growth` says exactly what), "always" (R4: asked every time), or "covered" (no need:
-    `basis` is the version whose consent covers it).
+    `growth` says exactly what), "author" (a model wrote it: it never inherits consent; `growth`
+    is what it adds over the consent on record, or everything), "always" (R4: asked every
+    time), or "covered" (no need: `basis` is the version whose consent covers it).
     """
 
     tool_id: str
@@ -155,6 +203,7 @@ class ConsentStatus:
 class InstallResult:
     report: Any  # forgec.api.Report, with the store's own refusals added
     installed: tuple[str, int] | None  # (id, version) when written
+    status: str | None = None  # "installed" (current, off) | "proposed" | None (not written)
 
     @property
     def ok(self) -> bool:
@@ -191,21 +240,6 @@ def normalize_id(tool: str) -> str:
     return tool_id
 
 
-def content_hash(manifest: dict[str, Any], program: dict[str, Any], forgec_version: str) -> str:
-    from forgec.frontend.canonical import canonical_manifest
-
-    digest = hashlib.sha256()
-    for part in (
-        HASH_DOMAIN,
-        orjson.dumps(canonical_manifest(manifest)),
-        orjson.dumps(program),
-        forgec_version.encode(),
-    ):
-        digest.update(part)
-        digest.update(b"\0")
-    return "sha256:" + digest.hexdigest()
-
-
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
@@ -222,6 +256,9 @@ def _default_lowerer(report: Any) -> Any:
     return lower_report(report)
 
 
+_VCOLS = ", ".join(f"v.{c}" for c in VERSION_COLUMNS)
+
+
 class Store:
     """A tool store on one SQLite file. Use as a context manager, or call `close()`."""
 
@@ -234,10 +271,10 @@ class Store:
         fault_hook: FaultHook | None = None,
     ) -> None:
         self.path = Path(path) if path is not None else default_store_path()
-        self._conn = connect(self.path)
         self._check = checker or _default_checker
         self._lower = lowerer or _default_lowerer
         self._fault = fault_hook
+        self._conn = connect(self.path, fill=self._fill_schema_1)
 
     def close(self) -> None:
         self._conn.close()
@@ -283,12 +320,66 @@ class Store:
         except sqlite3.Error as exc:
             raise StoreError(f"{self.path}: could not read the tool store: {exc}") from None
 
+    # -- schema 1 -> 2 --------------------------------------------------------------------
+
+    def _fill_schema_1(self, conn: sqlite3.Connection) -> None:
+        """Give every schema-1 version its effects and the new hash — only when its old hash
+        still matches: a row changed before the upgrade keeps a hash that will not match."""
+        rows = conn.execute(
+            "SELECT tool_id, version, target, manifest, program, marks, hash, forgec_version"
+            " FROM versions"
+        ).fetchall()
+        for tool_id, version, target, manifest, program, marks, old, fv in rows:
+            if not all(isinstance(x, str) for x in (target, manifest, program, marks, old, fv)):
+                continue
+            effects = dumps(self._legacy_effects(manifest, marks, target))
+            intact = legacy_hash(manifest, program, fv) == old
+            digest = (
+                hash_texts(manifest, program, target, fv, marks, effects, "person")
+                if intact
+                else old
+            )
+            conn.execute(
+                "UPDATE versions SET effects = ?, hash = ? WHERE tool_id = ? AND version = ?",
+                (effects, digest, tool_id, version),
+            )
+            if intact:
+                conn.execute(
+                    "UPDATE consents SET hash = ? WHERE tool_id = ? AND version = ?",
+                    (digest, tool_id, version),
+                )
+
+    def _legacy_effects(self, manifest: str, marks: str, target: str) -> dict[str, Any]:
+        try:
+            report = self._check(manifest.encode(), path=None, target=target)
+            if report.ir is not None and report.facts is not None:
+                return fx.effects_from_report(report, target)
+        except Exception:  # an old row forgec can no longer check: take the widest effects
+            pass
+        try:
+            return fx.effects_from_marks(
+                Marks.from_json(orjson.loads(marks)), orjson.loads(manifest)
+            )
+        except Exception:  # unreadable: it will not verify anyway
+            return {}
+
     # -- install --------------------------------------------------------------------------
 
     def install(
-        self, source: str | bytes, *, path: str | None = None, target: str = "talos"
+        self,
+        source: str | bytes,
+        *,
+        path: str | None = None,
+        target: str = "talos",
+        author: str = "person",
+        author_name: str | None = None,
     ) -> InstallResult:
-        """Check, lower and store a new version, off. With any issue, nothing is written."""
+        """Check, lower and store a new version. With any issue, nothing is written.
+
+        A person's version becomes current and off; so does a model's first version of an id.
+        A model's version of an id that has versions is stored as a proposal."""
+        if author not in AUTHORS:
+            raise ValueError(f"author must be one of {AUTHORS}, not {author!r}")
         report = self._check(source, path=path, target=target)
         ident = _identity(report)
         program_json: dict[str, Any] | None = None
@@ -298,162 +389,254 @@ class Store:
             except Exception as exc:  # a checked tool that cannot lower is a forgec bug
                 raise StoreError(f"cannot lower the checked tool (a forgec bug): {exc}") from exc
         with self._tx() as conn:
-            refusals = self._version_refusals(conn, ident) if ident else []
+            latest = self._latest(conn, ident) if ident else None
+            refusals = _version_refusals(ident, latest, coach=author == "person") if ident else []
             if refusals or program_json is None or not report.ok:
                 return InstallResult(report=_with(report, refusals), installed=None)
-            manifest = report.manifest
             tool_id, version, parent = ident  # type: ignore[misc]
             from forgec import __version__
 
-            digest = content_hash(manifest, program_json, __version__)
+            texts = (
+                manifest_text(report.manifest),
+                dumps(program_json),
+                target,
+                __version__,
+                dumps(report.marks.to_json()),
+                dumps(fx.effects_from_report(report, target)),
+                author,
+            )
+            digest = hash_texts(*texts)
+            proposal = author == "model" and latest is not None
             now = _now()
             self._write(
                 conn,
                 "versions",
                 "INSERT INTO versions (tool_id, version, parent_version, target, manifest,"
-                " program, marks, hash, forgec_version, installed_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " program, marks, hash, forgec_version, installed_at, author, author_name,"
+                " status, effects) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     tool_id,
                     version,
                     parent,
                     target,
-                    orjson.dumps(manifest).decode(),
-                    orjson.dumps(program_json).decode(),
-                    orjson.dumps(report.marks.to_json()).decode(),
+                    texts[0],
+                    texts[1],
+                    texts[4],
                     digest,
                     __version__,
                     now,
+                    author,
+                    author_name,
+                    "proposed" if proposal else "stored",
+                    texts[5],
                 ),
             )
-            self._write(
-                conn,
-                "tools",
-                "INSERT INTO tools (id, current_version, enabled, created_at, updated_at)"
-                " VALUES (?, ?, 0, ?, ?) ON CONFLICT (id) DO UPDATE SET"
-                " current_version = excluded.current_version, enabled = 0,"
-                " updated_at = excluded.updated_at",
-                (tool_id, version, now, now),
-            )
-        return InstallResult(report=report, installed=(tool_id, version))
+            if not proposal:
+                self._write(
+                    conn,
+                    "tools",
+                    "INSERT INTO tools (id, current_version, enabled, created_at, updated_at)"
+                    " VALUES (?, ?, 0, ?, ?) ON CONFLICT (id) DO UPDATE SET"
+                    " current_version = excluded.current_version, enabled = 0,"
+                    " updated_at = excluded.updated_at",
+                    (tool_id, version, now, now),
+                )
+        return InstallResult(
+            report=report,
+            installed=(tool_id, version),
+            status="proposed" if proposal else "installed",
+        )
 
-    def _version_refusals(
+    def _latest(
         self, conn: sqlite3.Connection, ident: tuple[str, int, int | None]
-    ) -> list[Diagnostic]:
-        tool_id, version, parent = ident
+    ) -> tuple[int, bool] | None:
+        """(the latest stored version, whether the manifest's number is stored) — None when
+        the id has no version."""
         row = conn.execute(
-            "SELECT max(version) FROM versions WHERE tool_id = ?", (tool_id,)
+            "SELECT max(version), max(version = ?) FROM versions WHERE tool_id = ?",
+            (ident[1], ident[0]),
         ).fetchone()
-        latest: int | None = row[0] if row else None
-        name = f"dynamic:{tool_id}"
-        out: list[Diagnostic] = []
-        if latest is None:
-            if parent is not None:
-                out.append(
-                    make(
-                        "FORGE_VERSION",
-                        "/parentVersion",
-                        f"parentVersion is {parent}, but no version of {name} is installed; "
-                        "the first version has parentVersion null",
-                    )
-                )
-            return out
-        if version <= latest:
-            exists = conn.execute(
-                "SELECT 1 FROM versions WHERE tool_id = ? AND version = ?", (tool_id, version)
-            ).fetchone()
-            what = "is already installed" if exists else "is not above the latest stored version"
+        return (int(row[0]), bool(row[1])) if row and row[0] is not None else None
+
+    # -- reading --------------------------------------------------------------------------
+
+    def _summaries(self, where: str, args: tuple[Any, ...]) -> list[Any]:
+        return self._read(
+            "SELECT t.id, t.current_version, t.enabled, "
+            + _VCOLS
+            + ", (SELECT max(version) FROM versions WHERE tool_id = t.id),"
+            " (SELECT group_concat(version) FROM versions"
+            "  WHERE tool_id = t.id AND status = 'proposed')"
+            " FROM tools t LEFT JOIN versions v"
+            " ON v.tool_id = t.id AND v.version = t.current_version " + where + " ORDER BY t.id",
+            args,
+        )
+
+    def tools(self, *, on_problem: ProblemHook | None = None) -> list[ToolSummary]:
+        """Every tool whose current version is intact. A changed or damaged one is left out and
+        ON_PROBLEM gets one line about it; without ON_PROBLEM it raises `StoreDamaged`."""
+        out = []
+        for row in self._summaries("", ()):
+            try:
+                out.append(_summary(row))
+            except StoreDamaged as exc:
+                if on_problem is None:
+                    raise
+                on_problem(str(exc))
+        return out
+
+    def tool(self, tool: str) -> ToolSummary:
+        tool_id = normalize_id(tool)
+        rows = self._summaries("WHERE t.id = ?", (tool_id,))
+        if not rows:
+            raise ToolNotFound(f"no tool dynamic:{tool_id} in the store {self.path}")
+        return _summary(rows[0])
+
+    def _tool_row(self, conn: sqlite3.Connection, tool_id: str) -> tuple[int, bool]:
+        """(current version, enabled) without reading the version: what disable, rollback,
+        accept and reject need, so a damaged version can still be turned off."""
+        row = conn.execute(
+            "SELECT current_version, enabled FROM tools WHERE id = ?", (tool_id,)
+        ).fetchone()
+        if row is None:
+            raise ToolNotFound(f"no tool dynamic:{tool_id} in the store {self.path}")
+        return int(row[0]), bool(row[1])
+
+    def versions(self, tool: str) -> list[VersionInfo]:
+        """Every stored version, each checked: a changed or damaged row has `problem` set."""
+        tool_id = normalize_id(tool)
+        current, _ = self._tool_row(self._conn, tool_id)
+        rows = self._read(
+            "SELECT " + _VCOLS + ", c.kind, c.hash FROM versions v"
+            " LEFT JOIN consents c ON c.tool_id = v.tool_id AND c.version = v.version"
+            " WHERE v.tool_id = ? ORDER BY v.version",
+            (tool_id,),
+        )
+        out = []
+        for row in rows:
+            fields = dict(zip(VERSION_COLUMNS, row, strict=False))
+            kind, consent_hash = row[len(VERSION_COLUMNS)], row[len(VERSION_COLUMNS) + 1]
+            problem = None
+            try:
+                check_row(tool_id, fields)
+            except StoreDamaged as exc:
+                problem = str(exc)
+            version = fields["version"]
             out.append(
-                make(
-                    "FORGE_VERSION",
-                    "/version",
-                    f"version {version} of {name} {what} (latest: {latest}); version numbers "
-                    "are never reused, even after a rollback",
-                    hint=f"use version {latest + 1} with parentVersion {latest}",
-                )
-            )
-        if parent != latest:
-            shown = "null" if parent is None else str(parent)
-            out.append(
-                make(
-                    "FORGE_VERSION",
-                    "/parentVersion",
-                    f"parentVersion must name the latest stored version of {name}, {latest} "
-                    f"(it is {shown})",
-                    hint=f"set parentVersion to {latest}",
+                VersionInfo(
+                    version=version,
+                    parent_version=fields["parent_version"],
+                    current=version == current,
+                    hash=str(fields["hash"]),
+                    installed_at=str(fields["installed_at"]),
+                    consent=kind if kind and consent_hash == fields["hash"] else None,
+                    author=str(fields["author"]),
+                    author_name=fields["author_name"],
+                    status=_status(fields["status"], version == current),
+                    problem=problem,
                 )
             )
         return out
 
-    # -- reading --------------------------------------------------------------------------
-
-    def tools(self) -> list[ToolSummary]:
-        rows = self._read(
-            "SELECT t.id, t.current_version, t.enabled, v.marks, v.manifest,"
-            " (SELECT max(version) FROM versions WHERE tool_id = t.id)"
-            " FROM tools t JOIN versions v ON v.tool_id = t.id AND v.version = t.current_version"
-            " ORDER BY t.id"
-        )
-        return [_summary(*row) for row in rows]
-
-    def tool(self, tool: str) -> ToolSummary:
-        tool_id = normalize_id(tool)
-        for summary in self.tools():
-            if summary.id == tool_id:
-                return summary
-        raise ToolNotFound(f"no tool dynamic:{tool_id} in the store {self.path}")
-
-    def versions(self, tool: str) -> list[VersionInfo]:
-        current = self.tool(tool)
-        rows = self._read(
-            "SELECT v.version, v.parent_version, v.hash, v.installed_at, c.kind FROM versions v"
-            " LEFT JOIN consents c ON c.tool_id = v.tool_id AND c.version = v.version"
-            " WHERE v.tool_id = ? ORDER BY v.version",
-            (current.id,),
-        )
-        return [
-            VersionInfo(
-                version=v,
-                parent_version=p,
-                current=v == current.version,
-                hash=h,
-                installed_at=at,
-                consent=kind,
-            )
-            for v, p, h, at, kind in rows
-        ]
-
     def get(self, tool: str, version: int | None = None) -> StoredVersion:
-        """A stored version (the current one when VERSION is None)."""
-        summary = self.tool(tool)
-        wanted = summary.version if version is None else version
+        """A stored version (the current one when VERSION is None), its hash verified."""
+        tool_id = normalize_id(tool)
+        current, enabled = self._tool_row(self._conn, tool_id)
+        wanted = current if version is None else version
         rows = self._read(
-            "SELECT version, parent_version, target, manifest, program, marks, hash,"
-            " forgec_version, installed_at FROM versions WHERE tool_id = ? AND version = ?",
-            (summary.id, wanted),
+            "SELECT " + _VCOLS + " FROM versions v WHERE v.tool_id = ? AND v.version = ?",
+            (tool_id, wanted),
         )
         if not rows:
-            raise ToolNotFound(f"{summary.name} has no version {wanted}")
-        v, parent, target, manifest, program, marks, digest, fv, at = rows[0]
-        current = v == summary.version
-        return StoredVersion(
-            tool_id=summary.id,
-            version=v,
-            parent_version=parent,
-            target=target,
-            manifest=orjson.loads(manifest),
-            program=orjson.loads(program),
-            marks=Marks.from_json(orjson.loads(marks)),
-            hash=digest,
-            forgec_version=fv,
-            installed_at=at,
-            current=current,
-            enabled=current and summary.enabled,
-        )
+            if version is None:
+                raise StoreDamaged(
+                    f"the tool store is damaged: the current version v{wanted} of "
+                    f"dynamic:{tool_id} is missing"
+                )
+            raise ToolNotFound(f"dynamic:{tool_id} has no version {wanted}")
+        return _decode(tool_id, dict(zip(VERSION_COLUMNS, rows[0], strict=True)), current, enabled)
 
-    def enabled_versions(self) -> list[StoredVersion]:
-        """The current version of every tool that is on (what the MCP server may list)."""
-        return [self.get(t.id) for t in self.tools() if t.enabled]
+    def enabled_versions(self, *, on_problem: ProblemHook | None = None) -> list[StoredVersion]:
+        """The current version of every tool that is on (what the MCP server may list): one
+        query. Only intact versions; ON_PROBLEM gets one line for each one left out."""
+        rows = self._read(
+            "SELECT t.id, t.current_version, " + _VCOLS + " FROM tools t"
+            " LEFT JOIN versions v ON v.tool_id = t.id AND v.version = t.current_version"
+            " WHERE t.enabled = 1 ORDER BY t.id"
+        )
+        out = []
+        for tool_id, current, *cols in rows:
+            try:
+                if cols[0] is None:
+                    raise StoreDamaged(
+                        f"the tool store is damaged: the current version v{current} of "
+                        f"dynamic:{tool_id} is missing"
+                    )
+                out.append(
+                    _decode(tool_id, dict(zip(VERSION_COLUMNS, cols, strict=True)), current, True)
+                )
+            except StoreDamaged as exc:
+                if on_problem is not None:
+                    on_problem(f"dynamic:{tool_id} left out: {exc}")
+        return out
+
+    # -- proposals ------------------------------------------------------------------------
+
+    def proposals(self, tool: str) -> list[int]:
+        """The versions of TOOL a model proposed and no person has accepted or rejected."""
+        tool_id = normalize_id(tool)
+        self._tool_row(self._conn, tool_id)
+        rows = self._read(
+            "SELECT version FROM versions WHERE tool_id = ? AND status = 'proposed'"
+            " ORDER BY version",
+            (tool_id,),
+        )
+        return [int(r[0]) for r in rows]
+
+    def accept(self, tool: str, version: int) -> StoredVersion:
+        """A person makes proposal VERSION current; the tool is turned off."""
+        tool_id = normalize_id(tool)
+        with self._tx() as conn:
+            self._must_be_proposal(tool_id, version)
+            stored = self.get(tool_id, version)
+            self._write(
+                conn,
+                "versions",
+                "UPDATE versions SET status = 'stored' WHERE tool_id = ? AND version = ?",
+                (tool_id, version),
+            )
+            self._write(
+                conn,
+                "tools",
+                "UPDATE tools SET current_version = ?, enabled = 0, updated_at = ? WHERE id = ?",
+                (version, _now(), tool_id),
+            )
+        return attrs.evolve(stored, current=True, enabled=False, status="stored")
+
+    def reject(self, tool: str, version: int) -> None:
+        """A person rejects proposal VERSION: kept, never current."""
+        tool_id = normalize_id(tool)
+        with self._tx() as conn:
+            self._must_be_proposal(tool_id, version)
+            self._write(
+                conn,
+                "versions",
+                "UPDATE versions SET status = 'rejected' WHERE tool_id = ? AND version = ?",
+                (tool_id, version),
+            )
+
+    def _must_be_proposal(self, tool_id: str, version: int) -> None:
+        self._tool_row(self._conn, tool_id)
+        rows = self._read(
+            "SELECT status FROM versions WHERE tool_id = ? AND version = ?", (tool_id, version)
+        )
+        if not rows:
+            raise ToolNotFound(f"dynamic:{tool_id} has no version {version}")
+        if rows[0][0] != "proposed":
+            was = {"rejected": "was rejected", "stored": "is not a proposal"}.get(
+                rows[0][0], "is not a proposal"
+            )
+            raise StoreError(f"dynamic:{tool_id} v{version} {was}; only a proposal can be decided")
 
     # -- consent --------------------------------------------------------------------------
 
@@ -461,32 +644,56 @@ class Store:
         stored = self.get(tool, version)
         return self._consent_status(self._conn, stored)
 
+    def _basis(self, conn: sqlite3.Connection, tool_id: str) -> StoredVersion | None:
+        """The version most recently consented to, when its row is intact and still the one
+        consented to (the consent's hash); else None, so nothing is carried."""
+        row = conn.execute(
+            "SELECT version, hash FROM consents WHERE tool_id = ? ORDER BY rowid DESC LIMIT 1",
+            (tool_id,),
+        ).fetchone()
+        if row is None:
+            return None
+        try:
+            basis = self.get(tool_id, int(row[0]))
+        except StoreError:
+            return None
+        return basis if basis.hash == row[1] else None
+
     def _consent_status(self, conn: sqlite3.Connection, stored: StoredVersion) -> ConsentStatus:
         tid, ver = stored.tool_id, stored.version
-        latest = conn.execute(
-            "SELECT version, marks FROM consents WHERE tool_id = ? ORDER BY rowid DESC LIMIT 1",
-            (stored.tool_id,),
-        ).fetchone()
+        basis = self._basis(conn, tid)
         growth: dict[str, list[str]] = {}
-        basis: int | None = None
-        if latest is not None:
-            basis = latest[0]
-            growth = stored.marks.growth_over(Marks.from_json(orjson.loads(latest[1])))
+        if basis is not None:
+            growth = growth_between(stored, basis)
         if stored.marks.always_asks:
             return ConsentStatus(
                 tid, ver, needed=True, reason="always", growth=growth, basis=None, always_asks=True
             )
-        own = conn.execute(
-            "SELECT 1 FROM consents WHERE tool_id = ? AND version = ?",
-            (stored.tool_id, stored.version),
-        ).fetchone()
-        if own is not None:
+        if self._own_consent(conn, stored):
             return ConsentStatus(tid, ver, needed=False, reason="covered", basis=stored.version)
-        if latest is None:
+        if stored.author != "person":
+            return ConsentStatus(
+                tid,
+                ver,
+                needed=True,
+                reason="author",
+                growth=growth if basis is not None else _everything(stored),
+                basis=basis.version if basis is not None else None,
+            )
+        if basis is None:
             return ConsentStatus(tid, ver, needed=True, reason="first", growth=_everything(stored))
         if growth:
-            return ConsentStatus(tid, ver, needed=True, reason="grown", growth=growth, basis=basis)
-        return ConsentStatus(tid, ver, needed=False, reason="covered", basis=basis)
+            return ConsentStatus(
+                tid, ver, needed=True, reason="grown", growth=growth, basis=basis.version
+            )
+        return ConsentStatus(tid, ver, needed=False, reason="covered", basis=basis.version)
+
+    def _own_consent(self, conn: sqlite3.Connection, stored: StoredVersion) -> bool:
+        row = conn.execute(
+            "SELECT 1 FROM consents WHERE tool_id = ? AND version = ? AND hash = ?",
+            (stored.tool_id, stored.version, stored.hash),
+        ).fetchone()
+        return row is not None
 
     def enable(self, tool: str, *, consent: bool = False) -> ConsentStatus:
         """Turn the current version on. Raises `ConsentRequired` when consent is needed and
@@ -497,20 +704,21 @@ class Store:
             status = self._consent_status(conn, stored)
             if status.needed and not consent:
                 raise ConsentRequired(_consent_message(stored, status), status)
-            if not status.always_asks and status.basis != stored.version:
+            if not status.always_asks and not self._own_consent(conn, stored):
                 kind = "granted" if status.needed else "carried"
                 self._write(
                     conn,
                     "consents",
-                    "INSERT INTO consents (tool_id, version, kind, carried_from, marks,"
-                    " granted_at) VALUES (?, ?, ?, ?, ?, ?)",
+                    "INSERT OR REPLACE INTO consents (tool_id, version, kind, carried_from,"
+                    " marks, granted_at, hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
                     (
                         tool_id,
                         stored.version,
                         kind,
                         status.basis if kind == "carried" else None,
-                        orjson.dumps(stored.marks.to_json()).decode(),
+                        dumps(stored.marks.to_json()),
                         _now(),
+                        stored.hash,
                     ),
                 )
             self._write(
@@ -524,7 +732,7 @@ class Store:
     def disable(self, tool: str) -> None:
         tool_id = normalize_id(tool)
         with self._tx() as conn:
-            self.tool(tool_id)
+            self._tool_row(conn, tool_id)
             self._write(
                 conn,
                 "tools",
@@ -533,18 +741,20 @@ class Store:
             )
 
     def rollback(self, tool: str) -> int:
-        """Make the previous stored version current and turn the tool off; returns it."""
+        """Make the previous stored version current and turn the tool off; returns it.
+        Proposals and rejected versions are never rolled back to."""
         tool_id = normalize_id(tool)
         with self._tx() as conn:
-            summary = self.tool(tool_id)
+            current, _ = self._tool_row(conn, tool_id)
             row = conn.execute(
-                "SELECT max(version) FROM versions WHERE tool_id = ? AND version < ?",
-                (tool_id, summary.version),
+                "SELECT max(version) FROM versions WHERE tool_id = ? AND version < ?"
+                " AND status = 'stored'",
+                (tool_id, current),
             ).fetchone()
             previous = row[0] if row else None
             if previous is None:
                 raise StoreError(
-                    f"{summary.name} is at its first version ({summary.version}); "
+                    f"dynamic:{tool_id} is at its first version ({current}); "
                     "there is no earlier version to roll back to"
                 )
             self._write(
@@ -556,48 +766,185 @@ class Store:
         return int(previous)
 
     def has_consent(self, tool: str, version: int | None = None) -> bool:
-        """Whether a version (the current one by default) may run without asking: its
-        consent is on record and it is not R4."""
+        """Whether a version (the current one by default) may run without asking: consent for
+        its very hash is on record and it is not R4."""
         stored = self.get(tool, version)
         if stored.marks.always_asks:
             return False
-        rows = self._read(
-            "SELECT 1 FROM consents WHERE tool_id = ? AND version = ?",
-            (stored.tool_id, stored.version),
+        return self._own_consent(self._conn, stored)
+
+
+def _status(column: Any, current: bool) -> str:
+    """What `versions` says of a version: current, proposed, rejected, or previous (any other
+    kept version: one that was current, or one a rollback left behind)."""
+    if current:
+        return "current"
+    return column if column in ("proposed", "rejected") else "previous"
+
+
+def _decode(tool_id: str, row: dict[str, Any], current: int, enabled: bool) -> StoredVersion:
+    check_row(tool_id, row)
+    v = row["version"]
+    manifest = loads(tool_id, v, "manifest", row["manifest"])
+    marks = loads(tool_id, v, "marks", row["marks"])
+    effects = loads(tool_id, v, "effects", row["effects"])
+    if not all(isinstance(x, dict) for x in (manifest, marks, effects)):
+        raise StoreDamaged(f"the stored version of dynamic:{tool_id} v{v} is damaged")
+    try:
+        parsed_marks = Marks.from_json(marks)
+    except (TypeError, ValueError, AttributeError):
+        raise StoreDamaged(
+            f"the stored version of dynamic:{tool_id} v{v} is damaged (unreadable marks)"
+        ) from None
+    is_current = v == current
+    return StoredVersion(
+        tool_id=tool_id,
+        version=v,
+        parent_version=row["parent_version"],
+        target=row["target"],
+        manifest=manifest,
+        program_text=row["program"],
+        marks=parsed_marks,
+        hash=row["hash"],
+        forgec_version=row["forgec_version"],
+        installed_at=str(row["installed_at"]),
+        current=is_current,
+        enabled=is_current and enabled,
+        author=row["author"],
+        author_name=row["author_name"],
+        status=str(row["status"]),
+        effects=effects,
+    )
+
+
+def _summary(row: tuple[Any, ...]) -> ToolSummary:
+    tool_id, current, enabled, *cols = row
+    latest, proposed = cols[len(VERSION_COLUMNS)], cols[len(VERSION_COLUMNS) + 1]
+    if cols[0] is None:
+        raise StoreDamaged(
+            f"the tool store is damaged: the current version v{current} of dynamic:{tool_id} "
+            "is missing"
         )
-        return bool(rows)
-
-
-def _summary(
-    tool_id: str, version: int, enabled: int, marks: str, manifest: str, latest: int
-) -> ToolSummary:
-    m = Marks.from_json(orjson.loads(marks))
-    title = orjson.loads(manifest).get("title") or tool_id
+    stored = _decode(tool_id, dict(zip(VERSION_COLUMNS, cols, strict=False)), current, enabled)
+    m = stored.marks
     return ToolSummary(
         id=tool_id,
-        version=version,
-        latest_version=latest,
+        version=current,
+        latest_version=int(latest),
         enabled=bool(enabled),
         risk=m.risk,
         powers=m.powers,
         labels=m.labels,
-        title=str(title),
+        title=str(stored.manifest.get("title") or tool_id),
+        proposed=tuple(sorted(int(x) for x in str(proposed).split(","))) if proposed else (),
     )
+
+
+def growth_between(stored: StoredVersion, basis: StoredVersion) -> dict[str, list[str]]:
+    """What STORED may do beyond BASIS: marks (powers, risk, hosts, labels) and effects."""
+    out = stored.marks.growth_over(basis.marks)
+    for key, items in fx.growth(stored.effects, basis.effects).items():
+        if key == "hosts":
+            key = "network"
+        known = out.setdefault(key, [])
+        known.extend(i for i in items if i not in known)
+    return out
 
 
 def _everything(stored: StoredVersion) -> dict[str, list[str]]:
     """For a first consent, 'what grew' is everything the tool may do."""
-    return stored.marks.growth_over(Marks())
+    return growth_between(stored, _NOTHING)
+
+
+_NOTHING = StoredVersion(
+    tool_id="",
+    version=0,
+    parent_version=None,
+    target="",
+    manifest={},
+    program_text="{}",
+    marks=Marks(),
+    hash="",
+    forgec_version="",
+    installed_at="",
+    current=False,
+    enabled=False,
+)
 
 
 def _consent_message(stored: StoredVersion, status: ConsentStatus) -> str:
     name = f"{stored.name} v{stored.version}"
     if status.reason == "always":
         return f"{name} is R4: it asks before it is turned on and before every run"
+    grown = "; ".join(f"{k}: {', '.join(v)}" for k, v in status.growth.items())
+    if status.reason == "author":
+        return f"{name} was written by {stored.author_words}; it needs your own consent: {grown}"
     if status.reason == "grown":
-        grown = "; ".join(f"{k}: {', '.join(v)}" for k, v in status.growth.items())
         return f"{name} may do more than the version you agreed to (v{status.basis}): {grown}"
     return f"{name} has never been turned on; it needs your consent"
+
+
+def _version_refusals(
+    ident: tuple[str, int, int | None], latest: tuple[int, bool] | None, *, coach: bool
+) -> list[Diagnostic]:
+    """The store's version rules. COACH (a person): say which numbers to use. A model is told
+    only what is wrong with the numbers its manifest already shows."""
+    tool_id, version, parent = ident
+    name = f"dynamic:{tool_id}"
+    out: list[Diagnostic] = []
+    if latest is None:
+        if parent is not None:
+            out.append(
+                make(
+                    "FORGE_VERSION",
+                    "/parentVersion",
+                    f"parentVersion is {parent}, but no version of {name} is installed; "
+                    "the first version has parentVersion null",
+                )
+            )
+        return out
+    top, exists = latest
+    if version <= top:
+        what = "is already installed" if exists else "is not above the latest stored version"
+        if coach:
+            out.append(
+                make(
+                    "FORGE_VERSION",
+                    "/version",
+                    f"version {version} of {name} {what} (latest: {top}); version numbers "
+                    "are never reused, even after a rollback",
+                    hint=f"use version {top + 1} with parentVersion {top}",
+                )
+            )
+        else:
+            out.append(
+                make(
+                    "FORGE_VERSION",
+                    "/version",
+                    f"version {version} of {name} {what}; version numbers are never reused",
+                )
+            )
+    if parent != top:
+        shown = "null" if parent is None else str(parent)
+        if coach:
+            out.append(
+                make(
+                    "FORGE_VERSION",
+                    "/parentVersion",
+                    f"parentVersion must name the latest stored version of {name}, {top} "
+                    f"(it is {shown})",
+                    hint=f"set parentVersion to {top}",
+                )
+            )
+        else:
+            out.append(
+                make(
+                    "FORGE_VERSION",
+                    "/parentVersion",
+                    f"parentVersion {shown} is not the latest stored version of {name}",
+                )
+            )
+    return out
 
 
 def _identity(report: Any) -> tuple[str, int, int | None] | None:

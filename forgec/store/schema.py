@@ -4,25 +4,51 @@ A store is one SQLite database (stdlib `sqlite3`) in WAL mode, so a reader (the 
 never blocks a writer (the CLI) and a crash mid-write leaves the last committed state. Every
 operation runs in one `BEGIN IMMEDIATE` transaction (see `forgec.store.core`).
 
-The file announces itself in the `meta` table: `format = forgec.store` and `schema = 1`. An
+The file announces itself in the `meta` table: `format = forgec.store` and `schema = 2`. An
 empty file becomes a new store; a SQLite file without that row is someone else's database and
 is refused, as is a file that is not SQLite at all, and a schema newer than this forgec knows.
+A schema-1 store is upgraded in place, in one transaction, the first time it is opened
+(`_upgrade_from_1`): its versions become a person's, and their effects and hashes are filled in
+by the caller's `fill` (see `forgec.store.core`).
 
 Tables:
 - `tools(id, current_version, enabled, created_at, updated_at)`: one row per tool id.
 - `versions(tool_id, version, parent_version, target, manifest, program, marks, hash,
-  forgec_version, installed_at)`: every installed version, never deleted.
-- `consents(tool_id, version, kind, carried_from, marks, granted_at)`: the consent a person gave
-  (`granted`) or that an upgrade kept because nothing grew (`carried`); never for an R4 tool.
+  forgec_version, installed_at, author, author_name, status, effects)`: every installed
+  version, never deleted. `author` is `person` | `model`; `status` is `stored` (it is, or may
+  become, current by rollback), `proposed` (a model's version waiting for a person) or
+  `rejected`.
+- `consents(tool_id, version, kind, carried_from, marks, granted_at, hash)`: the consent a
+  person gave (`granted`) or that an upgrade kept because nothing grew (`carried`), bound to
+  the version's content hash; never for an R4 tool.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 FORMAT = "forgec.store"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+
+# fills what a schema-1 row lacks (effects, the new hash); called inside the upgrade transaction
+Filler = Callable[[sqlite3.Connection], None]
+
+# `tools/list` reads the enabled tools only; everything else filters on a primary key
+INDEXES = ("CREATE INDEX IF NOT EXISTS tools_enabled ON tools (enabled, id)",)
+
+# schema 1 -> 2: authors, proposals, effects, consent bound to the hash, the index
+UPGRADE_FROM_1 = (
+    "ALTER TABLE versions ADD COLUMN author TEXT NOT NULL DEFAULT 'person'"
+    " CHECK (author IN ('person', 'model'))",
+    "ALTER TABLE versions ADD COLUMN author_name TEXT",
+    "ALTER TABLE versions ADD COLUMN status TEXT NOT NULL DEFAULT 'stored'"
+    " CHECK (status IN ('stored', 'proposed', 'rejected'))",
+    "ALTER TABLE versions ADD COLUMN effects TEXT",
+    "ALTER TABLE consents ADD COLUMN hash TEXT",
+    *INDEXES,
+)
 
 DDL = """
 CREATE TABLE meta (
@@ -47,6 +73,10 @@ CREATE TABLE versions (
     hash TEXT NOT NULL,
     forgec_version TEXT NOT NULL,
     installed_at TEXT NOT NULL,
+    author TEXT NOT NULL DEFAULT 'person' CHECK (author IN ('person', 'model')),
+    author_name TEXT,
+    status TEXT NOT NULL DEFAULT 'stored' CHECK (status IN ('stored', 'proposed', 'rejected')),
+    effects TEXT,
     PRIMARY KEY (tool_id, version)
 );
 CREATE TABLE consents (
@@ -56,18 +86,20 @@ CREATE TABLE consents (
     carried_from INTEGER,
     marks TEXT NOT NULL,
     granted_at TEXT NOT NULL,
+    hash TEXT,
     PRIMARY KEY (tool_id, version),
     FOREIGN KEY (tool_id, version) REFERENCES versions (tool_id, version)
 );
-"""
+""" + "".join(f"{index};\n" for index in INDEXES)
 
 
 class StoreError(Exception):
     """A store operation was refused or failed; the message is meant for a person."""
 
 
-def connect(path: Path) -> sqlite3.Connection:
-    """Open (creating when new) the store at PATH; refuse anything that is not a forgec store."""
+def connect(path: Path, fill: Filler | None = None) -> sqlite3.Connection:
+    """Open (creating when new) the store at PATH; refuse anything that is not a forgec store.
+    An older schema is upgraded, with FILL completing its rows."""
     if path.exists() and path.is_dir():
         raise StoreError(f"{path}: is a directory, not a tool store")
     try:
@@ -80,14 +112,14 @@ def connect(path: Path) -> sqlite3.Connection:
     except sqlite3.Error as exc:
         raise StoreError(f"{path}: cannot open the tool store: {exc}") from None
     try:
-        _prepare(conn, path)
+        _prepare(conn, path, fill)
     except BaseException:
         conn.close()
         raise
     return conn
 
 
-def _prepare(conn: sqlite3.Connection, path: Path) -> None:
+def _prepare(conn: sqlite3.Connection, path: Path, fill: Filler | None) -> None:
     try:
         conn.execute("PRAGMA busy_timeout = 10000")
         tables = {
@@ -124,6 +156,30 @@ def _prepare(conn: sqlite3.Connection, path: Path) -> None:
         conn.execute("PRAGMA foreign_keys = ON")
     except sqlite3.DatabaseError as exc:
         raise StoreError(f"{path}: cannot use the tool store: {exc}") from None
+    if schema == 1:
+        _upgrade_from_1(conn, path, fill)
+
+
+def _upgrade_from_1(conn: sqlite3.Connection, path: Path, fill: Filler | None) -> None:
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        # another process may have upgraded it between our look and our lock
+        row = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        if row is not None and row[0] == "1":
+            for statement in UPGRADE_FROM_1:
+                conn.execute(statement)
+            if fill is not None:
+                fill(conn)
+            conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (str(SCHEMA_VERSION),))
+        conn.execute("COMMIT")
+    except sqlite3.Error as exc:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise StoreError(f"{path}: cannot upgrade the tool store to schema 2: {exc}") from None
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
 
 
 def _create(conn: sqlite3.Connection, path: Path) -> None:
