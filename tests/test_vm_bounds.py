@@ -74,6 +74,20 @@ def test_template_boundary_counts_the_json_quotes(pad: int) -> None:
         assert result.ok and len(orjson.dumps(result.output)) == LIMIT
 
 
+@pytest.mark.parametrize("pad", [0, 1])
+def test_wide_template_boundary_counted_piece_by_piece(pad: int) -> None:
+    # 12 placeholders (past the 8 measured in one pass) of a 20,000-character input
+    text = "y" * (LIMIT - 2 - 12 * 20_000 + pad)
+    m = manifest([setn("b", "b", {"$template": "{{input.s}}" * 12 + text}, "r"), ret(ref("b"))])
+    result = go(m, {"s": "x" * 20_000})
+    if pad:
+        assert code_of(result) == "RUN_VALUE_TOO_LARGE" and result.error.node == "b"
+    else:
+        assert result.ok and len(orjson.dumps(result.output)) == LIMIT
+    quotes = go(m, {"s": '"' * 20_000})  # same length, twice the JSON
+    assert code_of(quotes) == "RUN_VALUE_TOO_LARGE"
+
+
 @pytest.mark.parametrize("char", ['"', "\n", "é"])
 def test_template_counts_escapes_and_utf8_bytes_not_characters(char: str) -> None:
     # 150,000 characters is well under the limit, but each of these is 2 bytes of JSON
