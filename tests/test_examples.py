@@ -45,7 +45,10 @@ def test_the_readme_table_lists_every_example_and_at_least_eight() -> None:
 def test_example_checks_clean_with_its_target(name: str, form: str) -> None:
     path = EXAMPLES / f"{name}.{form}"
     report = check(path.read_bytes(), path=str(path), target=TARGETS[name])
-    assert report.diagnostics == (), [(d.code, d.message) for d in report.diagnostics]
+    # FORGEC_FLOW_* warnings are statements about where data goes, not defects; every
+    # example's flows are held by tests/test_flows_examples.py's snapshots instead
+    problems = [d for d in report.diagnostics if not d.code.startswith("FORGEC_FLOW_")]
+    assert problems == [], [(d.code, d.message) for d in problems]
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -305,5 +305,9 @@ def test_passes_never_raise_on_mutated_manifests(doc: dict[str, Any], target: st
 
 def test_rich_manifest_checks_clean_on_talon() -> None:
     report = forgec.check(orjson.dumps(RICH), target="talon")
-    assert [d.code for d in report.diagnostics] == ["FORGE_UNREACHABLE_NODE"]
+    # tasks.list → model → net.http: the flow analysis rightly says private data leaves
+    assert [d.code for d in report.diagnostics] == [
+        "FORGEC_FLOW_PRIVATE_EGRESS",
+        "FORGE_UNREACHABLE_NODE",
+    ]
     assert report.marks is not None and report.marks.risk == "R4"

@@ -204,10 +204,18 @@ def test_effects_take_the_flows_fact_when_the_checker_has_it(store: Store) -> No
     # the flows helper's fact, as it will be: a tuple of objects with string attributes
     facts = SimpleNamespace(
         **attrs.asdict(report.facts, recurse=False),
-        flows=(Flow("private:tasks.list", "output"),),
+        flows=(
+            Flow("private:tasks.list", "egress:api.example.com"),
+            Flow("external:news.example.com", "write:notes.create"),
+            Flow("private:tasks.list", "output"),  # back to the caller: not a consent effect
+            Flow("input", "egress:api.example.com"),
+        ),
     )
     effects = fx.effects_from_report(attrs.evolve(report, facts=facts), "talos")
-    assert effects["flows"] == [["private:tasks.list", "output"]]
+    assert effects["flows"] == [
+        ["external:news.example.com", "write:notes.create"],
+        ["private:tasks.list", "egress:api.example.com"],
+    ]
     assert effects["operations"] == [["tasks.list", "tasks.list"]]
 
 

@@ -23,7 +23,13 @@ def lower_report(report: Any) -> Program:
     errors = [d for d in report.diagnostics if d.is_error]
     if errors:
         raise LoweringError(f"the tool has {len(errors)} error(s); check it first")
-    return lower_manifest(report.ir, marks=report.marks, source_map=report.source_map)
+    facts = report.facts
+    return lower_manifest(
+        report.ir,
+        marks=report.marks,
+        source_map=report.source_map,
+        flow_joins=getattr(facts, "flow_joins", None) if facts is not None else None,
+    )
 
 
 __all__ = [

@@ -265,9 +265,12 @@ def _layout(entry: str, nodes: dict[str, ir.Node]) -> list[str]:
     return post[::-1]
 
 
-def lower_manifest(manifest: ir.Manifest, *, marks: Any = None, source_map: Any = None) -> Program:
+def lower_manifest(
+    manifest: ir.Manifest, *, marks: Any = None, source_map: Any = None, flow_joins: Any = None
+) -> Program:
     """Lower a checked IR manifest. `marks` (a `forgec.ir.marks.Marks`) goes into the Program
-    for the consent callback; `source_map` gives each node its line."""
+    for the consent callback; `source_map` gives each node its line; `flow_joins` (the flow
+    pass's `FlowJoins`) lets the VM end an `if`'s control labels where the pass does."""
     from forgec.backend.invariants import check_invariants
 
     m = manifest
@@ -312,6 +315,10 @@ def lower_manifest(manifest: ir.Manifest, *, marks: Any = None, source_map: Any 
         ],
         model_defaults=lowerer.requirements(None),
         marks=marks.to_json() if marks is not None else {},
+        flow={
+            "joins": dict(sorted(flow_joins.joins.items())) if flow_joins is not None else {},
+            "exitLoops": sorted(flow_joins.exit_loops) if flow_joins is not None else [],
+        },
         ui=(
             {
                 "title": m.ui.title,

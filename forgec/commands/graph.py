@@ -37,5 +37,10 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_ERRORS
     catalog = get_catalog(args.target)
     draw = to_dot if args.format == "dot" else to_mermaid
-    write_text(None, draw(loaded.value, catalog=catalog))
+    # the flow edges need the checked flow; a flow with errors is drawn without them
+    from forgec.api import check
+
+    report = check(data, path=path, target=args.target)
+    flows = getattr(report.facts, "flows", ()) if report.facts is not None else ()
+    write_text(None, draw(loaded.value, catalog=catalog, flows=flows))
     return EXIT_OK

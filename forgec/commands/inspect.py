@@ -66,6 +66,7 @@ def inspect_json(report: Any) -> dict[str, Any]:
             if report.manifest is not None and report.marks is not None
             else None
         ),
+        "flows": [f.to_json() for f in getattr(facts, "flows", ())] if facts else [],
         "diagnostics": [d.to_json() for d in report.diagnostics],
     }
     return out
@@ -127,6 +128,14 @@ def inspect_text(report: Any) -> str:
         flag = "" if n["reachable"] else "  (unreachable)"
         extra = f" {n['capability']}" if "capability" in n else ""
         lines.append(f"{indent}{n['id']:<24} {n['type']}{extra}{flag}")
+    if data["flows"]:
+        lines.append("")
+        lines.append("Flows (source -> sink at node.argument, via, path)")
+        for f in data["flows"]:
+            lines.append(
+                f"  {f['source']} -> {f['sink']} at {f['node']}.{f['argument']}, {f['via']}, "
+                f"{' -> '.join(f['path'])}"
+            )
     errors = [d for d in report.diagnostics if d.is_error]
     if errors:
         lines.append("")

@@ -35,6 +35,7 @@ from forgec.host.config import HostConfig
 from forgec.host.credentials import CredentialStore
 from forgec.host.db import DatabaseError, connect
 from forgec.host.models import ModelRouter
+from forgec.runtime import flowlabels
 from forgec.runtime.host import CallContext, HostError
 from forgec.runtime.talos_facts import INPUT_LIMITS as TALOS_INPUT_LIMITS
 from forgec.runtime.talos_facts import TALOS_UNDO, undo_input
@@ -229,9 +230,22 @@ class ReferenceHost:
                 )
                 v.fail(f"{capability}: {detail}")
 
+    def check_flow(self, capability: str, input: Any, context: CallContext) -> None:
+        """SPEC §15: the `[flows] deny` rules, on the labels the VM handed over, before the
+        call has any effect (`RUN_FLOW_DENIED`)."""
+        rules = self.config.flow_deny
+        if not rules:
+            return
+        reason = flowlabels.denied(
+            rules, flowlabels.call_sink(capability, input), context.all_labels()
+        )
+        if reason is not None:
+            raise HostError("RUN_FLOW_DENIED", f"{capability} at `{context.node_id}`: {reason}")
+
     def call(self, capability: str, input: Any, context: CallContext) -> Any:
         input = apply_caps(capability, input)
         self.check_call(capability, input)
+        self.check_flow(capability, input, context)
         try:
             with self._lock:
                 return self._dispatch(capability, input, context)

@@ -62,6 +62,8 @@ class HostConfig:
     spark_coder_model: str = "gpt-5.4-spark"
     db_query_time_ms: int = 2000
     a2a_await_ms: int = 30_000
+    # SPEC §15 `[flows] deny`: label rules refused at the bridge with RUN_FLOW_DENIED
+    flow_deny: tuple[str, ...] = ()
 
 
 _TOP = {
@@ -75,6 +77,7 @@ _TOP = {
     "subagents",
     "db_query",
     "a2a",
+    "flows",
 }
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
@@ -201,6 +204,17 @@ def parse_config(data: Mapping[str, Any], *, base: Path) -> HostConfig:
         a2a = _expect(top["a2a"], "[a2a]", {"await_ms"})
         if "await_ms" in a2a:
             kw["a2a_await_ms"] = _int(a2a["await_ms"], "a2a.await_ms", 0, 600_000)
+    if "flows" in top:
+        from forgec.runtime.flowlabels import DENY_RULES
+
+        flows = _expect(top["flows"], "[flows]", {"deny"})
+        deny = _strs(flows.get("deny", []), "flows.deny")
+        for rule in deny:
+            if rule not in DENY_RULES:
+                raise ConfigError(
+                    f"flows.deny: unknown rule {rule!r} (one of {', '.join(DENY_RULES)})"
+                )
+        kw["flow_deny"] = tuple(dict.fromkeys(deny))
     return HostConfig(**kw)
 
 

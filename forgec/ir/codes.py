@@ -304,6 +304,30 @@ _ENTRIES: list[tuple[str, Severity, str, str]] = [
         "to `maxItems`) exceeds `maxTransitions`; such a run stops with `RUN_TRANSITION_LIMIT`.",
     ),
     (
+        "FORGEC_FLOW_PRIVATE_EGRESS",
+        W,
+        "Private data may leave the device.",
+        "A warning from the data-flow analysis (SPEC §15): a value carrying a private label "
+        "(the result of `tasks.*`, `notes.*`, `memory.*`, `db.query`, `schedule.manage`, "
+        "`persona.*`, `subagent.*`, or the tool's `state`) reaches an egress sink — a "
+        "`net.http` request (per host when the URL is literal), `channel.send`, `persona.send` "
+        "or a sub-agent — by data or by deciding whether the send happens. The message shows "
+        "the path; `forgec inspect` lists every flow. Example: `notes.list` → template → "
+        "`net.http` POST to `api.example.com`.",
+    ),
+    (
+        "FORGEC_FLOW_UNTRUSTED_CONTROL",
+        W,
+        "Outside text may steer a change or a send.",
+        "A warning from the data-flow analysis (SPEC §15): a value from outside the device (a "
+        "`net.http` response, label `external:<host>`, also after a model step read it) "
+        "reaches a write (`tasks.*` changes, `notes.create`/`update`, `memory.create`, "
+        "`memory.access` write/delete, `schedule.manage` changes) or an egress sink, by data or "
+        "by an `if`/`foreach` that decides the step. Text someone else wrote can then choose "
+        "what the tool changes (prompt injection). Example: a web page summarised by a model "
+        "whose answer decides which task `tasks.setStatus` cancels.",
+    ),
+    (
         "FORGEC_CREDENTIAL_UNDECLARED",
         E,
         "A `$credential` names no declared credential.",
@@ -375,6 +399,13 @@ _RUN: list[tuple[str, str, str]] = [
         "RUN_LABEL_DENIED",
         "The persona's labels do not grant this capability.",
         "Checked at the host bridge on every call, even when the listing was bypassed.",
+    ),
+    (
+        "RUN_FLOW_DENIED",
+        "The host refused a call by the labels of its data.",
+        "The reference host's `[flows] deny` rules (`private->egress`, `untrusted->write`, "
+        "`untrusted->egress`) refuse a call whose arguments or deciding conditions carry such "
+        "labels, before the call has any effect.",
     ),
     (
         "RUN_NETWORK_DENIED",

@@ -45,6 +45,11 @@ class Marks:
     model: ModelNeeds | None = None
     capabilities: tuple[str, ...] = ()  # reachable capabilities called (sorted)
     compensated: bool = True  # every writing step has an undo
+    # SPEC §15, from the flow facts: (private label, egress sink) pairs and (untrusted label,
+    # write or egress sink) pairs, sorted; a tool with both always asks, and says why
+    sends: tuple[tuple[str, str], ...] = ()
+    steered_by: tuple[tuple[str, str], ...] = ()
+    asks_because: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -57,6 +62,9 @@ class Marks:
             "model": self.model.to_json() if self.model else None,
             "capabilities": list(self.capabilities),
             "compensated": self.compensated,
+            "sends": [list(p) for p in self.sends],
+            "steeredBy": [list(p) for p in self.steered_by],
+            "alwaysAsksBecause": self.asks_because,
         }
 
     @classmethod
@@ -79,6 +87,9 @@ class Marks:
             else None,
             capabilities=tuple(data.get("capabilities", ())),
             compensated=bool(data.get("compensated", True)),
+            sends=tuple((str(a), str(b)) for a, b in data.get("sends", ())),
+            steered_by=tuple((str(a), str(b)) for a, b in data.get("steeredBy", ())),
+            asks_because=data.get("alwaysAsksBecause"),
         )
 
     def growth_over(self, old: Marks) -> dict[str, list[str]]:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from forgec.passes.capabilities import check_capabilities
 from forgec.passes.context import PassContext
+from forgec.passes.flows import check_flows
 from forgec.passes.graph import check_graph
 from forgec.passes.marks import derive_marks
 from forgec.passes.model import check_model_steps
@@ -29,6 +30,7 @@ PASSES: tuple[tuple[str, Pass], ...] = (
     ("model", check_model_steps),  # structured output needs a schema
     ("network", check_network),  # outbound forbidden, undeclared hosts, credentials
     ("secrets", check_secrets),  # credentials written into the file
+    ("flows", check_flows),  # where data goes (SPEC §15): flow facts, FORGEC_FLOW_* warnings
     ("marks", derive_marks),  # powers, risk, labels, hosts, model needs
 )
 

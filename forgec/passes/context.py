@@ -73,7 +73,40 @@ class Facts:
     loops: dict[str, LoopFacts] = attrs.field(factory=dict)
     # variable → ids of the reachable nodes that write it (a `state.X` target writes `state.X`)
     writers: dict[str, list[str]] = attrs.field(factory=dict)
+    # SPEC §15, from the flows pass: every (source label, sink) a run may realise, as
+    # `forgec.passes.flows.Flow`s (`flows`); the joins the VM mirrors (`flow_joins`);
+    # (code, pointer) → witness ids. When no flow can warn (no egress step, no outside
+    # source) `check` leaves the analysis to the first reader of `flows`/`flow_joins`.
+    flow_warned: bool = False  # the analysis ran during the check (a flow could warn)
+    flow_witness: dict[tuple[str, str], tuple[str, ...]] = attrs.field(factory=dict)
     extra: dict[str, Any] = attrs.field(factory=dict)
+    flows_value: tuple[Any, ...] = ()
+    flow_joins_value: Any = None
+    flows_pending: Any = attrs.field(default=None, repr=False)
+
+    def _settle(self) -> None:
+        pending = self.flows_pending
+        if pending is not None:
+            self.flows_pending = None
+            pending()
+
+    @property
+    def flows(self) -> tuple[Any, ...]:
+        self._settle()
+        return self.flows_value
+
+    @flows.setter
+    def flows(self, value: tuple[Any, ...]) -> None:
+        self.flows_value = value
+
+    @property
+    def flow_joins(self) -> Any:
+        self._settle()
+        return self.flow_joins_value
+
+    @flow_joins.setter
+    def flow_joins(self, value: Any) -> None:
+        self.flow_joins_value = value
 
 
 @attrs.define

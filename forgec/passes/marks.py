@@ -22,9 +22,14 @@ the worst case. Then:
   step. A step that states no privacy adds no requirement (None when none does).
 - `capabilities`: the sorted reachable capability names.
 - `compensated`: every reachable step whose power is Write declares a compensation.
+- `sends` / `steered_by`: the (private → egress) and (untrusted → write/egress) pairs of the
+  flow facts (SPEC §15). A tool with both always asks (`alwaysAsks`), and `asks_because`
+  says why (also "R4" for a tool that asks by its risk).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from forgec.ir.marks import RISK_ORDER, Marks, ModelNeeds, risk_rank
 from forgec.ir.nodes import CapabilityNode
@@ -32,6 +37,7 @@ from forgec.passes.capabilities import capability_nodes, literal_fields
 from forgec.passes.context import PassContext
 from forgec.passes.model import effective_structured_output, llm_nodes
 from forgec.passes.references import values_of
+from forgec.runtime.flowlabels import is_private, is_untrusted, sink_kind
 
 PRIVACY_STRICTNESS = ("remote-allowed", "local-preferred", "local-only")
 EFFORT_ORDER = ("low", "medium", "high")
@@ -78,17 +84,45 @@ def derive_marks(ctx: PassContext) -> None:
         cred.id for node in net_nodes for cred, _, _ in values_of(node)[1] if cred.id in declared
     }
 
+    # without an egress step or an outside source there are no such pairs (flows pass)
+    sends, steered = flow_pairs(ctx.facts.flows) if ctx.facts.flow_warned else ((), ())
+    lethal = bool(sends) and bool(steered)
     ctx.facts.marks = Marks(
         powers=tuple(sorted(powers)),
         risk=risk,
-        always_asks=risk == "R4",
+        always_asks=risk == "R4" or lethal,
         labels=tuple(sorted(labels)),
         network=hosts,
         credentials=tuple(sorted(used)),
         model=_model_needs(ctx),
         capabilities=tuple(sorted(capabilities)),
         compensated=compensated,
+        sends=sends,
+        steered_by=steered,
+        asks_because=LETHAL_REASON if lethal else R4_REASON if risk == "R4" else None,
     )
+
+
+R4_REASON = "it reaches outside this device or delegates work (R4)"
+# why a tool with private data, outside text and a way out asks every run (SPEC §15)
+LETHAL_REASON = (
+    "it sends your private data off the device and text from outside can steer what it does"
+)
+
+
+def flow_pairs(
+    flows: tuple[Any, ...],
+) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
+    """(private → egress) and (untrusted → write or egress) pairs of the flow facts."""
+    sends: set[tuple[str, str]] = set()
+    steered: set[tuple[str, str]] = set()
+    for f in flows:
+        kind = sink_kind(f.sink)
+        if is_private(f.source) and kind == "egress":
+            sends.add((f.source, f.sink))
+        if is_untrusted(f.source) and kind in ("egress", "write"):
+            steered.add((f.source, f.sink))
+    return tuple(sorted(sends)), tuple(sorted(steered))
 
 
 def _model_needs(ctx: PassContext) -> ModelNeeds | None:

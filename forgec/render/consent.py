@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from forgec.ir.marks import Marks
+from forgec.runtime.flowlabels import describe_sink, describe_source
 
 RISK_WORDS = {
     "R0": "no effects",
@@ -44,10 +45,30 @@ def consent_card_json(
         ],
         "model": marks.model.to_json() if marks.model else None,
         "undoable": marks.compensated,
+        # SPEC §15: what data leaves the device and where; what outside text can steer
+        "sends": _grouped(marks.sends),
+        "steeredBy": _grouped(marks.steered_by),
+        "alwaysAsksBecause": marks.asks_because,
     }
     if author is not None:
         card["author"] = author
     return card
+
+
+def _grouped(pairs: tuple[tuple[str, str], ...]) -> list[dict[str, Any]]:
+    """One entry per source label, in words, with every sink it reaches."""
+    by_source: dict[str, list[str]] = {}
+    for source, sink in pairs:
+        by_source.setdefault(source, []).append(sink)
+    return [
+        {
+            "source": source,
+            "data": describe_source(source),
+            "sinks": sinks,
+            "to": [describe_sink(s) for s in sinks],
+        }
+        for source, sinks in by_source.items()
+    ]
 
 
 def render_consent_card(
@@ -72,14 +93,17 @@ def render_consent_card(
         privacy = model.get("privacy") or "any model"
         effort = model.get("reasoningEffort") or "default effort"
         rows.append(("Model", f"{model['steps']} step(s), {privacy}, {effort}"))
+    for sent in card["sends"]:
+        rows.append(("Sends", f"{sent['data']} → {', '.join(sent['to'])}"))
+    for steer in card["steeredBy"]:
+        rows.append(("Steered by", f"{steer['data']} → {', '.join(steer['to'])}"))
     if not card["undoable"]:
         rows.append(("Undo", "some changes cannot be undone if a run fails"))
-    rows.append(
-        (
-            "Consent",
-            "asked before every run" if card["alwaysAsks"] else "asked once for this version",
-        )
-    )
+    consent = "asked once for this version"
+    if card["alwaysAsks"]:
+        because = card["alwaysAsksBecause"]
+        consent = f"asked before every run: {because}" if because else "asked before every run"
+    rows.append(("Consent", consent))
     width = max(len(label) for label, _ in rows)
     title = str(card["title"])
     lines = [f"┌─ {title}", f"│  {card['description']}", "│"]

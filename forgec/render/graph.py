@@ -8,6 +8,10 @@ whose body is a subgraph/cluster, `return` a circle, `fail` a octagon); edges ar
 `next`/`then`/`else`/`body`, and a body node that ends the iteration has a dotted `repeat` edge
 back to its loop. Nodes the entry cannot reach are grey. Every capability step shows its power
 and risk from the target's catalog (the worst case when the deciding field is computed).
+
+Given the flow facts (SPEC §15), the picture also marks where data goes: a dashed red edge from
+the step a private label enters by (e.g. `notes.list`) to each egress sink it reaches, and a
+dashed orange edge from an outside source (`net.http`) to each write or egress it steers.
 """
 
 from __future__ import annotations
@@ -158,12 +162,48 @@ _MERMAID_SHAPES = {
 }
 
 
+_FLOW_COLOURS = {"private": "#d62728", "untrusted": "#ff7f0e"}
+
+
+def flow_edges(flows: Any) -> list[tuple[str, str, str, str]]:
+    """(from node id, to node id, label, kind) for each private → egress and untrusted →
+    write/egress flow, once per pair of nodes and kind."""
+    from forgec.runtime.flowlabels import is_private, is_untrusted, sink_kind
+
+    out: dict[tuple[str, str, str], str] = {}
+    for f in flows or ():
+        kind = sink_kind(f.sink)
+        if is_private(f.source) and kind == "egress":
+            what = "private"
+        elif is_untrusted(f.source) and kind in ("egress", "write"):
+            what = "untrusted"
+        else:
+            continue
+        if not f.path or f.path[0] == f.node:
+            continue
+        key = (f.path[0], f.node, what)
+        label = f.source.split(":", 1)[1]
+        if key in out and label not in out[key].split(", "):
+            out[key] += f", {label}"
+        else:
+            out.setdefault(key, label)
+    return [(a, b, label, what) for (a, b, what), label in out.items()]
+
+
+def _keys(flow: _Flow) -> dict[Any, str]:
+    keys = _Flow._index(flow.top)
+    for body in flow.bodies.values():
+        for key, value in _Flow._index(body).items():
+            keys.setdefault(key, value)
+    return keys
+
+
 def _mermaid_text(s: str) -> str:
     out = s.replace("&", "#amp;").replace('"', "#quot;").replace("<", "#lt;").replace(">", "#gt;")
     return out.replace("\n", "<br/>")
 
 
-def to_mermaid(manifest: Any, *, catalog: Any = None) -> str:
+def to_mermaid(manifest: Any, *, catalog: Any = None, flows: Any = ()) -> str:
     """The flow as a Mermaid flowchart (renders on GitHub and in most Markdown viewers)."""
     flow = _Flow(manifest, catalog)
     lines = ["flowchart TD"]
@@ -203,7 +243,17 @@ def to_mermaid(manifest: Any, *, catalog: Any = None) -> str:
     _walk_edges(flow, emit, missing)
     for where, name in missing_nodes.items():
         lines.append(f'  {name}["{_mermaid_text("missing: " + where.split(":", 1)[1])}"]')
+    keys = _keys(flow)
+    styles: list[str] = []
+    for a, b, label, what in flow_edges(flows):
+        if a in keys and b in keys:
+            styles.append(
+                f"  linkStyle {len(edges)} stroke:{_FLOW_COLOURS[what]},stroke-dasharray:5 5,"
+                f"color:{_FLOW_COLOURS[what]}"
+            )
+            edges.append(f'  {keys[a]} -. "{_mermaid_text(what + ": " + label)}" .-> {keys[b]}')
     lines.extend(edges)
+    lines.extend(styles)
     if unreachable:
         lines.append(f"  class {','.join(unreachable)} unreachable")
     if missing_nodes:
@@ -228,7 +278,7 @@ def _dot_text(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
-def to_dot(manifest: Any, *, catalog: Any = None) -> str:
+def to_dot(manifest: Any, *, catalog: Any = None, flows: Any = ()) -> str:
     """The flow as a Graphviz digraph (`dot -Tsvg`); loop bodies are clusters."""
     flow = _Flow(manifest, catalog)
     title = manifest.get("id") if isinstance(manifest, dict) else None
@@ -273,6 +323,14 @@ def to_dot(manifest: Any, *, catalog: Any = None) -> str:
         lines.append(
             f'  {name} [label={_dot_text(text)}, shape=box, style=dashed, color="#cc0000"];'
         )
+    keys = _keys(flow)
+    for a, b, label, what in flow_edges(flows):
+        if a in keys and b in keys:
+            colour = _FLOW_COLOURS[what]
+            edges.append(
+                f"  {keys[a]} -> {keys[b]} [label={_dot_text(what + ': ' + label)}, "
+                f'style=dashed, color="{colour}", fontcolor="{colour}", constraint=false];'
+            )
     lines.extend(edges)
     lines.append("}")
     return "\n".join(lines) + "\n"

@@ -1,7 +1,9 @@
 """SARIF 2.1.0 for code-scanning tools: one run, rules from the code registry, one result each.
 
 Results carry the physical location (file, region) when the source had text positions, and
-always a logical location whose fully qualified name is the JSON Pointer.
+always a logical location whose fully qualified name is the JSON Pointer. A `FORGEC_FLOW_*`
+result also carries a `codeFlows` entry: its witness path (SPEC §15), node by node, each with
+its own location, so a code-scanning viewer can step from where the data enters to the sink.
 """
 
 from __future__ import annotations
@@ -24,6 +26,41 @@ def _rule(code: str) -> dict[str, Any]:
         "defaultConfiguration": {"level": doc.severity.value},
         "properties": {"tags": ["forgec", doc.kind]},
     }
+
+
+def _location(report: Any, uri: str, pointer: str) -> dict[str, Any]:
+    location: dict[str, Any] = {
+        "logicalLocations": [{"fullyQualifiedName": pointer or "/", "kind": "member"}]
+    }
+    physical: dict[str, Any] = {"artifactLocation": {"uri": uri}}
+    span = report.source_map.span(pointer) if report.source_map is not None else None
+    if span is not None:
+        physical["region"] = {
+            "startLine": span.line,
+            "startColumn": span.column,
+            "endLine": span.end_line,
+            "endColumn": span.end_column,
+        }
+    location["physicalLocation"] = physical
+    return location
+
+
+def _witness(report: Any, d: Any) -> list[dict[str, Any]]:
+    """The thread-flow locations of a flow diagnostic's witness path ([] for other codes)."""
+    facts = getattr(report, "facts", None)
+    path = getattr(facts, "flow_witness", {}).get((d.code, d.path)) if facts else None
+    if not path or facts is None:
+        return []
+    uri = report.path or "<input>"
+    out: list[dict[str, Any]] = []
+    for step, node_id in enumerate(path):
+        node = facts.nodes_by_id.get(node_id)
+        if node is None:
+            continue
+        location = _location(report, uri, node.pointer)
+        location["message"] = {"text": f"step {step + 1}: `{node_id}`"}
+        out.append({"location": location})
+    return out
 
 
 def to_sarif(reports: list[Any]) -> dict[str, Any]:
@@ -55,6 +92,9 @@ def to_sarif(reports: list[Any]) -> dict[str, Any]:
                 "message": {"text": d.message + (f" (hint: {d.hint})" if d.hint else "")},
                 "locations": [location],
             }
+            witness = _witness(report, d)
+            if witness:
+                result["codeFlows"] = [{"threadFlows": [{"locations": witness}]}]
             results.append(result)
     return {
         "$schema": SARIF_SCHEMA,

@@ -42,6 +42,18 @@ class CallContext:
     # declared credential id → the hosts it may be sent to
     credential_hosts: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
     attempt: int = 1  # 1-based, for retries
+    # SPEC §15: the labels of the call's data, per top-level input key ("*" when the input is
+    # not an object), and the labels of the conditions and loops that decided the call runs.
+    # Defaulted, so a host written before labels existed keeps working.
+    labels: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
+    control_labels: tuple[str, ...] = ()
+
+    def all_labels(self) -> frozenset[str]:
+        """Every label of the call: its arguments' and its control labels."""
+        out = set(self.control_labels)
+        for labels in self.labels.values():
+            out.update(labels)
+        return frozenset(out)
 
 
 @runtime_checkable

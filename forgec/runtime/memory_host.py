@@ -20,6 +20,7 @@ from typing import Any
 import attrs
 import orjson
 
+from forgec.runtime import flowlabels
 from forgec.runtime.host import CallContext, HostError
 from forgec.runtime.talos_facts import INPUT_LIMITS, TALOS_UNDO, TASK_STATUSES, undo_input
 
@@ -59,6 +60,7 @@ class MemoryHost:
         clock: Callable[[], str] = _utc_now,
         model: Callable[[str, Any, Mapping[str, Any], Any], Any] | None = None,
         model_is_local: bool = True,
+        flow_deny: Iterable[str] = (),
     ) -> None:
         self.tasks: dict[str, dict[str, Any]] = {}
         self.notes: dict[str, dict[str, Any]] = {}
@@ -73,6 +75,11 @@ class MemoryHost:
         self.saved_states: list[tuple[str, dict[str, Any]]] = []
         self._failures: dict[str, list[_Injected]] = {}
         self._seq = 0
+        # SPEC §15: the host's `[flows] deny` rules, and every (label, sink) pair a call
+        # carried (what the soundness property compares with the static flows; a set, so a
+        # long-lived host stays bounded)
+        self.flow_deny = tuple(flow_deny)
+        self.flows: set[tuple[str, str]] = set()
 
     # --- test hooks ---------------------------------------------------------------------
 
@@ -116,6 +123,13 @@ class MemoryHost:
 
     def call(self, capability: str, input: Any, context: CallContext) -> Any:
         self.calls.append(Call("call", capability, input, context.node_id, context.attempt))
+        sink = flowlabels.call_sink(capability, input)
+        labels = context.all_labels()
+        if sink is not None:
+            self.flows.update((label, sink) for label in labels)
+        reason = flowlabels.denied(self.flow_deny, sink, labels)
+        if reason is not None:
+            raise HostError("RUN_FLOW_DENIED", f"{capability} at `{context.node_id}`: {reason}")
         self._maybe_fail(capability)
         return self._dispatch(capability, input)
 

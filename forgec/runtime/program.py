@@ -89,6 +89,10 @@ class Program:
     model_defaults: dict[str, Any] = attrs.field(factory=dict)
     marks: dict[str, Any] = attrs.field(factory=dict)
     ui: dict[str, Any] | None = None  # {"title", "values": [{"label", "path", "segments"}]}
+    # SPEC §15, what the VM needs to track control labels like the flow pass does:
+    # {"joins": {if id: join node id | null}, "exitLoops": [loop ids]}. Absent (a hand-made
+    # or older Program): every `if` decides the rest of the run (or of the iteration).
+    flow: dict[str, Any] = attrs.field(factory=lambda: {"joins": {}, "exitLoops": []})
     # What the VM derives once per Program (compiled values, schema validators); never JSON.
     cache: dict[str, Any] = attrs.field(factory=dict, repr=False)
 
@@ -116,6 +120,7 @@ class Program:
             "modelDefaults": self.model_defaults,
             "marks": self.marks,
             "ui": self.ui,
+            "flow": self.flow,
             "nodes": self.nodes,
             "consts": self.consts,
             "paths": self.paths,
@@ -172,11 +177,29 @@ class Program:
                 model_defaults=_typed(data, "modelDefaults", dict),
                 marks=_typed(data, "marks", dict),
                 ui=_typed(data, "ui", dict, optional=True),
+                flow=_flow_info(data.get("flow")),
             )
         except KeyError as exc:
             raise ProgramError(f"missing field {exc.args[0]!r}") from None
         verify(program)
         return program
+
+
+def _flow_info(value: Any) -> dict[str, Any]:
+    """The optional `flow` member, checked: the VM trusts its ids only as lookup keys."""
+    if value is None:
+        return {"joins": {}, "exitLoops": []}
+    if not isinstance(value, dict):
+        raise ProgramError("field 'flow' must be a dict")
+    joins = value.get("joins", {})
+    loops = value.get("exitLoops", [])
+    if not isinstance(joins, dict) or not all(
+        isinstance(k, str) and (v is None or isinstance(v, str)) for k, v in joins.items()
+    ):
+        raise ProgramError("flow.joins must map node ids to a node id or null")
+    if not isinstance(loops, list) or not all(isinstance(x, str) for x in loops):
+        raise ProgramError("flow.exitLoops must be a list of node ids")
+    return {"joins": dict(joins), "exitLoops": list(loops)}
 
 
 def _typed(data: dict[str, Any], key: str, kind: type, *, optional: bool = False) -> Any:

@@ -27,6 +27,8 @@ from typing import Any
 import attrs
 import orjson
 
+from forgec.runtime import labels as lb
+from forgec.runtime.flowlabels import MODEL, host_of_url, source_label
 from forgec.runtime.host import CallContext, Host, HostError
 from forgec.runtime.limits import INPUT_LIMIT, OUTPUT_LIMIT, RESULT_LIMIT
 from forgec.runtime.opcodes import Op
@@ -85,6 +87,9 @@ class RunResult:
     compensations: tuple[CompensationOutcome, ...] = ()
     state: dict[str, Any] | None = None  # the state saved by a successful run
     elapsed_ms: float = 0.0
+    # SPEC §15: the labels of the output (its data and what decided it); for tests and
+    # embedders, not in the §8 JSON (a caller of a run sees the output, not its provenance)
+    output_labels: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -172,6 +177,7 @@ def run(
         transitions=runner.transitions,
         state=runner.state if program.state is not None else None,
         elapsed_ms=(clock() - started) * 1000,
+        output_labels=runner.output_labels,
     )
 
 
@@ -186,6 +192,7 @@ class _CallSite:
     backoff_s: float
     compensation: str | None
     context: CallContext
+    source: frozenset[str] = frozenset()  # the label its result carries (net.http: by URL)
 
 
 @attrs.frozen
@@ -201,6 +208,13 @@ class _ModelSite:
 class _Compiled:
     code: list[tuple[int, Any, int]]
     node_ids: list[str]
+    # SPEC §15: node index → where an `if`'s control labels end (a node index; _ITER_END or
+    # _NEVER for the end of the iteration or of the run), and the loops that may end the run
+    joins: dict[int, int]
+    exit_loops: frozenset[int]
+
+
+_ITER_END, _NEVER, _LOOP = -1, -2, -3
 
 
 def compiled(program: Program) -> _Compiled:
@@ -213,17 +227,36 @@ def compiled(program: Program) -> _Compiled:
     allowed = tuple(p.network.get("hosts", ())) if p.network.get("mode") == "allowlist" else ()
     cred_hosts = {c["id"]: tuple(c.get("hosts", ())) for c in p.credentials}
     values = [compile_value(v, p.consts, p.paths) for v in p.values]
+    lvalues = [lb.compile_labels(v, p.paths) for v in p.values]
+    index_of = {nid: i for i, nid in enumerate(node_ids)}
+    flow = p.flow if isinstance(p.flow, dict) else {}
+    joins: dict[int, int] = {}
+    for nid, join in (flow.get("joins") or {}).items():
+        if nid in index_of:
+            joins[index_of[nid]] = index_of.get(join, _NEVER) if join is not None else _NEVER
+    exit_loops = frozenset(index_of[n] for n in flow.get("exitLoops") or () if n in index_of)
     code: list[tuple[int, Any, int]] = []
     for op, arg, node in p.code:
         decoded: Any = arg
         if op == _EVAL:
-            decoded = values[arg]
+            desc = p.values[arg]
+            single = lb.single_root(desc, p.paths)
+            # (value, labels, lenv key or None, its default); a literal's labels are None
+            decoded = (
+                values[arg],
+                None if desc[0] in ("const", "cred") else lvalues[arg],
+                single[0] if single else None,
+                single[1] if single else None,
+            )
         elif op == _STORE:
             path = p.paths[arg]
             in_state = path[0] == "state" and len(path) == 2
             decoded = (True, str(path[1])) if in_state else (False, str(path[0]))
         elif op == _COMPARE:
-            decoded = compile_condition(p.conds[arg], p.values, p.consts, p.paths)
+            decoded = (
+                compile_condition(p.conds[arg], p.values, p.consts, p.paths),
+                lb.compile_condition_labels(p.conds[arg], p.values, p.paths),
+            )
         elif op in (_CALL, _MODEL):
             context = CallContext(
                 tool_id=p.id,
@@ -234,6 +267,7 @@ def compiled(program: Program) -> _Compiled:
             )
             if op == _CALL:
                 c = p.calls[arg]
+                source = source_label(c["capability"], None)
                 decoded = _CallSite(
                     node_ids[node],
                     c["capability"],
@@ -241,6 +275,7 @@ def compiled(program: Program) -> _Compiled:
                     c["backoffMs"] / 1000,
                     c["compensation"],
                     context,
+                    frozenset({source}) if source is not None else frozenset(),
                 )
             else:
                 m = p.models[arg]
@@ -253,7 +288,7 @@ def compiled(program: Program) -> _Compiled:
         elif op == _FAIL:
             decoded = (p.fails[arg]["code"], p.fails[arg]["message"])
         code.append((op, decoded, node))
-    result = _Compiled(code, node_ids)
+    result = _Compiled(code, node_ids, joins, exit_loops)
     program.cache["vm"] = result
     return result
 
@@ -346,6 +381,7 @@ class _Run:
         self.state: dict[str, Any] = {}
         # completed steps that declared a compensation: (site, input, result)
         self.done: list[tuple[_CallSite, Any, Any]] = []
+        self.output_labels: tuple[str, ...] = ()
 
     def line_of(self, node_id: str | None) -> int | None:
         for node in self.program.nodes:
@@ -500,21 +536,35 @@ class _Run:
 
     # The dispatch loop. Kept in one function with locals for speed; every failure carries
     # the node of the instruction that raised it.
+    #
+    # Labels (SPEC §15) ride along: `lenv` holds each variable's label tree, `lstack` parallels
+    # the value stack, and `pcs` holds the control labels in force — one entry per `if` until
+    # its join node is entered (or its iteration / the run ends) and one per running loop.
+    # `sticky` keeps what a loop that may end the run decided, for the rest of the run.
     def _execute(self, env: Env) -> Any:
         comp = compiled(self.program)
         code = comp.code
+        joins = comp.joins
+        exit_loops = comp.exit_loops
         limit = self.program.transition_limit
         state = env["state"]
         stack: list[Any] = []
         push, pop = stack.append, stack.pop
+        lenv: lb.LEnv = {"input": lb.INPUT_TREE}
+        lstack: list[lb.Tree] = []
+        lpush, lpop = lstack.append, lstack.pop
+        pcs: list[tuple[int, frozenset[str]]] = []
+        loops: list[tuple[Any, ...]] = []  # per running loop: source tree, control, saved trees
+        sticky: frozenset[str] = lb.NONE
+        pc: frozenset[str] = lb.NONE
         transitions = 0
         backs = 0
-        pc = 0
+        pc_ = 0
         node = 0
         try:
             while True:
-                op, arg, node = code[pc]
-                pc += 1
+                op, arg, node = code[pc_]
+                pc_ += 1
                 if op == _ENTER:
                     transitions += 1
                     if transitions > limit:
@@ -523,50 +573,108 @@ class _Run:
                             "RUN_TRANSITION_LIMIT",
                             f"the run reached its limit of {limit} transitions",
                         )
+                    if pcs and pcs[-1][0] == node:
+                        while pcs and pcs[-1][0] == node:
+                            pcs.pop()
+                        pc = sticky.union(*[e[1] for e in pcs]) if pcs else sticky
                 elif op == _EVAL:
-                    push(arg(env))
+                    push(arg[0](env))
+                    if arg[2] is not None:
+                        tree = lenv.get(arg[2], arg[3])
+                        lpush(tree if tree[1] is None else arg[1](lenv))
+                    elif arg[1] is None:
+                        lpush(lb.EMPTY)
+                    else:
+                        lpush(arg[1](lenv))
                 elif op == _STORE:
+                    tree = lpop()
+                    if pc and not pc <= tree[0]:  # a subset test allocates nothing
+                        tree = (tree[0] | pc, tree[1])
                     if arg[0]:
                         # a new state object, so a variable that read `$state` before
                         # keeps the value it read (JSON values never change in place)
                         state = env["state"] = {**state, arg[1]: pop()}
+                        lenv["state." + arg[1]] = tree
                     else:
                         env[arg[1]] = pop()
+                        lenv[arg[1]] = tree
                 elif op == _CALL:
-                    push(self._call(arg, pop()))
+                    result, tree = self._call(arg, pop(), lpop(), pc)
+                    push(result)
+                    lpush(tree)
                 elif op == _COMPARE:
-                    push(arg(env))
+                    push(arg[0](env))
+                    lpush(arg[1](lenv))
                 elif op == _JUMP_IF_FALSE:
+                    decided = lpop()[0]
+                    if not pc <= decided:
+                        decided = decided | pc
+                    join = joins.get(node, _NEVER)
+                    if join == _NEVER and loops:
+                        join = _ITER_END
+                    pcs.append((join, decided))
+                    if loops and loops[-1][0] in exit_loops:
+                        sticky = sticky | decided
+                    if not decided <= pc:
+                        pc = pc | decided
                     if not pop():
-                        pc = arg
+                        pc_ = arg
                 elif op == _JUMP:
-                    if arg < pc:
+                    if arg < pc_:
                         backs += 1
                         if backs > limit:
                             raise RunFailure(
                                 "RUN_TRANSITION_LIMIT",
                                 f"the run reached its limit of {limit} loop iterations",
                             )
-                    pc = arg
+                    pc_ = arg
                 elif op == _FOREACH_NEXT:
+                    if pcs and pcs[-1][0] == _ITER_END:
+                        while pcs and pcs[-1][0] == _ITER_END:
+                            pcs.pop()
+                        pc = sticky.union(*[e[1] for e in pcs])
                     it = stack[-1]
                     i = it[1]
+                    loop = loops[-1]
                     if i < len(it[0]):
                         env[it[2]] = it[0][i]
+                        lenv[it[2]] = lb.item_tree(loop[1], i, loop[2])
                         if it[3] is not None:
                             env[it[3]] = i
+                            lenv[it[3]] = (loop[2], None)
                         it[1] = i + 1
                     else:
                         pop()
                         _restore(env, it)
-                        pc = arg
+                        loops.pop()
+                        _restore_labels(lenv, it, loop)
+                        while pcs and pcs[-1][0] != _LOOP:
+                            pcs.pop()
+                        if pcs:
+                            pcs.pop()
+                        pc = sticky.union(*[e[1] for e in pcs])
+                        pc_ = arg
                 elif op == _FOREACH_INIT:
-                    push(_foreach_init(env, arg, pop()))
+                    it = _foreach_init(env, arg, pop())
+                    push(it)
+                    source = lpop()
+                    control = source[0] if pc <= source[0] else source[0] | pc
+                    saved = (lenv.get(it[2]), lenv.get(it[3]) if it[3] else None)
+                    loops.append((node, source, control, saved))
+                    pcs.append((_LOOP, control))
+                    if node in exit_loops:
+                        sticky = sticky | control
+                    if not control <= pc:
+                        pc = pc | control
                 elif op == _POP:
                     pop()
+                    lpop()
                 elif op == _MODEL:
-                    push(self._model(arg, pop()))
+                    result, tree = self._model(arg, pop(), lpop(), pc)
+                    push(result)
+                    lpush(tree)
                 elif op == _RETURN:
+                    self.output_labels = tuple(sorted(lb.flat(lpop()) | pc))
                     return pop()
                 elif op == _FAIL:
                     raise RunFailure(arg[0], arg[1])
@@ -580,9 +688,23 @@ class _Run:
             self.transitions = transitions
             self.state = state
 
-    def _call(self, site: _CallSite, input: Any) -> Any:
+    def _call(
+        self, site: _CallSite, input: Any, tree: lb.Tree, pc: frozenset[str]
+    ) -> tuple[Any, lb.Tree]:
         input = _normalize(input, RESULT_LIMIT, "RUN_CAPABILITY_FAILED", "the step's input")
-        context = site.context
+        c = site.context
+        # built directly, not with attrs.evolve: this runs on every call
+        context = CallContext(
+            c.tool_id,
+            c.tool_version,
+            c.node_id,
+            c.allowed_hosts,
+            c.credential_hosts,
+            1,
+            lb.per_argument(input, tree),
+            tuple(sorted(pc)) if pc else (),
+        )
+        first = context
         attempt = 1
         while True:
             try:
@@ -593,7 +715,7 @@ class _Run:
                     if site.backoff_s > 0:
                         self.sleep(site.backoff_s)
                     attempt += 1
-                    context = attrs.evolve(site.context, attempt=attempt)
+                    context = attrs.evolve(first, attempt=attempt)
                     continue
                 tries = f" (after {attempt} attempts)" if attempt > 1 else ""
                 raise RunFailure(
@@ -614,13 +736,24 @@ class _Run:
         )
         if site.compensation is not None:
             self.done.append((site, input, result))
-        return result
+        source = site.source
+        if site.capability == "net.http":
+            url = input.get("url") if type(input) is dict else None
+            source = frozenset({source_label("net.http", host_of_url(url)) or "external:*"})
+        return result, (lb.flat(tree) | source | pc, None)
 
-    def _model(self, site: _ModelSite, input: Any) -> Any:
+    def _model(
+        self, site: _ModelSite, input: Any, tree: lb.Tree, pc: frozenset[str]
+    ) -> tuple[Any, lb.Tree]:
         input = _normalize(input, RESULT_LIMIT, "RUN_MODEL_FAILED", "the model step's input")
+        context = attrs.evolve(
+            site.context,
+            labels=lb.per_argument(input, tree),
+            control_labels=tuple(sorted(pc)),
+        )
         try:
             result = self.host.model(
-                site.op, input, dict(site.requirements), site.output_schema, site.context
+                site.op, input, dict(site.requirements), site.output_schema, context
             )
         except HostError as exc:
             raise RunFailure(_host_code(exc, "RUN_MODEL_FAILED"), exc.message) from None
@@ -639,7 +772,7 @@ class _Run:
                 raise RunFailure(
                     "RUN_MODEL_FAILED", f"the model's answer does not match the schema: {problem}"
                 )
-        return result
+        return result, (lb.flat(tree) | _MODEL_LABEL | pc, None)
 
     def compensate(self) -> list[CompensationOutcome]:
         """Undo the completed steps, last first; each outcome is reported, none raises."""
@@ -690,6 +823,19 @@ def _restore(env: Env, it: list[Any]) -> None:
             env.pop(name, None)
         else:
             env[name] = saved
+
+
+def _restore_labels(lenv: lb.LEnv, it: list[Any], loop: tuple[Any, ...]) -> None:
+    for name, saved in ((it[2], loop[3][0]), (it[3], loop[3][1])):
+        if name is None:
+            continue
+        if saved is None:
+            lenv.pop(name, None)
+        else:
+            lenv[name] = saved
+
+
+_MODEL_LABEL = frozenset({MODEL})
 
 
 def _host_code(exc: HostError, default: str) -> str:

@@ -12,7 +12,10 @@ shows what changed, capability by capability.
   `(c, op)`). A capability with no selector (every TALOS capability, `net.http`,
   `channel.send`, …) does one thing: its operation is the capability itself, `(c, c)`.
 - `hosts`, `labels`, `credentials`: from the marks.
-- `flows`: `[source, sink]` pairs from the data-flow facts (§15) when the checker has them.
+- `flows`: `[source, sink]` pairs from the data-flow facts (§15) when the checker has them —
+  those a person consents to, the card's "Sends" and "Steered by" lines: private data reaching
+  an egress, outside text reaching a write or an egress (`input → output` and the like are
+  not effects: a version that only reshapes its result does not ask again).
 - `triggers`: `manual`, `app-resume`, `task-changed`, `schedule <cron>`.
 - `model`: `{"privacy", "effort"}` of the reachable model steps, or null with none.
 
@@ -53,10 +56,20 @@ def effects_from_report(report: Any, target: str) -> dict[str, Any]:
     flows = {
         (str(f.source), str(f.sink))
         for f in (getattr(facts, "flows", ()) or ())
-        if hasattr(f, "source") and hasattr(f, "sink")
+        if hasattr(f, "source") and hasattr(f, "sink") and _asks(str(f.source), str(f.sink))
     }
     manifest = report.manifest if isinstance(report.manifest, dict) else {}
     return _effects(marks, operations, flows, manifest.get("triggers") or [])
+
+
+def _asks(source: str, sink: str) -> bool:
+    """A flow a person consents to (SPEC §15's two codes; the card's flow lines)."""
+    from forgec.runtime.flowlabels import is_private, is_untrusted, sink_kind
+
+    kind = sink_kind(sink)
+    return (is_private(source) and kind == "egress") or (
+        is_untrusted(source) and kind in ("egress", "write")
+    )
 
 
 def effects_from_marks(marks: Any, manifest: dict[str, Any]) -> dict[str, Any]:

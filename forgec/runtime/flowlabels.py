@@ -1,0 +1,177 @@
+"""The one table of SPEC §15's sources and sinks, read by the flow pass, the VM and the hosts.
+
+It lives in the runtime (like the opcode table) because the VM and the reference hosts need it
+and the runtime must not import the compiler; `forgec.passes.flows` imports it from here.
+
+Labels (strings a value carries):
+- `input` — the caller's input; `private:<capability>` — the result of a capability that reads
+  the person's data; `private:state` — the tool's saved state; `external:<host>` (`external:*`
+  when the host is not known) — a `net.http` response; `model` — a model step's answer.
+- untrusted = any `external:*` label (text someone outside the device wrote).
+
+Sinks (strings naming where a value goes):
+- `egress:<host>` / `egress:*` — a `net.http` request (url, headers, body) to that host;
+  `egress:<capability>` for `channel.send`, `persona.send`, `subagent.invoke`,
+  `subagent.background`;
+- `write:<capability>` — a change to the person's data;
+- `output` — the run's result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+INPUT = "input"
+MODEL = "model"
+STATE = "private:state"
+OUTPUT = "output"
+
+_PRIVATE_FAMILIES = ("tasks.", "notes.", "persona.", "subagent.")
+_PRIVATE_NAMES = frozenset(
+    {"memory.search", "memory.create", "db.query", "memory.access", "schedule.manage"}
+)
+EGRESS_CAPABILITIES = frozenset(
+    {"channel.send", "persona.send", "subagent.invoke", "subagent.background"}
+)
+WRITE_CAPABILITIES = frozenset(
+    {"tasks.create", "tasks.setStatus", "notes.create", "notes.update", "memory.create"}
+)
+# capability → (the input field that selects the operation, the operations that write)
+WRITE_WHEN: dict[str, tuple[str, frozenset[str]]] = {
+    "memory.access": ("operation", frozenset({"write", "delete"})),
+    "schedule.manage": ("action", frozenset({"create", "update", "cancel", "delete"})),
+}
+HTTP = "net.http"
+
+# `[flows] deny` rules of the reference host: rule → (label test, sink kind)
+DENY_RULES = ("private->egress", "untrusted->write", "untrusted->egress")
+
+
+def is_private(label: str) -> bool:
+    return label.startswith("private:")
+
+
+def is_untrusted(label: str) -> bool:
+    return label.startswith("external:")
+
+
+def source_label(capability: str, host: str | None) -> str | None:
+    """The label a capability's result carries by where it came from (None: no source)."""
+    if capability == HTTP:
+        return f"external:{host or '*'}"
+    if capability in _PRIVATE_NAMES or capability.startswith(_PRIVATE_FAMILIES):
+        return f"private:{capability}"
+    return None
+
+
+def sink_of(capability: str, operation: Any, host: str | None) -> str | None:
+    """The sink a call is, given its operation field's value (None when it has none) and,
+    for `net.http`, its host (None when unknown)."""
+    if capability == HTTP:
+        return f"egress:{host or '*'}"
+    if capability in EGRESS_CAPABILITIES:
+        return f"egress:{capability}"
+    if capability in WRITE_CAPABILITIES:
+        return f"write:{capability}"
+    rule = WRITE_WHEN.get(capability)
+    if rule is not None and operation in rule[1]:
+        return f"write:{capability}"
+    return None
+
+
+def static_sink(capability: str, fields: Mapping[str, Any], host: str | None) -> str | None:
+    """`sink_of` at compile time: `fields` are the literal input fields; when the operation
+    field is not among them (computed), a capability that may write counts as writing."""
+    rule = WRITE_WHEN.get(capability)
+    if rule is not None and rule[0] not in fields:
+        return f"write:{capability}"
+    return sink_of(capability, fields.get(rule[0]) if rule else None, host)
+
+
+def operation_field(capability: str) -> str | None:
+    rule = WRITE_WHEN.get(capability)
+    return rule[0] if rule else None
+
+
+def sink_kind(sink: str) -> str:
+    return sink.split(":", 1)[0]
+
+
+def denied(rules: Iterable[str], sink: str | None, labels: Iterable[str]) -> str | None:
+    """Why a call to `sink` carrying `labels` is refused by `rules`, or None."""
+    if sink is None:
+        return None
+    kind = sink_kind(sink)
+    for rule in rules:
+        what, _, where = rule.partition("->")
+        if where != kind:
+            continue
+        test = is_private if what == "private" else is_untrusted if what == "untrusted" else None
+        if test is None:
+            continue
+        for label in sorted(set(labels)):
+            if test(label):
+                return f"the host's [flows] rule {rule!r} refuses {label} reaching {sink}"
+    return None
+
+
+def call_sink(capability: str, input: Any) -> str | None:
+    """The sink an actual call is (its operation and URL read from the evaluated input)."""
+    fields = input if type(input) is dict else {}
+    rule = WRITE_WHEN.get(capability)
+    operation = fields.get(rule[0]) if rule else None
+    host = host_of_url(fields.get("url")) if capability == HTTP else None
+    return sink_of(capability, operation, host)
+
+
+def valid_rule(rule: Any) -> bool:
+    return rule in DENY_RULES
+
+
+def host_of_url(url: Any) -> str | None:
+    """The lower-cased host of an absolute URL (the VM and hosts label by it), else None."""
+    if type(url) is not str:
+        return None
+    from urllib.parse import urlsplit
+
+    try:
+        host = urlsplit(url).hostname
+    except ValueError:
+        return None
+    return host.lower() if host else None
+
+
+# --- words for people (the consent card, diagnostics) --------------------------------
+
+_SOURCE_WORDS = {
+    "tasks": "tasks",
+    "notes": "notes",
+    "memory": "memories",
+    "db": "database rows",
+    "schedule": "schedules",
+    "persona": "persona messages",
+    "subagent": "sub-agent results",
+}
+
+
+def describe_source(label: str) -> str:
+    """`private:notes.list` → `notes (notes.list)`; `external:h` → `h`."""
+    if label == STATE:
+        return "saved state"
+    if label.startswith("private:"):
+        cap = label[len("private:") :]
+        return f"{_SOURCE_WORDS.get(cap.split('.')[0], cap)} ({cap})"
+    if label.startswith("external:"):
+        host = label[len("external:") :]
+        return "any web host" if host == "*" else host
+    return "your input" if label == INPUT else "the model" if label == MODEL else label
+
+
+def describe_sink(sink: str) -> str:
+    if sink == OUTPUT:
+        return "the result"
+    kind, _, where = sink.partition(":")
+    if kind == "egress" and where == "*":
+        return "a computed URL"
+    return where

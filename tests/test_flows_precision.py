@@ -1,0 +1,215 @@
+"""SPEC §15 precision: flows that must NOT be reported, each beside the one-edit variant that
+must, so a test passes only when the analysis tells the two apart (none of them can pass on
+an analysis that reports everything, nor on one that reports nothing)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+import orjson
+
+import forgec
+
+PRIVATE_OUT = ("private:memory.access", "egress:api.example.com")
+UNTRUSTED_WRITE = ("external:news.example.com", "write:notes.create")
+
+
+def tool(nodes: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    return {
+        "schema": "talos.local-tool.v1",
+        "id": "precision.tool",
+        "version": 1,
+        "title": "Precision",
+        "description": "A tool of the precision suite.",
+        "createdAt": "2026-01-01T00:00:00Z",
+        "parentVersion": None,
+        "execution": "declarative-flow",
+        "installScope": "device",
+        "network": {"mode": "allowlist", "hosts": ["api.example.com", "news.example.com"]},
+        "credentialRequirements": [],
+        "flow": {"entry": nodes[0]["id"], "maxTransitions": 64, "nodes": nodes},
+        **extra,
+    }
+
+
+def pairs(doc: dict[str, Any]) -> set[tuple[str, str]]:
+    report = forgec.check(orjson.dumps(doc), target="talon")
+    assert report.ok, [d.message for d in report.errors]
+    return {(f.source, f.sink) for f in report.facts.flows}
+
+
+RECALL = {
+    "id": "recall",
+    "type": "capability",
+    "capability": "memory.access",
+    "input": {"operation": "list"},
+    "target": "items",
+    "next": "pick",
+}
+
+
+def post(body: Any, nid: str = "post", nxt: str = "done") -> dict[str, Any]:
+    return {
+        "id": nid,
+        "type": "capability",
+        "capability": "net.http",
+        "input": {"method": "POST", "url": "https://api.example.com/in", "body": body},
+        "next": nxt,
+    }
+
+
+DONE = {"id": "done", "type": "return", "value": {"ok": True}}
+
+
+def test_private_value_used_only_in_a_branch_that_returns_does_not_egress() -> None:
+    def flow(show: Any) -> dict[str, Any]:
+        return tool(
+            [
+                RECALL,
+                {
+                    "id": "pick",
+                    "type": "if",
+                    "condition": {"op": "truthy", "left": {"$ref": "input.show"}},
+                    "then": "show",
+                    "else": "post",
+                },
+                {"id": "show", "type": "return", "value": show},
+                post({"$ref": "input.text"}),
+                DONE,
+            ]
+        )
+
+    quiet = flow({"$ref": "items"})
+    assert PRIVATE_OUT not in pairs(quiet)
+    assert ("private:memory.access", "output") in pairs(quiet)
+    # the same private value on the other branch does leave
+    leaky = flow({"n": 1})
+    leaky["flow"]["nodes"][3] = post({"$template": "{{items}}"})
+    assert PRIVATE_OUT in pairs(leaky)
+
+
+def test_a_value_overwritten_before_the_sink_does_not_egress() -> None:
+    def flow(second: Any) -> dict[str, Any]:
+        return tool(
+            [
+                {**RECALL, "next": "keep"},
+                {"id": "keep", "type": "set", "target": "x", "value": {"$ref": "items"},
+                 "next": "pick"},
+                {"id": "pick", "type": "set", "target": "x", "value": second, "next": "post"},
+                post({"$template": "{{x}}"}),
+                DONE,
+            ]
+        )  # fmt: skip
+
+    assert PRIVATE_OUT not in pairs(flow({"$ref": "input.text"}))
+    assert PRIVATE_OUT in pairs(flow({"$template": "{{x}} and more"}))  # x kept, not replaced
+
+
+def test_a_field_that_is_not_the_one_sent_does_not_egress() -> None:
+    def flow(sent: str) -> dict[str, Any]:
+        return tool(
+            [
+                {**RECALL, "next": "pack"},
+                {"id": "pack", "type": "set", "target": "pack",
+                 "value": {"secret": {"$ref": "items"}, "public": {"$ref": "input.text"},
+                           "list": [{"$ref": "input.text"}, {"$ref": "items"}]},
+                 "next": "post"},
+                post({"$ref": sent}),
+                DONE,
+            ]
+        )  # fmt: skip
+
+    assert PRIVATE_OUT not in pairs(flow("pack.public"))
+    assert PRIVATE_OUT not in pairs(flow("pack.list[0]"))
+    assert PRIVATE_OUT in pairs(flow("pack.secret"))
+    assert PRIVATE_OUT in pairs(flow("pack.list[1]"))
+    assert PRIVATE_OUT in pairs(flow("pack"))
+
+
+def test_control_ends_where_the_branches_join() -> None:
+    fetch = {
+        "id": "fetch",
+        "type": "capability",
+        "capability": "net.http",
+        "input": {"method": "GET", "url": "https://news.example.com/"},
+        "target": "page",
+        "next": "check",
+    }
+
+    def flow(join_then: str) -> dict[str, Any]:
+        return tool(
+            [
+                fetch,
+                {"id": "check", "type": "if",
+                 "condition": {"op": "contains", "left": {"$ref": "page.body"}, "right": "x"},
+                 "then": join_then, "else": "save"},
+                {"id": "tag", "type": "set", "target": "t", "value": "seen", "next": "save"},
+                {"id": "save", "type": "capability", "capability": "notes.create",
+                 "input": {"title": "t", "body": {"$ref": "input.text"}}, "next": "done"},
+                DONE,
+            ]
+        )  # fmt: skip
+
+    # both branches meet at `save`: the page decides nothing about it
+    assert UNTRUSTED_WRITE not in pairs(flow("save"))
+    # the page decides whether `tag` runs, and `tag` feeds nothing: still none at `save`
+    assert UNTRUSTED_WRITE not in pairs(flow("tag"))
+    # but a branch that ends the run makes every later step depend on the page
+    ended = flow("done")
+    ended["flow"]["nodes"][1]["then"] = "stop"
+    ended["flow"]["nodes"].append({"id": "stop", "type": "return", "value": None})
+    assert UNTRUSTED_WRITE in pairs(ended)
+
+
+def test_a_loop_source_steers_its_body_but_not_what_follows() -> None:
+    def flow(after_body: bool) -> dict[str, Any]:
+        body: list[dict[str, Any]] = [
+            {"id": "note", "type": "set", "target": "seen", "value": {"$ref": "line"}},
+        ]
+        if after_body:
+            body[0]["next"] = "save"
+            body.append({"id": "save", "type": "capability", "capability": "notes.create",
+                         "input": {"title": "t", "body": {"$ref": "input.text"}}})  # fmt: skip
+        nodes = [
+            {"id": "fetch", "type": "capability", "capability": "net.http",
+             "input": {"method": "GET", "url": "https://news.example.com/"}, "target": "page",
+             "next": "split"},
+            {"id": "split", "type": "llm", "op": "extract", "input": {"$ref": "page.body"},
+             "target": "lines", "next": "each"},
+            {"id": "each", "type": "foreach", "source": {"$ref": "lines"}, "itemVar": "line",
+             "maxItems": 5, "body": body, "next": "final"},
+            {"id": "final", "type": "capability", "capability": "tasks.create",
+             "input": {"title": {"$ref": "input.text"}}, "next": "done"},
+            DONE,
+        ]  # fmt: skip
+        return tool(nodes)
+
+    inside = pairs(flow(True))
+    assert UNTRUSTED_WRITE in inside  # the page decides how often `save` runs
+    assert ("external:news.example.com", "write:tasks.create") not in inside
+    assert UNTRUSTED_WRITE not in pairs(flow(False))
+
+
+def test_inspect_json_lists_the_flows_through_the_cli(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "t.talostool"
+    doc = tool([{**RECALL, "next": "post"}, post({"$template": "{{items}}"}), DONE])
+    path.write_text(json.dumps(doc))
+    done = subprocess.run(
+        [sys.executable, "-m", "forgec", "inspect", "--target", "talon", "--format", "json",
+         str(path)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    flows = json.loads(done.stdout)["flows"]
+    assert {
+        "source": "private:memory.access",
+        "sink": "egress:api.example.com",
+        "node": "post",
+        "argument": "body",
+        "via": "data",
+        "path": ["recall", "post"],
+    } in flows
+    assert all(set(f) == {"source", "sink", "node", "argument", "via", "path"} for f in flows)
