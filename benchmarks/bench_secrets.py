@@ -33,8 +33,8 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from forgec.passes.secret_rules import scan_text  # noqa: E402
 from forgec.passes.secrets import find_secrets, walk_secrets  # noqa: E402
+from forgec.secretscan.rules import scan_text  # noqa: E402
 
 LIMIT = 65_536
 

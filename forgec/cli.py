@@ -15,7 +15,9 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
+from forgec.commands import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, UsageError
+
+__all__ = ["EXIT_ERRORS", "EXIT_OK", "EXIT_USAGE", "UsageError", "build_parser", "main"]
 
 COMMAND_MODULES = (
     "check",
@@ -31,10 +33,6 @@ COMMAND_MODULES = (
     "mcp",
     "lsp",
 )
-
-
-class UsageError(Exception):
-    """Bad usage or an unreadable file: printed as one line, exit status 2."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -71,8 +69,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     if handler is None:
         parser.print_help()
         return EXIT_USAGE
+    from forgec.commands.needs import extra_of_module, install_hint, missing_extras
+
+    command = str(getattr(args, "command", ""))
+    missing = missing_extras(command)
+    if missing:
+        print(f"forgec: error: {install_hint(command, missing)}", file=sys.stderr)
+        return EXIT_USAGE
     try:
         return int(handler(args))
+    except ModuleNotFoundError as exc:
+        # a dependency the table above does not list for this command: still one line
+        extra = extra_of_module((exc.name or "").split(".")[0])
+        if extra is None:
+            raise
+        print(f"forgec: error: {install_hint(command, [extra])}", file=sys.stderr)
+        return EXIT_USAGE
     except UsageError as exc:
         print(f"forgec: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -1,10 +1,32 @@
-"""Test-wide isolation: no test reads or writes the user's real forgec data directory."""
+"""Test-wide settings: the hypothesis budget, and isolation (no test reads or writes the user's
+real forgec data directory).
+
+Hypothesis profiles: "ci" (chosen when CI is set, as `.ci/run` does) runs a fixed, derandomized
+budget so a CI run is reproducible and its time is bounded; "dev" (the default: hypothesis' own
+settings) draws fresh examples each run. `HYPOTHESIS_PROFILE=name` picks one explicitly. A test's own
+`@settings(max_examples=...)` still wins over the profile.
+"""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "ci",
+    max_examples=100,
+    derandomize=True,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile("dev")  # hypothesis' own defaults
+settings.load_profile(
+    os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
+)
 
 
 @pytest.fixture(autouse=True)

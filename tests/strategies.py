@@ -1,4 +1,10 @@
-"""Hypothesis strategies for random VALID `.talostool` manifests (TALOS target).
+"""The one home of the suite's hypothesis strategies.
+
+JSON values: `json_values(leaves, keys=..., max_size=..., max_leaves=...)` over `scalars(...)`;
+every property test builds its JSON from these (tune the leaves and keys, do not copy the
+recursion). `JSON_VALUES` is the general-purpose default.
+
+Manifests: random VALID `.talostool` manifests (TALOS target).
 
 `manifests()` builds a tool that checks clean: unique node ids, edges only forward (so no
 cycle) and every node reachable, refs only into `input` (always defined) or into loop variables
@@ -14,6 +20,51 @@ import itertools
 from typing import Any
 
 from hypothesis import strategies as st
+
+FINITE_FLOATS = st.floats(allow_nan=False, allow_infinity=False)
+
+
+def scalars(
+    *,
+    integers: st.SearchStrategy[int] | None = None,
+    floats: st.SearchStrategy[float] | None = FINITE_FLOATS,
+    text: st.SearchStrategy[str] | None = None,
+    extra: st.SearchStrategy[Any] | None = None,
+) -> st.SearchStrategy[Any]:
+    """JSON leaves: null, booleans, integers, floats (None: none), text, plus `extra`."""
+    parts: list[st.SearchStrategy[Any]] = [
+        st.none(),
+        st.booleans(),
+        st.integers() if integers is None else integers,
+        st.text(max_size=8) if text is None else text,
+    ]
+    if floats is not None:
+        parts.append(floats)
+    if extra is not None:
+        parts.append(extra)
+    return st.one_of(*parts)
+
+
+def json_values(
+    leaves: st.SearchStrategy[Any] | None = None,
+    *,
+    keys: st.SearchStrategy[str] | None = None,
+    max_size: int = 4,
+    max_leaves: int = 12,
+) -> st.SearchStrategy[Any]:
+    """Arbitrary JSON: lists and objects (keys from `keys`) nested over `leaves`."""
+    key_strategy = st.text(max_size=6) if keys is None else keys
+    return st.recursive(
+        scalars() if leaves is None else leaves,
+        lambda inner: st.one_of(
+            st.lists(inner, max_size=max_size),
+            st.dictionaries(key_strategy, inner, max_size=max_size),
+        ),
+        max_leaves=max_leaves,
+    )
+
+
+JSON_VALUES = json_values()
 
 NAME = st.from_regex(r"[a-z][a-zA-Z0-9_]{0,7}", fullmatch=True).filter(
     lambda s: s
@@ -56,14 +107,7 @@ SCALAR = st.one_of(
     st.sampled_from([1.0, -0.5, 0.0, 1e16, 2.5e-7]),
     AWKWARD_TEXT,
 )
-JSON = st.recursive(
-    SCALAR,
-    lambda inner: st.one_of(
-        st.lists(inner, max_size=3),
-        st.dictionaries(KEY, inner, max_size=3),
-    ),
-    max_leaves=8,
-)
+JSON = json_values(SCALAR, keys=KEY, max_size=3, max_leaves=8)
 
 
 def _input_ref(props: list[str]) -> st.SearchStrategy[Any]:
@@ -79,12 +123,10 @@ def values(draw: st.DrawFn, props: list[str], loop_vars: tuple[str, ...] = ()) -
         AWKWARD_TEXT.filter(lambda s: "{" not in s and "}" not in s), st.sampled_from(roots)
     ).map(lambda t: {"$template": f"{t[0]}{{{{{t[1]}}}}}"})
     return draw(
-        st.recursive(
+        json_values(
             st.one_of(SCALAR, ref, template),
-            lambda inner: st.one_of(
-                st.lists(inner, max_size=3),
-                st.dictionaries(KEY.filter(lambda k: not k.startswith("$")), inner, max_size=3),
-            ),
+            keys=KEY.filter(lambda k: not k.startswith("$")),
+            max_size=3,
             max_leaves=6,
         )
     )

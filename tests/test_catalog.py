@@ -11,6 +11,7 @@ import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strategies import json_values, scalars
 
 from forgec.catalog import get_catalog, suggest, unknown_capability_hint
 from forgec.catalog.base import StepMarks
@@ -681,12 +682,8 @@ def test_unknown_capability_hint_names_the_other_target() -> None:
 
 # -- robustness ------------------------------------------------------------------------------
 
-JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
-    lambda children: (
-        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4)
-    ),
-    max_leaves=12,
+JSON = json_values(
+    scalars(floats=st.floats(), text=st.text(max_size=20)), keys=st.text(max_size=10)
 )
 FIELD_NAMES = st.sampled_from(
     ["action", "operation", "sql", "url", "cronExpr", "headers", "title", "limit", "x", "$ref"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strategies import json_values, scalars
 
 from forgec.host import HostOptions, open_host
 from forgec.host.bridge import TALON_TOOLS
@@ -26,13 +27,9 @@ LABELS = (
     "net.http:egress",
 )
 
-scalars = st.none() | st.booleans() | st.integers(-(10**6), 10**6) | st.text(max_size=20)
-json_values = st.recursive(
-    scalars,
-    lambda inner: (
-        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
-    ),
-    max_leaves=12,
+JSON = json_values(
+    scalars(integers=st.integers(-(10**6), 10**6), floats=None, text=st.text(max_size=20)),
+    keys=st.text(max_size=8),
 )
 FIELDS = [
     "action",
@@ -71,7 +68,7 @@ FIELDS = [
     "headers",
     "timeoutMs",
 ]
-inputs = st.dictionaries(st.sampled_from(FIELDS), json_values, max_size=5) | json_values
+inputs = st.dictionaries(st.sampled_from(FIELDS), JSON, max_size=5) | JSON
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from manifests import EXAMPLES, example
 from reference_interp import lower_dict, manifest
+from strategies import json_values, scalars
 
 from forgec.backend import INVARIANTS, OPS, LoweringError, Op, OperandKind, disassemble
 from forgec.backend.invariants import (
@@ -313,11 +314,10 @@ def test_api_lower_returns_a_runnable_program() -> None:
         forgec.lower({**tool, "version": 0})
 
 
-any_json = st.recursive(
-    st.none() | st.booleans() | st.integers(-3, 300) | st.text(max_size=5),
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
-    ),
+any_json = json_values(
+    scalars(integers=st.integers(-3, 300), floats=None, text=st.text(max_size=5)),
+    keys=st.text(max_size=5),
+    max_size=3,
     max_leaves=8,
 )
 

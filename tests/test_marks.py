@@ -15,6 +15,7 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from manifests import manifest_with_nodes
+from strategies import json_values
 
 import forgec
 from forgec.ir.marks import Marks, ModelNeeds
@@ -231,13 +232,10 @@ ATOMS = st.sampled_from(
         "x" * 300,
     ]
 )
-JSON = st.recursive(
-    ATOMS,
-    lambda inner: st.one_of(
-        st.lists(inner, max_size=3),
-        st.dictionaries(
-            st.sampled_from(["id", "type", "next", "$ref", "value", "body"]), inner, max_size=3
-        ),
+# refs, credentials and templates are leaves here: the marks pass reads them where they sit
+JSON = json_values(
+    st.one_of(
+        ATOMS,
         st.builds(
             lambda p: {"$ref": p}, st.sampled_from(["input.x", "tasks", "nope", "a..b", "i"])
         ),
@@ -246,6 +244,8 @@ JSON = st.recursive(
             lambda t: {"$template": t}, st.sampled_from(["{{summary}}", "{{", "{{ task.id }}"])
         ),
     ),
+    keys=st.sampled_from(["id", "type", "next", "$ref", "value", "body"]),
+    max_size=3,
     max_leaves=6,
 )
 

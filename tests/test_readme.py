@@ -26,11 +26,11 @@ def test_quick_start_is_two_commands_and_the_first_checks_a_bundled_example(
     commands = [line for line in _block_after("## Quick start", "sh").splitlines() if line]
     assert len(commands) == 2
     install, check = commands[0].split(" && ")
-    assert install == "pip install -e ."
+    assert install == "pip install -e '.[all]'"
     assert check.startswith("forgec check examples/")
-    assert commands[1] == "pip install -e '.[dev]' && python -m pytest"
+    assert commands[1] == "pip install -e '.[all,dev]' && python -m pytest"
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    assert "python -m pytest" in ci and "pip install -q -e '.[dev]'" in ci
+    assert 'python" -m pytest' in ci and "pip\" install -q -e '.[all,dev]'" in ci
     monkeypatch.chdir(ROOT)
     assert main(check.split()[1:]) == 0
 

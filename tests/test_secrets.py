@@ -19,9 +19,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import forgec
-from forgec.passes.secret_rules import is_secret_name, scan_text
 from forgec.passes.secrets import find_secrets, screen_is_clean, walk_secrets
+from forgec.secretscan.rules import is_secret_name, scan_text
 from tests.manifests import manifest_with_nodes, minimal_manifest
+from tests.strategies import json_values, scalars
 
 R = random.Random(20261129)
 ALNUM = string.ascii_letters + string.digits
@@ -592,14 +593,7 @@ def test_pass_tolerates_any_json_value() -> None:
 _secretish = st.sampled_from([p[1] for p in POSITIVES] + [n[1] for n in NEGATIVES])
 _names = st.sampled_from(["password", "apiKey", "description", "value", "name", "token", "id", "x"])
 _text = st.one_of(_secretish, st.text(max_size=80), _secretish.map(lambda s: f"see {s} here"))
-_json = st.recursive(
-    st.one_of(st.none(), st.booleans(), st.integers(), _text),
-    lambda children: st.one_of(
-        st.lists(children, max_size=4),
-        st.dictionaries(st.one_of(_names, _text), children, max_size=4),
-    ),
-    max_leaves=12,
-)
+_json = json_values(scalars(floats=None, text=_text), keys=st.one_of(_names, _text))
 
 
 @settings(max_examples=150, deadline=None)
@@ -807,7 +801,7 @@ def test_redact_text_keeps_only_previews() -> None:
     text = f"token {token} and {url} done"
     redacted = scan_text(text)
     assert [f.rule for f in redacted] == ["github-pat", "url-password"]
-    from forgec.passes.secret_rules import redact_text
+    from forgec.secretscan.rules import redact_text
 
     out = redact_text(text)
     assert token not in out and "Tr0ub4dor" not in out

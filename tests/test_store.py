@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from manifests import manifest_with_nodes
+from strategies import json_values, scalars
 
 from forgec.store import ConsentRequired, Store, StoreError, ToolNotFound, content_hash
 
@@ -390,13 +391,7 @@ def test_store_uses_wal(tmp_path: Path) -> None:
     conn.close()
 
 
-_json = st.recursive(
-    st.none() | st.booleans() | st.integers(-5, 2**32) | st.text(max_size=8),
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
-    ),
-    max_leaves=8,
-)
+_json = json_values(scalars(integers=st.integers(-5, 2**32), floats=None), max_size=3, max_leaves=8)
 _fields = st.sampled_from(
     ["id", "version", "parentVersion", "title", "flow", "network", "inputSchema", "schema"]
 )

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from manifests import DELETE, full_manifest, manifest_with_nodes, minimal_manifest, mutate
+from strategies import json_values, scalars
 
 from forgec.frontend.build import _Builder, build_manifest
 from forgec.frontend.names import (
@@ -460,22 +461,13 @@ def test_unary_condition_has_no_right() -> None:
 
 # --- never raises -----------------------------------------------------------------------------
 
-json_values = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats(allow_nan=False)
-    | st.text(max_size=10)
-    | st.sampled_from(["$ref", "$template", "input.a", "{{x}}", "set", "foreach", "done"]),
-    lambda children: (
-        st.lists(children, max_size=4)
-        | st.dictionaries(
-            st.text(max_size=6)
-            | st.sampled_from(["$ref", "$template", "$credential", "id", "type"]),
-            children,
-            max_size=4,
-        )
+JSON = json_values(
+    scalars(
+        floats=st.floats(allow_nan=False),
+        text=st.text(max_size=10),
+        extra=st.sampled_from(["$ref", "$template", "input.a", "{{x}}", "set", "foreach", "done"]),
     ),
+    keys=st.text(max_size=6) | st.sampled_from(["$ref", "$template", "$credential", "id", "type"]),
     max_leaves=25,
 )
 
@@ -491,7 +483,7 @@ def _assert_sane(raw: Any) -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(json_values)
+@given(JSON)
 def test_arbitrary_json_never_raises(raw: Any) -> None:
     _assert_sane(raw)
 
@@ -501,7 +493,7 @@ def test_arbitrary_json_never_raises(raw: Any) -> None:
     st.sampled_from([full_manifest(), minimal_manifest()]),
     st.integers(0, 10_000),
     st.sampled_from(["replace", "delete", "add"]),
-    json_values,
+    JSON,
 )
 def test_mutated_manifests_never_raise(base: Any, where: int, action: str, new: Any) -> None:
     _assert_sane(mutate(base, where, action, new))
@@ -512,7 +504,7 @@ def test_mutated_manifests_never_raise(base: Any, where: int, action: str, new: 
     st.sampled_from([full_manifest(), minimal_manifest()]),
     st.integers(0, 10_000),
     st.sampled_from(["replace", "delete", "add"]),
-    json_values,
+    JSON,
 )
 def test_fast_path_builds_what_the_checking_path_builds(
     base: Any, where: int, action: str, new: Any

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
+from forgec.runtime.jsontext import dumps_text
 from forgec.runtime.opcodes import OPS, Op, OperandKind
 from forgec.runtime.program import Program
 from forgec.runtime.values import path_text
@@ -28,14 +27,14 @@ def _short(text: str, width: int = _WIDTH) -> str:
 def describe_value(program: Program, desc: Any) -> str:
     kind, arg = desc
     if kind == "const":
-        return orjson.dumps(program.consts[arg]).decode()
+        return dumps_text(program.consts[arg])
     if kind == "ref":
         return "$" + path_text(program.paths[arg])
     if kind == "tpl":
         text = "".join(
             p if isinstance(p, str) else "{{" + path_text(program.paths[p[1]]) + "}}" for p in arg
         )
-        return "$" + orjson.dumps(text).decode()
+        return "$" + dumps_text(text)
     if kind == "cred":
         return f"$credential({arg})"
     if kind == "obj":
@@ -82,7 +81,7 @@ def describe_operand(program: Program, op: Op, arg: int) -> str:
         return f"{loop['itemVar']}{index} max={loop['maxItems']}"
     if kind is OperandKind.FAIL:
         fail = program.fails[arg]
-        return f"{fail['code']} {orjson.dumps(fail['message']).decode()}"
+        return f"{fail['code']} {dumps_text(fail['message'])}"
     return str(arg)
 
 

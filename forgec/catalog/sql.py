@@ -115,8 +115,16 @@ def _sqlite_sees_two_statements(sql: str, dialect: Any) -> bool:
 
 
 def _first_line(error: Exception) -> str:
-    text = str(error).strip().splitlines()
-    return text[0][:160] if text else type(error).__name__
+    """Where the SQL stops being SQL, in forgec's words: sqlglot's own messages (token dumps,
+    "Invalid expression / Unexpected token") change between releases and mean little to a
+    person, so only the position it reports is kept."""
+    for found in getattr(error, "errors", None) or ():
+        line, col = found.get("line"), found.get("col")
+        if isinstance(line, int) and isinstance(col, int) and line > 0:
+            return f"it stops making sense at line {line}, column {max(col, 1)}"
+    if type(error).__name__ == "TokenError":
+        return "an unterminated string, comment or quoted name?"
+    return "it cannot be read as SQLite SQL"
 
 
 def check_select(sql: str) -> list[str]:

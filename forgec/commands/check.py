@@ -22,7 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 def run(args: argparse.Namespace) -> int:
     from forgec.api import check
-    from forgec.cli import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, UsageError
+    from forgec.commands import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, UsageError
     from forgec.commands.common import read_source
 
     reports = []
@@ -37,18 +37,15 @@ def run(args: argparse.Namespace) -> int:
         reports.append(check(data, path=None if path == "-" else path, target=args.target))
 
     if args.format == "json":
-        import orjson
+        from forgec.runtime.jsontext import dumps_text
 
         doc = {"files": [r.to_json() for r in reports]}
-        sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
+        sys.stdout.write(dumps_text(doc, indent=True) + "\n")
     elif args.format == "sarif":
-        import orjson
-
         from forgec.render.sarif import to_sarif
+        from forgec.runtime.jsontext import dumps_text
 
-        sys.stdout.write(
-            orjson.dumps(to_sarif(reports), option=orjson.OPT_INDENT_2).decode() + "\n"
-        )
+        sys.stdout.write(dumps_text(to_sarif(reports), indent=True) + "\n")
     else:
         from forgec.render.text import render_report, summary_line, use_color
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from forgec.cli import UsageError
+from forgec.commands import UsageError
 
 
 def add_target(parser: argparse.ArgumentParser) -> None:
@@ -68,9 +68,9 @@ def print_diagnostics(
 
 def emit_json(value: Any) -> None:
     """VALUE as indented JSON on standard output (the `--format json` of every subcommand)."""
-    import orjson
+    from forgec.runtime.jsontext import dumps_text
 
-    sys.stdout.write(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode() + "\n")
+    sys.stdout.write(dumps_text(value, indent=True) + "\n")
 
 
 def write_text(path: str | None, text: str) -> None:

@@ -27,7 +27,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from forgec.api import check
-    from forgec.cli import EXIT_ERRORS, EXIT_OK
+    from forgec.commands import EXIT_ERRORS, EXIT_OK
     from forgec.commands.common import print_report, read_path, write_text
     from forgec.frontend.canonical import dumps_canonical
 

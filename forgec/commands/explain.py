@@ -24,7 +24,7 @@ def _wrap(text: str, *, width: int) -> str:
 def run(args: argparse.Namespace) -> int:
     import difflib
 
-    from forgec.cli import EXIT_OK, UsageError
+    from forgec.commands import EXIT_OK, UsageError
     from forgec.ir.codes import REGISTRY
 
     if args.code is None:

@@ -41,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from forgec.cli import UsageError
+    from forgec.commands import UsageError
 
     if len(args.paths) > 1 and not (args.write or args.check):
         raise UsageError("printing takes one file; pass --write or --check for several")
@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _format_one(args: argparse.Namespace, arg_path: str) -> int:
     from forgec.api import is_forge_source, load
-    from forgec.cli import EXIT_ERRORS, EXIT_OK, UsageError
+    from forgec.commands import EXIT_ERRORS, EXIT_OK, UsageError
     from forgec.commands.common import print_diagnostics, read_path, write_text
     from forgec.frontend.canonical import dumps_canonical
     from forgec.frontend.dsl_format import FormatError, format_forge

@@ -26,7 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from forgec.api import load
     from forgec.catalog import get_catalog
-    from forgec.cli import EXIT_ERRORS, EXIT_OK
+    from forgec.commands import EXIT_ERRORS, EXIT_OK
     from forgec.commands.common import print_diagnostics, read_path, write_text
     from forgec.render.graph import to_dot, to_mermaid
 

@@ -145,17 +145,15 @@ def inspect_text(report: Any) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from forgec.api import check
-    from forgec.cli import EXIT_ERRORS, EXIT_OK
+    from forgec.commands import EXIT_ERRORS, EXIT_OK
     from forgec.commands.common import read_source
 
     data = read_source(args.path)
     report = check(data, path=None if args.path == "-" else args.path, target=args.target)
     if args.format == "json":
-        import orjson
+        from forgec.runtime.jsontext import dumps_text
 
-        sys.stdout.write(
-            orjson.dumps(inspect_json(report), option=orjson.OPT_INDENT_2).decode() + "\n"
-        )
+        sys.stdout.write(dumps_text(inspect_json(report), indent=True) + "\n")
     else:
         sys.stdout.write(inspect_text(report))
     return EXIT_OK if report.ok else EXIT_ERRORS

@@ -38,7 +38,7 @@ def checked_program(args: argparse.Namespace) -> tuple[Any, Any] | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from forgec.cli import EXIT_ERRORS, EXIT_OK
+    from forgec.commands import EXIT_ERRORS, EXIT_OK
 
     got = checked_program(args)
     if got is None:

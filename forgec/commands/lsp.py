@@ -11,7 +11,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def run(args: argparse.Namespace) -> int:
-    from forgec.cli import UsageError
+    from forgec.commands import UsageError
 
     try:
         from forgec.lsp.server import main

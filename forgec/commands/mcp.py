@@ -48,7 +48,7 @@ def serve(args: argparse.Namespace) -> int:
 
     import anyio
 
-    from forgec.cli import UsageError
+    from forgec.commands import UsageError
     from forgec.mcp.policy import PolicyError, load_policy
     from forgec.mcp.server import ServeOptions, serve_stdio
     from forgec.store import Store, StoreError

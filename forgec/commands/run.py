@@ -48,7 +48,7 @@ def read_input(spec: str | None) -> Any:
     """`--input`: JSON text, or @FILE; bad JSON or an unreadable file → UsageError (exit 2)."""
     import orjson
 
-    from forgec.cli import UsageError
+    from forgec.commands import UsageError
 
     if spec is None:
         return {}
@@ -61,8 +61,14 @@ def read_input(spec: str | None) -> Any:
         text = read_source(spec[1:])
     try:
         return orjson.loads(text)
-    except orjson.JSONDecodeError as exc:
-        raise UsageError(f"{where}: not valid JSON: {exc}") from None
+    except orjson.JSONDecodeError:
+        # forgec's words and position, not the library's (they change between releases)
+        from forgec.frontend.jsonsyntax import first_problem
+
+        text_str = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+        problem = first_problem(text_str, max_depth=1_000_000)
+        detail = f": {problem[0]} at character {problem[1] + 1}" if problem else ""
+        raise UsageError(f"{where}: not valid JSON{detail}") from None
 
 
 def make_consent(args: argparse.Namespace, report: Any) -> Any:
@@ -89,7 +95,7 @@ def make_consent(args: argparse.Namespace, report: Any) -> Any:
 
 
 def render_text(program: Any, result: Any) -> str:
-    import orjson
+    from forgec.runtime.jsontext import dumps_text
 
     lines = [
         f"{result.status}  {program.name} v{program.version}  "
@@ -97,7 +103,7 @@ def render_text(program: Any, result: Any) -> str:
     ]
     if result.ok:
         lines.append("output:")
-        body = orjson.dumps(result.output, option=orjson.OPT_INDENT_2).decode("utf-8")
+        body = dumps_text(result.output, indent=True)
         lines.extend("  " + line for line in body.splitlines())
         if program.ui is not None:
             lines.append("")
@@ -132,7 +138,7 @@ def render_card(ui: dict[str, Any], output: Any) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from forgec.cli import EXIT_ERRORS
+    from forgec.commands import EXIT_ERRORS
     from forgec.commands.lower import checked_program
     from forgec.runtime import run as run_program
 
@@ -151,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
 
 def print_result(program: Any, result: Any, fmt: str) -> int:
     """A run's result on standard output, as JSON or text; the exit status it means."""
-    from forgec.cli import EXIT_ERRORS, EXIT_OK
+    from forgec.commands import EXIT_ERRORS, EXIT_OK
     from forgec.commands.common import emit_json
 
     if fmt == "json":

@@ -25,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from forgec.cli import EXIT_OK
+    from forgec.commands import EXIT_OK
     from forgec.commands.common import write_text
     from forgec.frontend.schema import manifest_json_schema
 

@@ -106,7 +106,7 @@ def _usage(p: argparse.ArgumentParser) -> int:
 
 
 def _open(args: argparse.Namespace) -> Any:
-    from forgec.cli import UsageError
+    from forgec.commands import UsageError
     from forgec.store import Store, StoreError
 
     try:
@@ -125,7 +125,7 @@ def _guard(fn: Any) -> Any:
     version → 2, any other refusal → 1."""
 
     def wrapped(args: argparse.Namespace) -> int:
-        from forgec.cli import UsageError
+        from forgec.commands import UsageError
         from forgec.store import StoreDamaged, StoreError, ToolNotFound
 
         try:
@@ -507,7 +507,7 @@ def cmd_rollback(args: argparse.Namespace) -> int:
 
 @_guard
 def cmd_run(args: argparse.Namespace) -> int:
-    from forgec.store.running import run_stored_cli
+    from forgec.commands.stored import run_stored_cli
 
     with _open(args) as store:
         stored = store.get(args.tool)

@@ -1,5 +1,8 @@
 """The canonical form of a manifest: fields in the specification's order, 2-space JSON.
 
+Numbers are written by `forgec.runtime.jsontext`, so the text (and the content hash over it)
+is the same under every orjson release.
+
 `forgec compile` writes it, `forgec fmt --to talostool` writes it, and the round trip
 `compile(fmt(M)) == canonical(M)` is stated in terms of it. Objects that hold user data (values,
 JSON Schemas, state fields) keep the order they were written in: key order is meaningful there
@@ -10,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
+from forgec.runtime.jsontext import dumps, dumps_text
 
 MANIFEST_ORDER = (
     "schema", "id", "version", "title", "description", "createdAt", "parentVersion",
@@ -93,9 +96,9 @@ def canonical_manifest(raw: dict[str, Any]) -> dict[str, Any]:
 
 def dumps_canonical(manifest: dict[str, Any]) -> str:
     """Canonical `.talostool` text: canonical order, 2-space indent, trailing newline."""
-    return orjson.dumps(canonical_manifest(manifest), option=orjson.OPT_INDENT_2).decode() + "\n"
+    return dumps_text(canonical_manifest(manifest), indent=True) + "\n"
 
 
 def compact_size(value: Any) -> int:
     """Bytes of a JSON value as compact UTF-8 JSON (the unit of every size limit)."""
-    return len(orjson.dumps(value))
+    return len(dumps(value))

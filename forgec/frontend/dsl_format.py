@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import orjson
+from forgec.runtime.jsontext import format_float
 
 WIDTH = 100
 SCHEMA = "talos.local-tool.v1"
@@ -158,7 +158,7 @@ def _key(s: str) -> str:
 
 
 def _number(v: int | float) -> str:
-    return str(v) if isinstance(v, int) else orjson.dumps(v).decode()
+    return str(v) if isinstance(v, int) else format_float(v)
 
 
 def _sugar(v: dict[str, Any]) -> str | None:

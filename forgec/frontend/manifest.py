@@ -3,7 +3,8 @@
 Order of checks (SPEC §2, §12): size first (over 65,536 bytes → `FORGE_MANIFEST_TOO_LARGE`
 alone, nothing parsed), then a UTF-8 byte order mark, then orjson parses (it also validates
 UTF-8 and refuses NaN/Infinity). Any failure is `FORGE_MANIFEST_STRUCTURE` with the line and
-column of the problem.
+column of the problem, as `forgec.frontend.jsonsyntax` finds and words it: orjson's own
+messages and positions differ between releases, so they are never shown.
 
 Two properties orjson does not check are verified without a Python walk of the tree:
 
@@ -33,6 +34,7 @@ from typing import Any
 import orjson
 
 from forgec.frontend.jsonpos import NullSourceMap, PositionIndex, TextSourceMap, line_col
+from forgec.frontend.jsonsyntax import DEPTH, first_problem
 from forgec.frontend.loaded import Loaded
 from forgec.ir.diagnostics import Diagnostic, make
 from forgec.ir.span import Span
@@ -90,8 +92,8 @@ def load_manifest(data: bytes | str, *, path: str | None = None) -> Loaded:
         return Loaded(None, source_map, [diag], "talostool")
     try:
         value = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        return Loaded(None, source_map, [_decode_error(raw, exc, path)], "talostool")
+    except orjson.JSONDecodeError:
+        return Loaded(None, source_map, _decode_error(raw, path, source_map), "talostool")
     problems = _structural_problems(raw, value, source_map)
     if problems is None:
         return Loaded(value, source_map, [], "talostool")
@@ -176,69 +178,41 @@ def _duplicate_diagnostics(index: PositionIndex, source_map: TextSourceMap) -> l
     return out
 
 
-def _decode_error(raw: bytes, exc: orjson.JSONDecodeError, path: str | None) -> Diagnostic:
-    """Explain why orjson refused the bytes: encoding first, then JSON syntax."""
+def _decode_error(raw: bytes, path: str | None, source_map: TextSourceMap) -> list[Diagnostic]:
+    """Explain why orjson refused the bytes: encoding first, then JSON syntax, in forgec's own
+    words and positions (`forgec.frontend.jsonsyntax`), never orjson's, which change between
+    releases."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as uerr:
         good = raw[: uerr.start].decode("utf-8", "replace")
         line, col = line_col(good, len(good))
-        return make(
+        return [
+            make(
+                STRUCTURE,
+                "",
+                f"the manifest is not valid UTF-8: byte {uerr.start + 1} (line {line}, "
+                f"column {col}) is 0x{raw[uerr.start]:02x}",
+                hint="save the file as UTF-8",
+                span=Span(path, line, col, line, col + 1),
+            )
+        ]
+    problem = first_problem(text, max_depth=MAX_DEPTH)
+    if problem is not None and problem[0] == DEPTH:
+        return _depth_diagnostics(source_map.index(), source_map, True)
+    if problem is None:
+        # forgec reads the text as JSON but this orjson refused it: say so without its words.
+        return [make(STRUCTURE, "", "the manifest is not JSON that forgec can read")]
+    reason, pos = problem
+    line, col = line_col(text, pos)
+    return [
+        make(
             STRUCTURE,
             "",
-            f"the manifest is not valid UTF-8: byte {uerr.start + 1} (line {line}, "
-            f"column {col}) is 0x{raw[uerr.start]:02x}",
-            hint="save the file as UTF-8",
+            f"the manifest is not valid JSON: {reason} at line {line}, column {col}",
             span=Span(path, line, col, line, col + 1),
         )
-    pos = min(max(int(getattr(exc, "pos", 0) or 0), 0), len(text))
-    reason, pos = _explain_syntax(text, pos, str(getattr(exc, "msg", "") or exc))
-    line, col = line_col(text, pos)
-    return make(
-        STRUCTURE,
-        "",
-        f"the manifest is not valid JSON: {reason} at line {line}, column {col}",
-        span=Span(path, line, col, line, col + 1),
-    )
-
-
-def _explain_syntax(text: str, pos: int, msg: str) -> tuple[str, int]:
-    """A plain-words reason for a syntax error and the offset to show it at."""
-    comma = _TRAILING_COMMA.search(text, max(0, pos - 2000), pos + 1)
-    if comma is not None:
-        return "a trailing comma is not allowed", comma.start()
-    return _syntax_reason(text, pos, msg), pos
-
-
-def _syntax_reason(text: str, pos: int, msg: str) -> str:
-    rest = text[pos : pos + 12]
-    stripped = text.strip()
-    if not stripped:
-        return "the document is empty"
-    for word in ("NaN", "Infinity", "-Infinity"):
-        if rest.startswith(word):
-            return f"`{word}` is not a JSON number"
-    if "infinity" in msg:
-        return "a number is too large to represent"
-    if rest.startswith(("//", "/*")):
-        return "comments are not allowed in JSON"
-    if rest.startswith("'"):
-        return "strings use double quotes in JSON"
-    if "surrogate" in msg:
-        return "a `\\u` escape is a lone surrogate"
-    if "after document" in msg:
-        return "unexpected text after the end of the document"
-    if "end of data" in msg:
-        return "the document ends too early (unclosed string, object or array?)"
-    if "control character" in msg:
-        return "a string contains a raw control character (write it as an escape)"
-    shown = rest[:1]
-    if shown and shown.isprintable():
-        return f"unexpected character `{shown}`"
-    return msg or "invalid syntax"
-
-
-_TRAILING_COMMA = re.compile(r",[ \t\r\n]*[}\]]")
+    ]
 
 
 def _span_at(text: str, offset: int, path: str | None) -> Span:

@@ -1,7 +1,7 @@
 """The secrets pass: `FORGE_SECRET_FOUND` for every string of the manifest that holds a secret.
 
 Every string is scanned (values and object keys alike) with `scan_text`
-(`forgec.passes.secret_rules`), given the key it sits under so that a value under `password`,
+(`forgec.secretscan.rules`), given the key it sits under so that a value under `password`,
 `apiKey` or `Authorization` is judged by the "secret-like name" rule too. The name a value is
 judged under is its key, except that `default`, `const`, `enum`, `examples` and `value` pass
 their object's own name through (`{"password": {"default": "…"}}` is judged as a password), and
@@ -12,7 +12,7 @@ Speed. A manifest is mostly clean, and walking a few thousand strings in Python 
 times what `orjson.loads` does, so the pass first screens the whole document at C speed:
 `orjson.dumps` of the parsed value, then a handful of literal searches over it (and over its
 ASCII lower-case copy; `re` literals or `bytes.find`, whichever is faster for the needle, see
-`_finder`) for the only features any rule needs (see `secret_rules`): a run of 20+ token
+`_finder`) for the only features any rule needs (see `forgec.secretscan.rules`): a run of 20+ token
 characters (found with `bytes.translate` + `find`), a marker (`@` for URL passwords, `sig=`,
 `~`) or a secret-like stem (`pass`, `key`, `token`, …). Each hit is widened to the JSON string
 around it, which is decoded and scanned on its own. A secret-like key or pair name has its value
@@ -34,7 +34,7 @@ import orjson
 
 from forgec.ir.pointer import escape
 from forgec.passes.context import PassContext
-from forgec.passes.secret_rules import (
+from forgec.secretscan.rules import (
     LONG_RUN,
     SCREEN_LITERALS,
     SCREEN_STEMS,

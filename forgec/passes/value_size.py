@@ -16,9 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
 from forgec.ir import nodes as ir
+from forgec.runtime.jsontext import dumps as json_dumps
 from forgec.runtime.limits import INPUT_LIMIT, RESULT_LIMIT, VALUE_LIMIT
 
 # past this, a bound says nothing the run-time limit does not already say
@@ -82,7 +81,7 @@ def largest_value_bound(manifest: ir.Manifest) -> int | None:
 
     def size(value: ir.Value) -> int:
         if isinstance(value, ir.Literal):
-            return len(orjson.dumps(value.value))
+            return len(json_dumps(value.value))
         if isinstance(value, ir.Ref):
             field = value.segments[1] if len(value.segments) > 1 else None
             return root_bound(
@@ -92,7 +91,7 @@ def largest_value_bound(manifest: ir.Manifest) -> int | None:
             total = 2
             for part in value.parts:
                 if isinstance(part, str):
-                    total += len(orjson.dumps(part)) - 2
+                    total += len(json_dumps(part)) - 2
                 elif _is_string(manifest.input_schema, part):
                     total += size(part) - 2
                 else:
@@ -101,12 +100,12 @@ def largest_value_bound(manifest: ir.Manifest) -> int | None:
         if isinstance(value, ir.ObjectExpr):
             total = 1 + max(1, len(value.fields))
             for key, member in value.fields:
-                total += len(orjson.dumps(key)) + 1 + size(member)
+                total += len(json_dumps(key)) + 1 + size(member)
             return min(_OVER, total)
         if isinstance(value, ir.ListExpr):
             return min(_OVER, 1 + max(1, len(value.items)) + sum(size(i) for i in value.items))
         if isinstance(value, ir.CredentialRef):
-            return len(orjson.dumps({"$credential": value.id}))
+            return len(json_dumps({"$credential": value.id}))
         return _OVER
 
     # each round can only raise bounds; one that keeps rising feeds itself: give up on it
@@ -155,9 +154,9 @@ def schema_bound(schema: Any, depth: int = 0) -> int:
     if not isinstance(schema, dict) or depth > 8:
         return INPUT_LIMIT
     if "const" in schema:
-        return len(orjson.dumps(schema["const"]))
+        return len(json_dumps(schema["const"]))
     if isinstance(schema.get("enum"), list) and schema["enum"]:
-        return max(len(orjson.dumps(v)) for v in schema["enum"])
+        return max(len(json_dumps(v)) for v in schema["enum"])
     kind = schema.get("type")
     if not isinstance(kind, str):  # absent, or a list of types: not bounded here
         return INPUT_LIMIT
@@ -171,7 +170,7 @@ def schema_bound(schema: Any, depth: int = 0) -> int:
     props = schema.get("properties")
     if kind == "object" and schema.get("additionalProperties") is False and isinstance(props, dict):
         total = 2 + sum(
-            len(orjson.dumps(k)) + 2 + schema_bound(sub, depth + 1) for k, sub in props.items()
+            len(json_dumps(k)) + 2 + schema_bound(sub, depth + 1) for k, sub in props.items()
         )
         return min(INPUT_LIMIT, total)
     return INPUT_LIMIT

@@ -101,7 +101,7 @@ def _snippet(d: Diagnostic, source: str | None) -> tuple[str, int, int] | None:
 def _mask_secrets(line: str, start: int, end: int) -> str:
     """The source line with what looks like a secret blanked out, same length (so the caret
     still lines up): a diagnostic must never print the secret it warns about."""
-    from forgec.passes.secret_rules import scan_text
+    from forgec.secretscan.rules import scan_text
 
     spans = [(f.start, f.end) for f in scan_text(line)]
     if not spans:  # the scanner needs the value's context: blank the whole flagged span

@@ -134,10 +134,9 @@ class Program:
         }
 
     def to_bytes(self, *, indent: bool = False) -> bytes:
-        import orjson
+        from forgec.runtime.jsontext import dumps
 
-        option = orjson.OPT_INDENT_2 if indent else 0
-        return orjson.dumps(self.to_json(), option=option)
+        return dumps(self.to_json(), indent=indent)
 
     @classmethod
     def from_json(cls, data: Any) -> Program:
@@ -147,8 +146,9 @@ class Program:
 
             try:
                 data = orjson.loads(data)
-            except orjson.JSONDecodeError as exc:
-                raise ProgramError(f"not JSON: {exc}") from None
+            except orjson.JSONDecodeError:
+                # orjson's wording changes between releases; the user needs only the fact
+                raise ProgramError("not valid JSON text") from None
         if not isinstance(data, dict):
             raise ProgramError("a Program is a JSON object")
         if data.get("format") != FORMAT:

@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import orjson
-
+from forgec.runtime.jsontext import dumps as json_dumps
 from forgec.runtime.limits import VALUE_LIMIT
 
 Env = dict[str, Any]
@@ -193,10 +192,11 @@ def too_large(what: str, size: int | str) -> RunFailure:
 
 
 def dumps(value: Any, what: str) -> bytes:
-    """Compact JSON of a value already within the limits; a value orjson cannot write (nested
-    deeper than 254 levels, an integer beyond 64 bits) is a run error, never a traceback."""
+    """Compact JSON of a value already within the limits, as forgec writes it (floats by
+    `jsontext`); a value orjson cannot write (nested deeper than 254 levels, an integer beyond
+    64 bits) is a run error, never a traceback."""
     try:
-        return orjson.dumps(value)
+        return json_dumps(value)
     except TypeError as exc:  # orjson.JSONEncodeError is a TypeError
         if "Recursion" in str(exc):
             raise RunFailure(
@@ -352,7 +352,7 @@ def compile_value(desc: Any, consts: list[Any], paths: list[list[str | int]]) ->
             def build_object(env: Env) -> dict[str, Any]:
                 value = {key: ev(env) for key, ev in members}
                 try:  # inline: this runs at every step that builds an object
-                    fits = len(orjson.dumps(value)) <= VALUE_LIMIT
+                    fits = len(json_dumps(value)) <= VALUE_LIMIT
                 except TypeError:
                     fits = json_size(value, "an object") <= VALUE_LIMIT  # raises the run error
                 if not fits:
@@ -375,7 +375,7 @@ def compile_value(desc: Any, consts: list[Any], paths: list[list[str | int]]) ->
             def build_list(env: Env) -> list[Any]:
                 value = [ev(env) for ev in items]
                 try:
-                    fits = len(orjson.dumps(value)) <= VALUE_LIMIT
+                    fits = len(json_dumps(value)) <= VALUE_LIMIT
                 except TypeError:
                     fits = json_size(value, "a list") <= VALUE_LIMIT
                 if not fits:

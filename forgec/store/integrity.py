@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from forgec.runtime import jsontext
 from forgec.store.schema import StoreError
 
 HASH_DOMAIN = b"forgec-store/2"
@@ -52,7 +53,9 @@ def hash_texts(
 
 
 def dumps(value: Any) -> str:
-    return orjson.dumps(value).decode()
+    # forgec's JSON text, not orjson's: the same tool gets the same stored text and content
+    # hash under every orjson release (3.13 writes floats differently)
+    return jsontext.dumps_text(value)
 
 
 def manifest_text(manifest: dict[str, Any]) -> str:
@@ -97,8 +100,9 @@ def legacy_hash(manifest: str, program: str, forgec_version: str) -> str | None:
     digest = hashlib.sha256()
     for part in (
         LEGACY_DOMAIN,
-        orjson.dumps(canonical_manifest(m)),
-        orjson.dumps(p),
+        # schema 1 hashed orjson's text as orjson < 3.13 wrote it: exactly jsontext's
+        jsontext.dumps(canonical_manifest(m)),
+        jsontext.dumps(p),
         forgec_version.encode(),
     ):
         digest.update(part)
