@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import orjson
+
 from forgec.runtime.jsontext import dumps as json_dumps
 from forgec.runtime.limits import VALUE_LIMIT
 
@@ -25,6 +27,10 @@ Evaluator = Callable[[Env], Any]
 # keeps), so that reads at most this many × VALUE_LIMIT bytes. Wider ones count member by
 # member and stop at the first byte over the limit.
 _MEASURE_WHOLE = 8
+# orjson's bytes differ from forgec's text (`jsontext`) only in floats, and a float token of
+# at least 3 bytes ("1.0") is at most 24 in forgec's layout: orjson output this short or
+# shorter fits whatever floats it holds, and needs no rewriting to be measured.
+_SURELY_FITS = VALUE_LIMIT // 8
 
 
 class RunFailure(Exception):
@@ -352,7 +358,9 @@ def compile_value(desc: Any, consts: list[Any], paths: list[list[str | int]]) ->
             def build_object(env: Env) -> dict[str, Any]:
                 value = {key: ev(env) for key, ev in members}
                 try:  # inline: this runs at every step that builds an object
-                    fits = len(json_dumps(value)) <= VALUE_LIMIT
+                    fits = (
+                        len(orjson.dumps(value)) <= _SURELY_FITS or json_size(value) <= VALUE_LIMIT
+                    )
                 except TypeError:
                     fits = json_size(value, "an object") <= VALUE_LIMIT  # raises the run error
                 if not fits:
@@ -375,7 +383,9 @@ def compile_value(desc: Any, consts: list[Any], paths: list[list[str | int]]) ->
             def build_list(env: Env) -> list[Any]:
                 value = [ev(env) for ev in items]
                 try:
-                    fits = len(json_dumps(value)) <= VALUE_LIMIT
+                    fits = (
+                        len(orjson.dumps(value)) <= _SURELY_FITS or json_size(value) <= VALUE_LIMIT
+                    )
                 except TypeError:
                     fits = json_size(value, "a list") <= VALUE_LIMIT
                 if not fits:
