@@ -26,7 +26,6 @@ WALL = 20.0  # seconds a child may take before the test fails
 QUICK = 8.0  # "well inside": what a bounded attack may take, interpreter start included
 
 HOST_RULES = pytest.mark.xfail(strict=False, reason="host-rules fixes")
-GT_BUILDER = pytest.mark.xfail(strict=False, reason="gt-builder fixes")
 
 
 PEAK_MB = 300  # "well inside" 1 GiB: a forgec run or check of a small tool peaks near 60 MB
@@ -418,7 +417,7 @@ def test_net_http_trickled_response_stops_at_its_deadline(tmp_path: Path, part: 
     assert elapsed < 3.0, elapsed
 
 
-# --- the source (fixed on the gt-builder branch) ---------------------------------------------
+# --- the source (SPEC §16: over 256 KiB refused before any parsing) ---------------------------------------------
 
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "note-updater.forge"
@@ -430,7 +429,6 @@ def _big_forge() -> str:
     return src.replace('description "', 'description "' + "word " * 600_000, 1)
 
 
-@GT_BUILDER
 def test_oversized_forge_is_refused_before_parsing_by_the_cli(tmp_path: Path) -> None:
     path = tmp_path / "big.forge"
     path.write_text(_big_forge())
@@ -441,7 +439,6 @@ def test_oversized_forge_is_refused_before_parsing_by_the_cli(tmp_path: Path) ->
     assert elapsed < 3.0 and _peak_mb(proc.stderr) < PEAK_MB
 
 
-@GT_BUILDER
 def test_oversized_forge_is_refused_before_parsing_by_the_api(tmp_path: Path) -> None:
     script = (
         "import resource, sys, forgec\n"
