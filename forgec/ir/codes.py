@@ -432,6 +432,19 @@ _RUN: list[tuple[str, str, str]] = [
         "The new state is larger than state.maxBytes.",
         "State is written only on success, atomically; an oversized state fails the run.",
     ),
+    (
+        "RUN_VALUE_TOO_LARGE",
+        "A value built by the run is larger than 256 KiB.",
+        "Templates, list and object literals are measured while they are built (compact "
+        "JSON, a shared part counted each time it appears), so no value, and no run, grows "
+        "without bound.",
+    ),
+    (
+        "RUN_STATE_INVALID",
+        "The tool's state does not satisfy state.fields.",
+        "Checked on the state as loaded (with field defaults) and before it is saved; an "
+        "invalid state is never persisted.",
+    ),
 ]
 
 REGISTRY: dict[str, CodeDoc] = {
