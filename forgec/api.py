@@ -101,7 +101,9 @@ def check(source: str | bytes, *, path: str | None = None, target: str = DEFAULT
     ir: Manifest | None = None
     facts = None
     marks: Marks | None = None
-    if loaded.value is not None:
+    # A document that parsed to JSON `null` has value None too, yet no load diagnostic: it
+    # must reach the structure pass (which refuses anything but an object), never pass clean.
+    if loaded.value is not None or not loaded.diagnostics:
         ctx = PassContext(raw=loaded.value, catalog=catalog)
         run_passes(ctx)
         diagnostics.extend(ctx.diagnostics)

@@ -276,7 +276,7 @@ def reference_run(
     def store(target: str | None, value: Any) -> None:
         assert target
         if target.startswith("state."):
-            env["state"][target[6:]] = value
+            env["state"] = {**env["state"], target[6:]: value}
         else:
             env[target] = value
 
@@ -385,6 +385,14 @@ def reference_run(
         if len(raw) > 262_144:
             raise _Stop("RUN_OUTPUT_TOO_LARGE", "too large", None)
         if manifest.state is not None:
+            # SPEC §16: an invalid state is never persisted (checked here with jsonschema,
+            # the VM uses fastjsonschema: two implementations of one rule)
+            import jsonschema
+
+            fields = manifest.state.fields
+            for name, value in env["state"].items():
+                if name in fields and not jsonschema.Draft7Validator(fields[name]).is_valid(value):
+                    raise _Stop("RUN_STATE_INVALID", f"state.{name} is not valid", None)
             host.save_state(manifest.id, env["state"])
         return {
             "status": "ok",

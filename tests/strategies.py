@@ -21,6 +21,18 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from forgec.ir.rules import MAX_SAFE_INTEGER
+from forgec.ir.text_rules import CONTROL_OR_BIDI_RE, MULTILINE_ALLOWED
+
+
+def shown(text: st.SearchStrategy[str], allow: str = "") -> st.SearchStrategy[str]:
+    """Text a tool shows people (title, ui, purpose, description, fail message): no control or
+    bidi character but those in `allow` (SPEC §14)."""
+    return text.map(
+        lambda s: CONTROL_OR_BIDI_RE.sub(lambda m: m.group() if m.group() in allow else "", s)
+    )
+
+
 FINITE_FLOATS = st.floats(allow_nan=False, allow_infinity=False)
 
 
@@ -102,7 +114,7 @@ KEY = st.one_of(
 SCALAR = st.one_of(
     st.none(),
     st.booleans(),
-    st.integers(min_value=-(2**53), max_value=2**53),
+    st.integers(min_value=-MAX_SAFE_INTEGER, max_value=MAX_SAFE_INTEGER),
     st.floats(allow_nan=False, allow_infinity=False, width=64),
     st.sampled_from([1.0, -0.5, 0.0, 1e16, 2.5e-7]),
     AWKWARD_TEXT,
@@ -182,18 +194,29 @@ def manifests(draw: st.DrawFn) -> dict[str, Any]:
     count = draw(st.integers(1, 8))
     ids = [f"n{i}" for i in range(count)]
     nodes: list[dict[str, Any]] = []
+    loop_literals: list[str] = []  # variables written only inside a loop, from a literal
     for i, nid in enumerate(ids):
         nxt = ids[i + 1] if i + 1 < count else None
         if nxt is None:
             if draw(st.booleans()):
-                nodes.append({"id": nid, "type": "return", "value": draw(values(props))})
+                value = draw(values(props))
+                if loop_literals and draw(st.booleans()):
+                    # issue 12: a read after the loop of what only the loop wrote
+                    value = {"v": value, "acc": {"$ref": loop_literals[0]}}
+                nodes.append({"id": nid, "type": "return", "value": value})
             else:
                 nodes.append(
                     {
                         "id": nid,
                         "type": "fail",
-                        "code": draw(st.from_regex(r"[A-Z][A-Z0-9_]{2,10}", fullmatch=True)),
-                        "message": draw(st.text(min_size=1, max_size=30)),
+                        "code": draw(
+                            st.from_regex(r"[A-Z][A-Z0-9_]{2,10}", fullmatch=True).filter(
+                                lambda c: not c.startswith("RUN_")  # the runtime's (SPEC §14)
+                            )
+                        ),
+                        "message": draw(
+                            shown(st.text(min_size=1, max_size=30), MULTILINE_ALLOWED).filter(bool)
+                        ),
                     }
                 )
             continue
@@ -221,6 +244,12 @@ def manifests(draw: st.DrawFn) -> dict[str, Any]:
             body = [
                 draw(_step(f"{nid}b{j}", props, loop_vars)) for j in range(draw(st.integers(1, 2)))
             ]
+            if draw(st.booleans()):
+                literal = draw(st.sampled_from([[1, 2], {"a": 1}, {"a": [1, {"b": None}]}, []]))
+                body.append(
+                    {"id": f"{nid}lit", "type": "set", "target": f"lit_{nid}", "value": literal}
+                )
+                loop_literals.append(f"lit_{nid}")
             for a, b in itertools.pairwise(body):
                 a["next"] = b["id"]
             loop["body"] = body
@@ -234,8 +263,8 @@ def manifests(draw: st.DrawFn) -> dict[str, Any]:
         "schema": "talos.local-tool.v1",
         "id": draw(st.from_regex(r"[a-z0-9][a-z0-9._-]{2,20}", fullmatch=True)),
         "version": draw(st.integers(1, 100)),
-        "title": draw(st.text(min_size=1, max_size=40).filter(lambda s: s.strip())),
-        "description": draw(AWKWARD_TEXT.filter(bool)),
+        "title": draw(shown(st.text(min_size=1, max_size=40)).filter(lambda s: s.strip())),
+        "description": draw(shown(AWKWARD_TEXT, MULTILINE_ALLOWED).filter(bool)),
         "createdAt": "2026-11-02T09:00:00Z",
         "parentVersion": None,
         "execution": "declarative-flow",
@@ -275,6 +304,6 @@ def manifests(draw: st.DrawFn) -> dict[str, Any]:
     if draw(st.booleans()):
         manifest["ui"] = {
             "title": "Result",
-            "values": [{"label": draw(AWKWARD_TEXT.filter(bool)), "path": "a.b[0]"}],
+            "values": [{"label": draw(shown(AWKWARD_TEXT).filter(bool)), "path": "a.b[0]"}],
         }
     return manifest

@@ -123,6 +123,15 @@ async def test_duplicates_and_cycles_point_at_every_place(client: LanguageClient
 
 
 @pytest.mark.asyncio
+async def test_a_flow_warning_points_along_its_path(client: LanguageClient) -> None:
+    text = (EXAMPLES / "flows" / "notes-digest-post.forge").read_text()
+    _, diags = await open_doc(client, "notes-digest-post.forge", text)
+    (flow,) = [d for d in diags if d.code == "FORGEC_FLOW_PRIVATE_EGRESS"]
+    steps = [r.message for r in flow.related_information or []]
+    assert len(steps) >= 2 and all("notes.list" in m or "private" in m for m in steps), steps
+
+
+@pytest.mark.asyncio
 async def test_diagnostics_follow_changes(client: LanguageClient) -> None:
     text = forge("    a: return 1\n")
     uri, diags = await open_doc(client, "change.forge", text)

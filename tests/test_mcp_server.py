@@ -223,13 +223,13 @@ def test_r4_runs_after_elicitation_or_by_policy(store_path: Path, tmp_path: Path
     assert len(asked) == 1
     # consent was given, so the tool ran; the request itself failed at the network
     assert ran.is_error and "dynamic:web.fetch failed at node `s0`" in _text(ran)
-    assert ran.structured_content["status"] == "failed"
-    assert ran.structured_content["error"]["code"] == "RUN_CAPABILITY_FAILED"
+    assert ran.meta["forgec/run"]["status"] == "failed"
+    assert ran.meta["forgec/run"]["error"]["code"] == "RUN_CAPABILITY_FAILED"
 
     policy = tmp_path / "policy.toml"
     policy.write_text('[[allow]]\ntool = "dynamic_web_Dfetch"\nversion = 1\n')
     by_policy = run_client([*args, "--consent-policy", str(policy)], body)
-    assert by_policy.structured_content["status"] == "failed"
+    assert by_policy.meta["forgec/run"]["status"] == "failed"
     assert "cannot ask" not in _text(by_policy)
 
     policy.write_text('[[allow]]\ntool = "dynamic:web.fetch"\nversion = 2\n')
@@ -358,8 +358,8 @@ def test_r4_consent_over_the_multi_round_protocol(store_path: Path, tmp_path: Pa
 
     ran, declined, first, once, again = anyio.run(main)
     assert len(asked) == 2
-    assert ran.structured_content["error"]["code"] == "RUN_CAPABILITY_FAILED"  # consented, ran
+    assert ran.meta["forgec/run"]["error"]["code"] == "RUN_CAPABILITY_FAILED"  # consented, ran
     assert declined.is_error and "did not consent" in _text(declined)
     assert isinstance(first, types.InputRequiredResult)
-    assert once.structured_content["status"] == "failed"  # ran (and failed at the network)
+    assert once.meta["forgec/run"]["status"] == "failed"  # ran (and failed at the network)
     assert isinstance(again, types.InputRequiredResult)  # the used token is forgotten: ask again

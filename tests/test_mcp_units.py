@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -74,7 +75,10 @@ def test_annotations_follow_marks() -> None:
         False,
     )
     undoable = annotations_from_marks(Marks(powers=("Read", "Write"), risk="R2", compensated=True))
-    assert not undoable.read_only and not undoable.destructive and not undoable.idempotent
+    # SPEC §17: an undo pair does not make a write harmless to the person
+    assert not undoable.read_only and undoable.destructive and not undoable.idempotent
+    delegate = annotations_from_marks(Marks(powers=("Delegate",), risk="R3"))
+    assert delegate.open_world and delegate.destructive
     no_undo = annotations_from_marks(Marks(powers=("Write",), risk="R3", compensated=False))
     assert no_undo.destructive
     net = annotations_from_marks(
@@ -187,3 +191,63 @@ def test_instructions_follow_the_heading_rule(tmp_path: Path) -> None:
     assert text == "## Memory\nUse namespaces.\n\n## Web fetch\nOnly example.com."
     assert len(warnings) == 1 and "db.query.md" in warnings[0] and "## " in warnings[0]
     assert collect_instructions(tmp_path / "nope", ["memory.access"]) == (None, [])
+
+
+def test_host_pool_reuses_hosts_but_never_one_a_call_broke() -> None:
+    from forgec.mcp.server import IDLE_HOSTS, HostPool
+
+    opened: list[Any] = []
+
+    class FakeHost:
+        closed = False
+
+        def close(self) -> None:
+            self.closed = True
+
+    def open_host() -> Any:
+        opened.append(FakeHost())
+        return opened[-1]
+
+    pool = HostPool(open_host)
+    with pool.lend() as first:
+        pass
+    with pool.lend() as again:
+        assert again is first  # reused: opening one costs as much as a small call
+    with pytest.raises(RuntimeError), pool.lend() as broken:
+        raise RuntimeError("the call failed")
+    assert broken.closed  # a host a call raised in is closed, never lent again
+    with pool.lend() as fresh:
+        assert fresh is not broken
+    overlapping = [pool.take() for _ in range(IDLE_HOSTS + 2)]  # calls that overlap each get one
+    assert len({id(h) for h in overlapping}) == IDLE_HOSTS + 2
+    for host in overlapping:
+        pool.give(host)
+    assert sum(h.closed for h in overlapping) == 2  # only IDLE_HOSTS stay open
+    pool.close()
+    assert all(h.closed for h in opened)
+
+
+def test_the_listing_is_read_once_per_store_change(tmp_path: Path) -> None:
+    """Scale: a listing is rebuilt only when some connection committed to the store."""
+    from mcp_face_tools import build_store
+
+    from forgec.mcp.server import ForgeServer, ServeOptions
+    from forgec.store import Store
+
+    store = build_store(tmp_path / "tools.db")
+    server = ForgeServer(ServeOptions(store=store, db=tmp_path / "host.db"))
+    try:
+        first = server.listing()
+        assert server.listing() is first and server.lookup("dynamic_greet") is not None
+        with Store(store) as other:  # another connection, as another process would be
+            other.disable("greet")
+        second = server.listing()
+        assert second is not first and server.lookup("dynamic_greet") is None
+        assert server.listing() is second
+        assert server.changed_since_announced() is False  # the first look sets the baseline
+        with Store(store) as other:
+            other.enable("later.tool", consent=True)
+        assert server.changed_since_announced() is True
+        assert server.changed_since_announced() is False  # announced once
+    finally:
+        server.close()

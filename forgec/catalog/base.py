@@ -11,7 +11,6 @@ the compiler on literal fields and by the host again on every call at run time.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -116,8 +115,9 @@ def suggest(catalog: Catalog, name: str) -> str | None:
     same = _same_name(catalog, name)
     if same is not None:
         return same
-    close = difflib.get_close_matches(name[:200], sorted(catalog.capabilities), n=1, cutoff=0.6)
-    return close[0] if close else None
+    from forgec.ir.suggest import closest
+
+    return closest(name, catalog.capabilities)
 
 
 def unknown_capability_hint(catalog: Catalog, name: str) -> str | None:

@@ -21,7 +21,6 @@ Never raises: any JSON value (and most non-JSON Python values) yields a list of 
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
 from collections.abc import Callable, Mapping
@@ -30,8 +29,10 @@ from typing import Any
 import attrs
 
 from forgec.catalog.base import InputProblem
+from forgec.ir import rules
+from forgec.ir.suggest import closest
 
-EXPRESSION_KEYS = frozenset({"$ref", "$template", "$credential"})
+EXPRESSION_KEYS = frozenset(rules.EXPRESSION_KEYS)
 
 # An extra validator for a value already of the right JSON type: returns messages (empty: ok).
 Validator = Callable[[Any], list[str]]
@@ -186,8 +187,9 @@ class Field:
     ) -> list[InputProblem]:
         if self.enum is not None and value not in self.enum:
             options = ", ".join(f"`{v}`" for v in self.enum)
-            close = [v for v in self.enum if v.lower() == value.lower()]
-            close = close or difflib.get_close_matches(value, self.enum, n=1)
+            close = [v for v in self.enum if v.lower() == value.lower()] or [
+                c for c in [closest(value, self.enum)] if c is not None
+            ]
             hint = f" (did you mean `{close[0]}`?)" if close else ""
             shown = value if len(value) <= 40 else value[:40] + "…"
             return [InputProblem(path, f"{where} is `{shown}`, expected one of {options}{hint}")]
@@ -414,8 +416,8 @@ class Shape:
         known = sorted(self.fields)
         if not known:
             return f"unknown field `{name}`: this capability takes no input fields"
-        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-        hint = f" (did you mean `{close[0]}`?)" if close else ""
+        found = closest(name, known)
+        hint = f" (did you mean `{found}`?)" if found else ""
         return f"unknown field `{name}`{hint}; known fields: {', '.join(known)}"
 
     def schema(self) -> dict[str, Any]:

@@ -22,7 +22,6 @@ def _wrap(text: str, *, width: int) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    import difflib
 
     from forgec.commands import EXIT_OK, UsageError
     from forgec.ir.codes import REGISTRY
@@ -34,8 +33,10 @@ def run(args: argparse.Namespace) -> int:
     code = args.code.strip().upper()
     doc = REGISTRY.get(code)
     if doc is None:
-        close = difflib.get_close_matches(code, list(REGISTRY), n=1)
-        hint = f"; did you mean {close[0]}?" if close else "; `forgec explain` lists every code"
+        from forgec.ir.suggest import closest
+
+        close = closest(code, REGISTRY)
+        hint = f"; did you mean {close}?" if close else "; `forgec explain` lists every code"
         raise UsageError(f"unknown code {args.code!r}{hint}")
     kind = "run-time error" if doc.kind == "run" else doc.severity.value
     print(f"{doc.code} ({kind})")

@@ -67,7 +67,7 @@ def _format_one(args: argparse.Namespace, arg_path: str) -> int:
     if args.write and path is None:
         raise UsageError("--write needs a file, not standard input")
     loaded = load(data, path=path)
-    if loaded.diagnostics or loaded.value is None:
+    if loaded.diagnostics:
         print_diagnostics(
             loaded.diagnostics,
             path=path,
@@ -75,6 +75,9 @@ def _format_one(args: argparse.Namespace, arg_path: str) -> int:
             color=use_color(sys.stderr),
         )
         print(f"forgec: {arg_path}: not formatted", file=sys.stderr)
+        return EXIT_ERRORS
+    if not isinstance(loaded.value, dict):  # `null`, a number, a list
+        print(f"forgec: {arg_path}: a manifest is a JSON object; not formatted", file=sys.stderr)
         return EXIT_ERRORS
     try:
         text = format_forge(loaded.value) if to == "forge" else dumps_canonical(loaded.value)

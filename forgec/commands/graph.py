@@ -7,6 +7,7 @@ reach are grey. A flow with errors is still drawn as far as it goes (the errors 
 from __future__ import annotations
 
 import argparse
+import sys
 
 from forgec.commands.common import add_format, add_target
 
@@ -32,8 +33,11 @@ def run(args: argparse.Namespace) -> int:
 
     data, path = read_path(args.path)
     loaded = load(data, path=path)
-    if loaded.value is None:
+    if loaded.diagnostics and loaded.value is None:
         print_diagnostics(loaded.diagnostics, path=path, source=loaded.source_map.text)
+        return EXIT_ERRORS
+    if not isinstance(loaded.value, dict):  # `null`, a number, a list: nothing to draw
+        print(f"forgec: {args.path}: a manifest is a JSON object; nothing to draw", file=sys.stderr)
         return EXIT_ERRORS
     catalog = get_catalog(args.target)
     draw = to_dot if args.format == "dot" else to_mermaid

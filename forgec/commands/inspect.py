@@ -54,6 +54,7 @@ def inspect_json(report: Any) -> dict[str, Any]:
             "limit": max_transitions,
             "worstCasePath": list(facts.worst_case_path) if facts else [],
         },
+        "values": {"largestBytes": _largest_value(ir), "limit": _value_limit()},
         "graph": {
             "entry": ir.flow.entry if ir is not None and ir.flow is not None else None,
             "nodes": nodes,
@@ -71,14 +72,30 @@ def inspect_json(report: Any) -> dict[str, Any]:
     return out
 
 
+def _largest_value(ir: Any) -> int | None:
+    """The static worst case of the largest value (SPEC §16), None: only the run bounds it."""
+    if ir is None:
+        return None
+    from forgec.passes.value_size import largest_value_bound
+
+    return largest_value_bound(ir)
+
+
+def _value_limit() -> int:
+    from forgec.runtime.limits import VALUE_LIMIT
+
+    return VALUE_LIMIT
+
+
 def inspect_text(report: Any) -> str:
     from forgec.render.consent import render_consent_card
+    from forgec.render.safe import safe_text
 
     data = inspect_json(report)
     marks = data["marks"] or {}
     lines: list[str] = []
     if report.manifest is not None and report.marks is not None:
-        lines += [render_consent_card(report.manifest, report.marks), ""]
+        lines += [*render_consent_card(report.manifest, report.marks).split("\n"), ""]
     lines.append("Marks")
     lines.append(f"  powers       {', '.join(marks.get('powers', [])) or '-'}")
     lines.append(f"  risk         {marks.get('risk', '-')}")
@@ -98,6 +115,12 @@ def inspect_text(report: Any) -> str:
     lines.append(f"  worst case   {t['worstCase']} of {t['limit']} allowed")
     if t["worstCasePath"]:
         lines.append(f"  longest path {' -> '.join(t['worstCasePath'])}")
+    largest = data["values"]["largestBytes"]
+    lines.append(
+        f"  largest value {largest:,} bytes at most"
+        if largest is not None
+        else f"  largest value bounded at run time: {data['values']['limit'] // 1024} KiB"
+    )
     g = data["graph"]
     lines.append("")
     lines.append(f"Graph (entry {g['entry']}, {'acyclic' if g['acyclic'] else 'not well formed'})")
@@ -118,7 +141,9 @@ def inspect_text(report: Any) -> str:
     if errors:
         lines.append("")
         lines.append(f"{len(errors)} error(s): run `forgec check {report.path}` for details")
-    return "\n".join(lines) + "\n"
+    # ids, capabilities and labels come from the file, which may not have passed the checker:
+    # each entry is one line (the card's lines are already safe: escaping them changes nothing)
+    return "\n".join(safe_text(line) for line in lines) + "\n"
 
 
 def run(args: argparse.Namespace) -> int:

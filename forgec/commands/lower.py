@@ -46,8 +46,10 @@ def run(args: argparse.Namespace) -> int:
     _report, program = got
     if args.disasm:
         from forgec.backend import disassemble
+        from forgec.render.safe import safe_text
 
-        sys.stdout.write(disassemble(program))
+        # one instruction a line; constants are JSON-quoted, which leaves bidi and C1 raw
+        sys.stdout.write(safe_text(disassemble(program), keep_newlines=True))
     else:
         sys.stdout.write(program.to_bytes(indent=True).decode("utf-8") + "\n")
     return EXIT_OK

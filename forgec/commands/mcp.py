@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg,unused-ignore]
@@ -32,15 +33,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "--consent-policy",
         metavar="FILE",
         default=None,
-        help="TOML file of R4 tools allowed to run without asking (see docs/store.md)",
+        help="TOML file of R4 tools allowed to run without asking (see docs/mcp.md)",
     )
     s.add_argument(
         "--templates",
         metavar="DIR",
         default=None,
-        help="folder holding tool-instructions/<name>.md (default: ./templates)",
+        help="folder holding tool-instructions/<name>.md (default: the instructions shipped "
+        "with forgec for the host tools)",
     )
     s.set_defaults(handler=serve)
+
+
+def known_label(label: str) -> bool:
+    """A label some tool can need: a Talon host tool's, `tool.create`, or a channel's."""
+    from forgec.catalog.talon import check_channel_name
+    from forgec.host.bridge import TALON_LABELS
+    from forgec.mcp.listing import TOOL_CREATE_LABEL
+
+    if label in TALON_LABELS.values() or label == TOOL_CREATE_LABEL:
+        return True
+    prefix = "channel.send:"
+    return label.startswith(prefix) and not check_channel_name(label[len(prefix) :])
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -50,7 +64,7 @@ def serve(args: argparse.Namespace) -> int:
 
     from forgec.commands import UsageError
     from forgec.mcp.policy import PolicyError, load_policy
-    from forgec.mcp.server import ServeOptions, serve_stdio
+    from forgec.mcp.server import ServeOptions, open_reference_host, serve_stdio
     from forgec.store import Store, StoreError
 
     try:
@@ -58,17 +72,19 @@ def serve(args: argparse.Namespace) -> int:
     except PolicyError as exc:
         raise UsageError(str(exc)) from None
     labels = tuple(sorted({x.strip() for x in (args.persona_labels or "").split(",") if x.strip()}))
-    if args.host_config:
-        from forgec.host import ConfigError, load_config
-
-        try:
-            load_config(args.host_config)  # a bad config is refused now, not on the first call
-        except ConfigError as exc:
-            raise UsageError(str(exc)) from None
-    try:
-        Store(args.store).close()  # refuse a foreign or damaged store before serving
-    except StoreError as exc:
-        raise UsageError(str(exc)) from None
+    for label in labels:
+        if not known_label(label):
+            print(
+                f"forgec mcp: warning: persona label {label!r} is not one any tool needs "
+                "(a typo grants nothing)",
+                file=sys.stderr,
+            )
+    if args.templates and not (Path(args.templates) / "tool-instructions").is_dir():
+        print(
+            f"forgec mcp: warning: {args.templates} has no tool-instructions/ folder; "
+            "no instructions will be sent",
+            file=sys.stderr,
+        )
     options = ServeOptions(
         store=Path(args.store) if args.store else None,
         labels=labels,
@@ -77,5 +93,17 @@ def serve(args: argparse.Namespace) -> int:
         policy=policy,
         templates=Path(args.templates) if args.templates else None,
     )
+    try:
+        Store(args.store).close()  # refuse a foreign or damaged store before serving
+    except StoreError as exc:
+        raise UsageError(str(exc)) from None
+    from forgec.host import ConfigError
+
+    try:
+        # a bad host config or a database the host cannot use is refused now, in one line,
+        # not on every call
+        open_reference_host(options).close()
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
     anyio.run(serve_stdio, options)
     return 0

@@ -95,6 +95,10 @@ def make_consent(args: argparse.Namespace, report: Any) -> Any:
 
 
 def render_text(program: Any, result: Any) -> str:
+    """The run result for a person. The output, an error message and a compensation's message
+    come from the run (its input, a host's answer, a model's): each line goes through
+    `safe_text`, so no escape sequence, CR or bidi control reaches the terminal raw."""
+    from forgec.render.safe import safe_text
     from forgec.runtime.jsontext import dumps_text
 
     lines = [
@@ -104,7 +108,8 @@ def render_text(program: Any, result: Any) -> str:
     if result.ok:
         lines.append("output:")
         body = dumps_text(result.output, indent=True)
-        lines.extend("  " + line for line in body.splitlines())
+        # JSON escapes C0 controls but not C1, bidi or U+2028: split where orjson laid out lines
+        lines.extend("  " + line for line in body.split("\n"))
         if program.ui is not None:
             lines.append("")
             lines.extend(render_card(program.ui, result.output))
@@ -119,20 +124,22 @@ def render_text(program: Any, result: Any) -> str:
         for comp in result.compensations:
             why = f" — {comp.message}" if comp.message else ""
             lines.append(f"  {comp.node:<24} {comp.capability:<20} {comp.status}{why}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(safe_text(line) for line in lines) + "\n"
 
 
 def render_card(ui: dict[str, Any], output: Any) -> list[str]:
     """The tool's summary card: its title, then `label: value` per ui path into the output."""
+    from forgec.render.safe import safe_text
     from forgec.runtime.values import MISSING, render, resolve
 
-    title = str(ui.get("title") or "")
+    # one line per value: a newline or an escape sequence in the run's output stays visible text
+    title = safe_text(ui.get("title") or "")
     lines = [f"┌─ {title}"]
     for entry in ui.get("values", []):
         segments = entry.get("segments")
         value = resolve({"$": output}, ["$", *segments]) if segments else MISSING
         shown = "—" if value is MISSING else render(value)
-        lines.append(f"│ {entry.get('label')}: {shown}")
+        lines.append(f"│ {safe_text(entry.get('label'))}: {safe_text(shown)}")
     lines.append("└─")
     return lines
 

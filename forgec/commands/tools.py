@@ -19,6 +19,14 @@ from typing import Any
 from forgec.commands.common import add_format, add_target, emit_json
 
 
+def safe_text(text: object) -> str:
+    """A stored row is data (a model's text, or changed outside forgec): every value printed
+    goes through `forgec.render.safe.safe_text`, imported here so `forgec --help` stays lazy."""
+    from forgec.render.safe import safe_text as escape
+
+    return escape(text)
+
+
 def _store_options(p: argparse.ArgumentParser, *formats: str) -> None:
     p.add_argument(
         "--store",
@@ -116,7 +124,7 @@ def _open(args: argparse.Namespace) -> Any:
 
 
 def _fail(message: str, code: int = 1) -> int:
-    print(f"forgec: {message}", file=sys.stderr)
+    print(f"forgec: {safe_text(message)}", file=sys.stderr)
     return code
 
 
@@ -131,7 +139,7 @@ def _guard(fn: Any) -> Any:
         try:
             return int(fn(args))
         except (ToolNotFound, StoreDamaged) as exc:
-            raise UsageError(str(exc)) from None
+            raise UsageError(safe_text(exc)) from None
         except StoreError as exc:
             return _fail(f"error: {exc}")
 
@@ -176,7 +184,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         # a changed or damaged tool is left out and named on stderr; the rest still lists
         tools = store.tools(on_problem=problems.append)
     for problem in problems:
-        print(f"forgec: error: {problem}", file=sys.stderr)
+        print(f"forgec: error: {safe_text(problem)}", file=sys.stderr)
     done = 2 if problems else 0
     if args.format == "json":
         emit_json([t.to_json() for t in tools])
@@ -201,6 +209,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         )
         for t in tools
     ]
+    # a stored row is data (it may have been changed outside forgec): each cell is escaped
+    rows = [(safe_text(a), safe_text(b), c, safe_text(d), safe_text(e)) for a, b, c, d, e in rows]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
@@ -218,12 +228,12 @@ def cmd_versions(args: argparse.Namespace) -> int:
         versions = store.versions(args.tool)
     problems = [v.problem for v in versions if v.problem]
     for problem in problems:
-        print(f"forgec: error: {problem}", file=sys.stderr)
+        print(f"forgec: error: {safe_text(problem)}", file=sys.stderr)
     done = 2 if problems else 0
     if args.format == "json":
         emit_json([v.to_json() for v in versions])
         return done
-    print(f"{name}:")
+    print(f"{safe_text(name)}:")
     for v in reversed(versions):
         parent = "-" if v.parent_version is None else f"v{v.parent_version}"
         mark = "*" if v.current else " "
@@ -232,10 +242,11 @@ def cmd_versions(args: argparse.Namespace) -> int:
         by = author if v.author == "model" else "person"
         state = "" if v.status in ("current", "previous") else f"  {v.status.upper()}"
         damaged = "  CHANGED OUTSIDE FORGEC" if v.problem else ""
-        print(
+        line = (
             f" {mark} v{v.version}  parent {parent}  {v.hash[:19]}…  by {by}  "
             f"installed {v.installed_at}  {consent}{state}{damaged}"
         )
+        print(safe_text(line))  # a persona's name and a stored row are data
     print("(* current)")
     return done
 
@@ -287,7 +298,7 @@ GROWTH_WORDS = {
 def _growth_lines(growth: Any) -> list[str]:
     if hasattr(growth, "growth"):
         growth = growth.growth
-    return [f"  {GROWTH_WORDS.get(k, k)}: {', '.join(v)}" for k, v in growth.items()]
+    return [safe_text(f"  {GROWTH_WORDS.get(k, k)}: {', '.join(v)}") for k, v in growth.items()]
 
 
 @_guard
@@ -303,14 +314,14 @@ def cmd_show(args: argparse.Namespace) -> int:
     where = {"current": "current", "proposed": "proposed by a model, not current"}.get(
         _status_word(stored), f"{_status_word(stored)}, not current"
     )
-    print(f"version {stored.version} ({where}, {state}), {stored.hash}")
+    print(safe_text(f"version {stored.version} ({where}, {state}), {stored.hash}"))
     if status.always_asks:
         print("consent: asked before every run (R4), never remembered")
     elif status.needed:
         print("consent: needed before it can be turned on")
         lines = _growth_lines(status)
         if status.reason == "author":
-            print(f"  written by {stored.author_words}: it never inherits consent")
+            print(safe_text(f"  written by {stored.author_words}: it never inherits consent"))
         if status.reason in ("grown", "author") and status.basis is not None and lines:
             print(f"  more than version {status.basis}, which you agreed to:")
             print("\n".join("  " + line for line in lines))
@@ -426,7 +437,7 @@ def cmd_review(args: argparse.Namespace) -> int:
         print("\n".join("  " + line for line in _growth_lines(added)))
     if gone:
         print("  drops:")
-        print("\n".join(f"    {k}: {', '.join(v)}" for k, v in gone.items()))
+        print("\n".join(safe_text(f"    {k}: {', '.join(v)}") for k, v in gone.items()))
     if not added and not gone:
         print("  no effect added or removed")
     if proposal.status == "proposed":

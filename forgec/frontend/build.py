@@ -19,47 +19,44 @@ container member and becomes a single `Literal`; only subtrees holding an expres
 rebuilt as `ObjectExpr`/`ListExpr`. Plain `type(x) is ...` checks throughout: this runs on
 every check, and the benchmark allows the whole pipeline ten times orjson's parse.
 
-Speed: a node whose fields are exactly right takes `fast_node`, which checks inline and builds
-directly; at the first doubt it steps aside, before reporting anything, and `node_body` (the
-checking path, with a helper per field and a message per problem) takes over. A property test
-holds the two paths to the same result. Pure answers are remembered across checks, each cache
-cleared at 4096 entries: node layouts that passed the gate (known field names only), ids that
-matched the id pattern (at most 64 characters), parsed paths and templates.
+Every fact (fields and their order, constants, ops, limits, id rules, schema keywords) is read
+from `forgec.ir.rules`; a node is described by its row of `NODE_FIELDS`, and `node_checked`
+reads each field with the reader of its kind. One path, in two forms from the same row: for
+each node type fast code is generated at import (`forgec.frontend.node_codegen`) — the gate,
+the pure checks inline, and any doubt hands the node to `node_checked` before anything is
+reported or read (a property test holds the two to the same result). Nothing is remembered between
+checks (a first check is the figure that counts); parsed paths are remembered for one check.
+SPEC §14/§16's static rules live here too: shown text without control or bidi characters,
+no `RUN_` fail codes, integers within ±(2^53 − 1), and a `default` that fits its schema.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
-from forgec.frontend.canonical import NODE_ORDER
 from forgec.frontend.names import (
-    FAIL_CODE_RE,
-    FORBIDDEN_SEGMENTS,
-    NAME_RE,
-    NODE_ID_RE,
     host_problem,
     is_id,
     is_iso_datetime,
     parse_path,
     path_problem,
-    split_template,
+    template_paths,
 )
+from forgec.frontend.node_codegen import generate_node_builders
 from forgec.ir.diagnostics import Diagnostic, make
+from forgec.ir.json_subset import schema_problem
 from forgec.ir.nodes import (
-    CapabilityNode,
+    NODE_TYPES,
     Condition,
     CredentialRef,
     CredentialRequirement,
-    FailNode,
     Flow,
     ForeachNode,
-    IfNode,
     ListExpr,
     Literal,
-    LlmNode,
     Manifest,
     ModelRequirements,
     Network,
@@ -67,9 +64,7 @@ from forgec.ir.nodes import (
     ObjectExpr,
     Ref,
     Retry,
-    ReturnNode,
     Segment,
-    SetNode,
     StateDecl,
     Template,
     Trigger,
@@ -78,53 +73,60 @@ from forgec.ir.nodes import (
     Value,
 )
 from forgec.ir.pointer import escape
+from forgec.ir.rules import (
+    CONDITION_FIELDS,
+    CONDITION_OPS,
+    CONTEXT_TOKENS,
+    CREDENTIAL_FIELDS,
+    DESCRIPTION_CHARS,
+    EFFORT,
+    EXECUTION,
+    EXPRESSION_KEYS,
+    FAIL_CODE_RE,
+    FLOW_FIELDS,
+    FORBIDDEN_SEGMENTS,
+    INSTALL_SCOPE,
+    LLM_OPS,
+    MANIFEST_FIELDS,
+    MANIFEST_REQUIRED,
+    MAX_BODY,
+    MAX_ITEMS,
+    MAX_NODES,
+    MAX_SAFE_INTEGER,
+    MAX_SCHEMA_DEPTH,
+    MAX_TRANSITIONS,
+    MODEL_FIELDS,
+    NAME_RE,
+    NETWORK_FIELDS,
+    NETWORK_MODES,
+    NODE_FIELDS,
+    NODE_ID_RE,
+    NODE_ORDER,
+    NODE_TYPE_NAMES,
+    PRIVACY,
+    RETRY_ATTEMPTS,
+    RETRY_BACKOFF_MS,
+    RETRY_FIELDS,
+    RUNTIME_CODE_PREFIX,
+    SCHEMA_ID,
+    SCHEMA_KEYWORDS,
+    SCHEMA_TYPES,
+    STATE_FIELDS,
+    STATE_MAX_BYTES,
+    TITLE_CHARS,
+    TRIGGER_FIELDS,
+    TRIGGER_TYPES,
+    UI_FIELDS,
+    UI_VALUE_FIELDS,
+    UNARY_OPS,
+    VERSION_LIMIT,
+    node_required,
+)
+from forgec.ir.suggest import suggest
+from forgec.ir.text_rules import MULTILINE_ALLOWED, unsafe_problem
 
 STRUCTURE = "FORGE_MANIFEST_STRUCTURE"
-SCHEMA_ID = "talos.local-tool.v1"
 
-MAX_NODES = 64
-MAX_BODY = 16
-MAX_SCHEMA_DEPTH = 8
-INT32_LIMIT = 2**31  # version < 2^31
-
-TOP_REQUIRED = (
-    "schema", "id", "version", "title", "description", "createdAt", "parentVersion",
-    "execution", "installScope", "network", "credentialRequirements", "flow",
-)  # fmt: skip
-TOP_OPTIONAL = ("modelDefaults", "inputSchema", "outputSchema", "state", "triggers", "ui")
-TOP_FIELDS = TOP_REQUIRED + TOP_OPTIONAL
-
-MODEL_FIELDS = ("structuredOutput", "context", "privacy", "reasoningEffort")
-PRIVACY = ("local-only", "local-preferred", "remote-allowed")
-EFFORT = ("low", "medium", "high")
-LLM_OPS = ("classify", "extract", "summarize", "generate", "rank")
-CONDITION_OPS = ("eq", "neq", "truthy", "exists", "contains", "gt", "gte", "lt", "lte")
-UNARY_OPS = ("truthy", "exists")
-TRIGGER_TYPES = ("manual", "schedule", "app-resume", "task-changed")
-NETWORK_MODES = ("forbidden", "allowlist")
-
-# the fields each node type takes, in canonical order: one table for the builder and the
-# canonical form
-NODE_FIELDS: dict[str, tuple[str, ...]] = NODE_ORDER
-NODE_REQUIRED: dict[str, tuple[str, ...]] = {
-    "set": ("target", "value"),
-    "capability": ("capability", "input"),
-    "llm": ("op", "input", "target"),
-    "if": ("condition", "then", "else"),
-    "foreach": ("source", "itemVar", "maxItems", "body"),
-    "return": ("value",),
-    "fail": ("code", "message"),
-}
-NEEDS_NEXT = frozenset({"set", "capability", "llm", "foreach"})  # at the top level
-
-SCHEMA_KEYWORDS = frozenset(
-    {
-        "type", "properties", "required", "additionalProperties", "items", "enum", "const",
-        "minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems", "title",
-        "description", "default",
-    }
-)  # fmt: skip
-SCHEMA_TYPES = ("string", "number", "integer", "boolean", "object", "array", "null")
 _UNSUPPORTED_KEYWORD_HINTS = {
     "$ref": "the subset has no `$ref`: write the schema inline",
     "$defs": "the subset has no `$defs`: write each schema inline",
@@ -133,8 +135,7 @@ _UNSUPPORTED_KEYWORD_HINTS = {
     "format": "the subset has no `format`; describe the expected format in `description`",
     "patternProperties": "the subset has no `patternProperties`; list `properties` by name",
 }
-
-EXPRESSION_KEYS = ("$ref", "$template", "$credential")
+_SCHEMA_KEYWORD_SET = frozenset(SCHEMA_KEYWORDS)
 _EXPRESSION_KEY_SET = frozenset(EXPRESSION_KEYS)
 
 
@@ -207,19 +208,6 @@ def _got(v: Any) -> str:
     return f"got {_kind(v)}"
 
 
-def _suggest(word: str, choices: tuple[str, ...] | frozenset[str] | list[str]) -> str | None:
-    if len(word) > 64:
-        return None  # nothing we know is that long; spare difflib the work
-    import difflib
-
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    if not close and len(word) > 1:
-        lowered = {c.lower(): c for c in choices}
-        if word.lower() in lowered:
-            close = [lowered[word.lower()]]
-    return f"did you mean `{close[0]}`?" if close else None
-
-
 def _is_int(v: Any) -> bool:
     return type(v) is int
 
@@ -248,39 +236,34 @@ class _Builder:
         self.reads: dict[str, list[Ref]] = {}
         self.has_credential = False
         self.credential_nodes: list[str] = []
+        # parsed `$ref` paths of this manifest (they repeat within one)
+        self.paths: dict[str, tuple[Segment, ...] | None] = {}
 
     def err(self, code: str, pointer: str, message: str, *, hint: str | None = None) -> None:
         self.diags.append(make(code, pointer, message, hint=hint))
 
     # ---- generic field checks ---------------------------------------------------------------
 
-    def fields(
-        self,
-        obj: dict[str, Any],
-        pointer: str,
-        allowed: tuple[str, ...],
-        required: tuple[str, ...],
-        where: str,
-    ) -> None:
+    def fields(self, obj: dict[str, Any], pointer: str, shape: _Shape, where: str) -> None:
         """Unknown fields (on their key) and missing required fields (at their pointer)."""
         keys = obj.keys()
-        if keys <= _sets(allowed) and keys >= _sets(required):
+        if keys <= shape.allowed and keys >= shape.required_set:
             return  # the common case, decided by two C-level set comparisons
         for key in obj:
-            if key not in allowed:
+            if key not in shape.allowed:
                 shown = key if len(key) <= 60 else key[:57] + "..."
                 self.diags.append(
                     make(
                         STRUCTURE,
                         f"{pointer}/{escape(key)}",
                         f"unknown field `{shown}` in {where}",
-                        hint=_suggest(key, allowed)
+                        hint=suggest(key, shape.order)
                         or _belongs_elsewhere(key, pointer)
-                        or "allowed fields: " + ", ".join(f"`{a}`" for a in allowed),
+                        or "allowed fields: " + ", ".join(f"`{a}`" for a in shape.order),
                         key=True,
                     )
                 )
-        for key in required:
+        for key in shape.required:
             if key not in obj:
                 hint = _MISSING_HINTS.get(key) if pointer.startswith("/flow/nodes/") else None
                 self.err(STRUCTURE, f"{pointer}/{key}", f"{where} is missing `{key}`", hint=hint)
@@ -301,8 +284,12 @@ class _Builder:
         lo: int = 0,
         hi: int | None = None,
         code: str = STRUCTURE,
+        allow_chars: str | None = None,
     ) -> str | None:
-        """A string field with an optional length range in code points (absent → None)."""
+        """A string field with an optional length range in code points (absent → None).
+
+        With `allow_chars` (text shown to people, SPEC §14) it may hold no control or bidi
+        character except those listed."""
         if key not in obj:
             return None
         v = obj[key]
@@ -317,6 +304,17 @@ class _Builder:
                 limit = f"must have {lo}–{hi} characters"
             self.err(code, f"{pointer}/{key}", f"{what} {limit}; it has {n}")
             return None
+        if allow_chars is not None:
+            problem = unsafe_problem(v, allow_chars)
+            if problem is not None:
+                allowed = " (line breaks and tabs are fine)" if allow_chars else ""
+                self.err(
+                    code,
+                    f"{pointer}/{key}",
+                    f"{what} {problem}: text a tool shows may not steer a terminal{allowed}",
+                    hint="remove the character; write plain text",
+                )
+                return None
         return v
 
     def integer(
@@ -339,7 +337,7 @@ class _Builder:
         if type(v) is str and v in choices:
             return v
         listed = ", ".join(f"`{c}`" for c in choices)
-        hint = _suggest(v, choices) if type(v) is str else None
+        hint = suggest(v, choices) if type(v) is str else None
         self.err(
             STRUCTURE, f"{pointer}/{key}", f"{what} must be one of {listed}; {_got(v)}", hint=hint
         )
@@ -360,13 +358,29 @@ class _Builder:
         if type(raw) is not dict:
             self.err(STRUCTURE, "", f"a manifest is a JSON object; {_got(raw)}")
             return _empty_manifest()
-        self.fields(raw, "", TOP_FIELDS, TOP_REQUIRED, "the manifest")
+        self.fields(raw, "", _TOP, "the manifest")
         schema = self.constant(raw, "schema", SCHEMA_ID)
         tool_id = self.tool_id(raw)
         version = self.version(raw)
-        title = self.string(raw, "title", "", "`title`", lo=1, hi=120, code="FORGE_TITLE")
+        title = self.string(
+            raw,
+            "title",
+            "",
+            "`title`",
+            lo=TITLE_CHARS[0],
+            hi=TITLE_CHARS[1],
+            code="FORGE_TITLE",
+            allow_chars="",
+        )
         description = self.string(
-            raw, "description", "", "`description`", lo=1, hi=1000, code="FORGE_DESCRIPTION"
+            raw,
+            "description",
+            "",
+            "`description`",
+            lo=DESCRIPTION_CHARS[0],
+            hi=DESCRIPTION_CHARS[1],
+            code="FORGE_DESCRIPTION",
+            allow_chars=MULTILINE_ALLOWED,
         )
         created_at = None
         if "createdAt" in raw:
@@ -381,8 +395,8 @@ class _Builder:
                     f"(like 2026-01-31T09:30:00Z); {_got(v)}",
                 )
         parent_version = self.parent_version(raw, version)
-        execution = self.constant(raw, "execution", "declarative-flow")
-        install_scope = self.constant(raw, "installScope", "device")
+        execution = self.constant(raw, "execution", EXECUTION)
+        install_scope = self.constant(raw, "installScope", INSTALL_SCOPE)
         network = self.network(raw)
         credentials = self.credentials(raw)
         model_defaults = None
@@ -438,12 +452,12 @@ class _Builder:
         if "version" not in raw:
             return None
         v = raw["version"]
-        if type(v) is int and 1 <= v < INT32_LIMIT:
+        if type(v) is int and 1 <= v < VERSION_LIMIT:
             return v
         self.err(
             "FORGE_VERSION",
             "/version",
-            f"`version` must be {_range_text(1, INT32_LIMIT - 1)}; {_got(v)}",
+            f"`version` must be {_range_text(1, VERSION_LIMIT - 1)}; {_got(v)}",
         )
         return None
 
@@ -453,12 +467,12 @@ class _Builder:
         v = raw["parentVersion"]
         if v is None:
             return None
-        if not (type(v) is int and 1 <= v < INT32_LIMIT):
+        if not (type(v) is int and 1 <= v < VERSION_LIMIT):
             self.err(
                 "FORGE_VERSION",
                 "/parentVersion",
                 f"`parentVersion` must be null (first version) or "
-                f"{_range_text(1, INT32_LIMIT - 1)}; {_got(v)}",
+                f"{_range_text(1, VERSION_LIMIT - 1)}; {_got(v)}",
             )
             return None
         if version is not None and v >= version:
@@ -500,7 +514,7 @@ class _Builder:
         v = raw["network"]
         if not self.expect_object(v, "/network", "`network`"):
             return None
-        self.fields(v, "/network", ("mode", "hosts"), ("mode",), "`network`")
+        self.fields(v, "/network", _NETWORK, "`network`")
         mode = self.enum(v, "mode", "/network", "`network.mode`", NETWORK_MODES)
         hosts: tuple[str, ...] = ()
         if "hosts" in v:
@@ -541,7 +555,7 @@ class _Builder:
                 continue
             cid = c.get("id")
             where = f"credential `{cid}`" if type(cid) is str else f"credential {i}"
-            self.fields(c, p, ("id", "purpose", "hosts"), ("id", "purpose", "hosts"), where)
+            self.fields(c, p, _CREDENTIAL, where)
             good_id = None
             if "id" in c:
                 if not is_id(cid):
@@ -561,7 +575,15 @@ class _Builder:
                 else:
                     seen.add(cid)
                     good_id = cid
-            purpose = self.string(c, "purpose", p, f"`purpose` of {where}", lo=1, hi=1000)
+            purpose = self.string(
+                c,
+                "purpose",
+                p,
+                f"`purpose` of {where}",
+                lo=DESCRIPTION_CHARS[0],
+                hi=DESCRIPTION_CHARS[1],
+                allow_chars="",
+            )
             hosts: tuple[str, ...] = ()
             if "hosts" in c:
                 hosts = self.hosts(c["hosts"], f"{p}/hosts", f"`hosts` of {where}") or ()
@@ -571,7 +593,7 @@ class _Builder:
     def model_requirements(self, v: Any, pointer: str, what: str) -> ModelRequirements | None:
         if not self.expect_object(v, pointer, what):
             return None
-        self.fields(v, pointer, MODEL_FIELDS, (), what)
+        self.fields(v, pointer, _MODEL, what)
         structured = None
         if "structuredOutput" in v:
             so = v["structuredOutput"]
@@ -584,7 +606,7 @@ class _Builder:
                     f"`structuredOutput` in {what} must be true or false; {_got(so)}",
                 )
         context = self.integer(
-            v, "context", pointer, f"`context` in {what} (tokens)", 256, 131072, STRUCTURE
+            v, "context", pointer, f"`context` in {what} (tokens)", *CONTEXT_TOKENS, STRUCTURE
         )
         privacy = self.enum(v, "privacy", pointer, f"`privacy` in {what}", PRIVACY)
         effort = self.enum(v, "reasoningEffort", pointer, f"`reasoningEffort` in {what}", EFFORT)
@@ -617,9 +639,10 @@ class _Builder:
                 f"schemas nest at most {MAX_SCHEMA_DEPTH} levels; {what} is at level {level}",
             )
             return
+        before = len(self.diags)
         for k, v in s.items():
-            if k not in SCHEMA_KEYWORDS:
-                hint = _UNSUPPORTED_KEYWORD_HINTS.get(k) or _suggest(k, SCHEMA_KEYWORDS)
+            if k not in _SCHEMA_KEYWORD_SET:
+                hint = _UNSUPPORTED_KEYWORD_HINTS.get(k) or suggest(k, SCHEMA_KEYWORDS)
                 shown = k if len(k) <= 60 else k[:57] + "..."
                 self.diags.append(
                     make(
@@ -668,7 +691,9 @@ class _Builder:
                     )
             elif k in ("title", "description") and type(v) is not str:
                 self.err(STRUCTURE, p, f"`{k}` in {what} must be a string; {_got(v)}")
-            # `const` and `default` take any JSON value
+            # `const`, `enum` and `default` take any JSON value, within the integer range
+            if k in ("const", "enum", "default", "minimum", "maximum"):
+                self.unsafe_integers_in(v, p)
         for lo, hi in (
             ("minimum", "maximum"),
             ("minLength", "maxLength"),
@@ -683,6 +708,30 @@ class _Builder:
                     f"`{lo}` ({_show(a)}) is greater than `{hi}` ({_show(b)}) in {what}: "
                     "nothing matches",
                 )
+        required = s.get("required")
+        if s.get("additionalProperties") is False and type(required) is list:
+            props = s.get("properties")
+            known = props if type(props) is dict else {}
+            missing = [r for r in required if type(r) is str and r not in known]
+            if missing:
+                # fastjsonschema (the runtime's validator) refuses such a schema outright
+                self.err(
+                    STRUCTURE,
+                    f"{pointer}/required",
+                    f"`required` in {what} names `{_short(missing[0])}`, which is not among its "
+                    "`properties` while `additionalProperties` is false: nothing could match",
+                    hint="add the property to `properties`, or drop it from `required`",
+                )
+        if "default" in s and len(self.diags) == before:
+            # only a schema that is itself sound is asked whether its default fits
+            problem = default_problem(s)
+            if problem is not None:
+                self.err(
+                    STRUCTURE,
+                    f"{pointer}/default",
+                    f"the `default` of {what} does not satisfy its own schema: {problem}",
+                    hint="change the default, or the schema, so the default is a valid value",
+                )
 
     def schema_type(self, v: Any, pointer: str, what: str) -> None:
         listed = ", ".join(SCHEMA_TYPES)
@@ -692,7 +741,7 @@ class _Builder:
                     STRUCTURE,
                     pointer,
                     f"`type` in {what} must be one of {listed}; {_got(v)}",
-                    hint=_suggest(v, SCHEMA_TYPES),
+                    hint=suggest(v, SCHEMA_TYPES),
                 )
             return
         if (
@@ -717,8 +766,7 @@ class _Builder:
         v = raw["flow"]
         if not self.expect_object(v, "/flow", "`flow`"):
             return None
-        keys = ("entry", "maxTransitions", "nodes")
-        self.fields(v, "/flow", keys, keys, "`flow`")
+        self.fields(v, "/flow", _FLOW, "`flow`")
         entry = None
         if "entry" in v:
             e = v["entry"]
@@ -727,7 +775,12 @@ class _Builder:
             else:
                 self.err(STRUCTURE, "/flow/entry", f"`flow.entry` must be a node id; {_got(e)}")
         max_transitions = self.integer(
-            v, "maxTransitions", "/flow", "`flow.maxTransitions`", 1, 256, "FORGE_TRANSITION_BOUNDS"
+            v,
+            "maxTransitions",
+            "/flow",
+            "`flow.maxTransitions`",
+            *MAX_TRANSITIONS,
+            "FORGE_TRANSITION_BOUNDS",
         )
         nodes: list[Node] = []
         if "nodes" in v:
@@ -775,9 +828,14 @@ class _Builder:
         """One node; `loop` is the id of the enclosing foreach (None at the top level)."""
         outer_refs, outer_credential = self.refs, self.has_credential  # body nodes nest
         self.refs, self.has_credential = [], False
-        built = self.fast_node(n, pointer, loop)
-        if built is None:
-            self.refs, self.has_credential = [], False  # whatever a declined fast path saw
+        built = None
+        if type(n) is dict:
+            typ = n.get("type")
+            if type(typ) is str:
+                fast = (_FAST_TOP if loop is None else _FAST_BODY).get(typ)
+                if fast is not None:
+                    built = fast(self, n, pointer, loop)
+        if built is None:  # not a node the generated code is sure of: check and report
             built = self.node_checked(n, pointer, loop)
         if built is not None:
             self.reads[pointer] = self.refs
@@ -810,214 +868,149 @@ class _Builder:
         if "type" not in n:
             self.err(STRUCTURE, f"{pointer}/type", f"node {shown_id} is missing `type`")
             return None
-        if type(typ) is not str or typ not in NODE_FIELDS:
-            listed = ", ".join(f"`{t}`" for t in NODE_FIELDS)
+        shapes = _NODE_TOP if loop is None else _NODE_BODY
+        shape = shapes.get(typ) if type(typ) is str else None
+        if shape is None:
+            listed = ", ".join(f"`{t}`" for t in NODE_TYPE_NAMES)
             self.err(
                 STRUCTURE,
                 f"{pointer}/type",
                 f"node {shown_id} has an unknown `type`; it must be one of {listed}; {_got(typ)}",
-                hint=_suggest(typ, tuple(NODE_FIELDS)) if type(typ) is str else None,
+                hint=suggest(typ, NODE_TYPE_NAMES) if type(typ) is str else None,
             )
             return None
-        allowed, required = _NODE_KEYS[typ, loop is None]
         where = f"{typ} node {shown_id}"
-        self.fields(n, pointer, allowed, required, where)
-        built = self.node_body(
-            typ, n, node_id if id_ok and type(node_id) is str else "", pointer, loop, where
-        )
+        self.fields(n, pointer, shape, where)
+        if typ == "foreach" and loop is not None:
+            self.err(
+                STRUCTURE,
+                f"{pointer}/type",
+                f"{where} is inside the body of loop `{loop}`: a loop body cannot hold a foreach",
+                hint="move the inner loop to the top level, or flatten the data first",
+            )
+        # One reader per field kind, in the table's order (which is also the IR's attribute
+        # order after `id` and `pointer`): the table is the node's whole description.
+        good_id = node_id if id_ok and type(node_id) is str else ""
+        args: list[Any] = [good_id, pointer]
+        kind = str(typ)  # (a known type name: the shape lookup above found it)
+        for f in NODE_FIELDS[kind]:
+            args.append(_READERS[f.kind](self, n, f.name, pointer, where, loop, good_id))
+        built = NODE_TYPES[kind](*args)
         return built if id_ok else None
 
-    def fast_node(self, n: Any, p: str, loop: str | None) -> Node | None:
-        """The happy path for a node whose fields are known to be the right ones.
+    # ---- readers of node fields, one per `NodeField.kind` -----------------------------------
+    # Each takes (node, key, node pointer, "where" text, enclosing loop, node id).
 
-        The gate: the type's (allowed, required, builder) entry, two set comparisons and a
-        known-good id. The builder checks each non-value field inline and returns None at the
-        first doubt, before reporting anything; the caller then takes the checking path
-        (`node_body`), which reports. Values are built last: `value_field` reports its own
-        problems and never causes a fall-back, so nothing is reported twice. Must build
-        exactly what `node_body` builds for the same input (tested)."""
-        if type(n) is not dict or len(n) > _MOST_NODE_KEYS:
-            return None
-        typ = n.get("type")
-        if type(typ) is not str:
-            return None  # (a list would not even hash)
-        # A layout (type, then the keys in order) that passed the gate before needs only a
-        # probe; manifests repeat a handful of layouts. Only passing layouts are kept, so the
-        # cache holds nothing but known field names.
-        layout = (typ, *n)
-        layouts = _LAYOUTS_TOP if loop is None else _LAYOUTS_BODY
-        build = layouts.get(layout)
-        if build is None:
-            entry = _FAST_TOP.get(typ) if loop is None else _FAST_BODY.get(typ)
-            if entry is None or not (n.keys() <= entry[0] and n.keys() >= entry[1]):
-                return None
-            if len(layouts) >= _CACHE_LIMIT:
-                layouts.clear()
-            build = layouts[layout] = entry[2]
-        node_id = n.get("id")
-        if type(node_id) is not str:
-            return None
-        if node_id not in _GOOD_IDS:
-            if NODE_ID_RE.fullmatch(node_id) is None:
-                return None
-            _remember_id(node_id)
-        return build(self, n, node_id, p)
+    def read_name(self, n: dict[str, Any], key: str, p: str, where: str, *_: Any) -> str | None:
+        return self.name_field(n, key, p, where)
 
-    def fast_set(self, n: dict[str, Any], node_id: str, p: str) -> Node | None:
-        nxt = n.get("next", _ABSENT)
-        if nxt is _ABSENT:
-            nxt = None
-        elif type(nxt) is not str:
-            return None
-        target = n["target"]
-        if type(target) is not str:
-            return None
-        # positional arguments (field order): keywords cost a third more per construction
-        return SetNode(node_id, p, target, self.value_field(n, "value", p), nxt)
+    def read_value(self, n: dict[str, Any], key: str, p: str, *_: Any) -> Value | None:
+        return self.value_field(n, key, p)
 
-    def fast_capability(self, n: dict[str, Any], node_id: str, p: str) -> Node | None:
-        get = n.get
-        nxt = get("next", _ABSENT)
-        if nxt is _ABSENT:
-            nxt = None
-        elif type(nxt) is not str:
+    def read_op(self, n: dict[str, Any], key: str, p: str, where: str, *_: Any) -> str | None:
+        return self.enum(n, key, p, f"`{key}` of {where}", LLM_OPS)
+
+    def read_retry(self, n: dict[str, Any], key: str, p: str, where: str, *_: Any) -> Retry | None:
+        return self.retry(n, p, where)
+
+    def read_requirements(
+        self, n: dict[str, Any], key: str, p: str, where: str, *_: Any
+    ) -> ModelRequirements | None:
+        if key not in n:
             return None
-        capability = n["capability"]
-        target = get("target", _ABSENT)
-        compensation = get("compensation", _ABSENT)
-        if type(capability) is not str:
+        return self.model_requirements(n[key], f"{p}/{key}", f"`{key}` of {where}")
+
+    def read_schema(self, n: dict[str, Any], key: str, p: str, *_: Any) -> dict[str, Any] | None:
+        return self.schema_field(n, key, f"{p}/{key}")
+
+    def read_condition(
+        self, n: dict[str, Any], key: str, p: str, where: str, *_: Any
+    ) -> Condition | None:
+        return self.condition(n, p, where)
+
+    def fast_condition(
+        self, n: dict[str, Any], key: str, p: str, where: str, *_: Any
+    ) -> Condition | None:
+        """A condition of the right shape built directly; any other goes to `condition`,
+        which reports (nothing is reported or read before that choice)."""
+        c = n.get(key)
+        if type(c) is dict and c.keys() <= _CONDITION.allowed and "left" in c:
+            op = c.get("op")
+            if type(op) is str and op in _BINARY_OPS and "right" in c:
+                cp = p + "/" + key
+                left = self.value_field(c, "left", cp)
+                return Condition(op, left, self.value_field(c, "right", cp), cp)
+            if type(op) is str and op in _UNARY_OP_SET and "right" not in c:
+                cp = p + "/" + key
+                return Condition(op, self.value_field(c, "left", cp), None, cp)
+        return self.condition(n, p, where)
+
+    def read_max_items(
+        self, n: dict[str, Any], key: str, p: str, where: str, *_: Any
+    ) -> int | None:
+        lo, hi = MAX_ITEMS
+        return self.integer(n, key, p, f"`{key}` of {where}", lo, hi, "FORGE_FOREACH_BOUNDS")
+
+    def read_body(
+        self, n: dict[str, Any], key: str, p: str, where: str, loop: str | None, node_id: str
+    ) -> tuple[Node, ...]:
+        body: list[Node] = []
+        if key not in n:
+            return ()
+        raw_body = n[key]
+        bp = f"{p}/{key}"
+        if type(raw_body) is not list:
+            self.err(
+                "FORGE_INLINE_BOUNDS",
+                bp,
+                f"`body` of {where} must be a list of 1–{MAX_BODY} nodes; {_got(raw_body)}",
+            )
+            return ()
+        if not raw_body or len(raw_body) > MAX_BODY:
+            self.err(
+                "FORGE_INLINE_BOUNDS",
+                bp,
+                f"`body` of {where} must hold 1–{MAX_BODY} nodes; it holds {len(raw_body)}",
+            )
+        if loop is None:  # a nested loop's body is not built (the nesting is the error)
+            for i, child in enumerate(raw_body):
+                node = self.node(child, f"{bp}/{i}", node_id or p)
+                if node is not None:
+                    body.append(node)
+        return tuple(body)
+
+    def read_fail_code(
+        self, n: dict[str, Any], key: str, p: str, where: str, *_: Any
+    ) -> str | None:
+        if key not in n:
             return None
-        if target is _ABSENT:
-            target = None
-        elif type(target) is not str:
+        c = n[key]
+        if type(c) is not str or not FAIL_CODE_RE.fullmatch(c):
+            self.err(
+                STRUCTURE,
+                f"{p}/{key}",
+                f"`code` of {where} must be 3–64 characters: an uppercase letter, then "
+                f"uppercase letters, digits or `_` (like `NOT_FOUND`); {_got(c)}",
+            )
             return None
-        if compensation is _ABSENT:
-            compensation = None
-        elif type(compensation) is not str:
+        if c.startswith(RUNTIME_CODE_PREFIX):
+            self.err(
+                STRUCTURE,
+                f"{p}/{key}",
+                f"`code` of {where} starts with `{RUNTIME_CODE_PREFIX}`, which only the runtime "
+                "uses: a tool cannot speak as the runtime",
+                hint=f"use a code of your own, like `{c[len(RUNTIME_CODE_PREFIX) :] or 'FAILED'}`"
+                if len(c) > len(RUNTIME_CODE_PREFIX) + 2
+                else None,
+            )
             return None
-        retry = None
-        r = get("retry", _ABSENT)
-        if r is not _ABSENT:
-            if type(r) is not dict or r.keys() != _RETRY_KEYS:
-                return None
-            attempts, backoff = r["attempts"], r["backoffMs"]
-            if not (
-                type(attempts) is int
-                and 1 <= attempts <= 3
-                and type(backoff) is int
-                and 0 <= backoff <= 5000
-            ):
-                return None
-            retry = Retry(attempts, backoff, p + "/retry")
-        return CapabilityNode(
-            node_id,
-            p,
-            capability,
-            self.value_field(n, "input", p),
-            target,
-            retry,
-            compensation,
-            nxt,
+        return c
+
+    def read_message(self, n: dict[str, Any], key: str, p: str, where: str, *_: Any) -> str | None:
+        lo, hi = DESCRIPTION_CHARS
+        return self.string(
+            n, key, p, f"`{key}` of {where}", lo=lo, hi=hi, allow_chars=MULTILINE_ALLOWED
         )
-
-    def fast_if(self, n: dict[str, Any], node_id: str, p: str) -> Node | None:
-        then, else_, c = n["then"], n["else"], n["condition"]
-        if type(then) is not str or type(else_) is not str or type(c) is not dict:
-            return None
-        op = c.get("op")
-        unary = _UNARY.get(op) if type(op) is str else None  # None: not a condition op
-        if (
-            unary is None
-            or not c.keys() <= _CONDITION_KEYS
-            or "left" not in c
-            or ("right" in c) == unary
-        ):
-            return None
-        cp = p + "/condition"
-        left = self.value_field(c, "left", cp)
-        right = None if unary else self.value_field(c, "right", cp)
-        return IfNode(node_id, p, Condition(op, left, right, cp), then, else_)
-
-    def fast_llm(self, n: dict[str, Any], node_id: str, p: str) -> Node | None:
-        if "requirements" in n or "outputSchema" in n:
-            return None
-        nxt = n.get("next", _ABSENT)
-        if nxt is _ABSENT:
-            nxt = None
-        elif type(nxt) is not str:
-            return None
-        op, target = n["op"], n["target"]
-        if type(op) is not str or op not in _LLM_OPS or type(target) is not str:
-            return None
-        return LlmNode(node_id, p, op, self.value_field(n, "input", p), target, None, None, nxt)
-
-    def fast_return(self, n: dict[str, Any], node_id: str, p: str) -> Node | None:
-        return ReturnNode(node_id, p, self.value_field(n, "value", p))
-
-    def node_body(
-        self, typ: str, n: dict[str, Any], node_id: str, p: str, loop: str | None, where: str
-    ) -> Node:
-        if typ == "set":
-            return SetNode(
-                id=node_id,
-                pointer=p,
-                target=self.name_field(n, "target", p, where),
-                value=self.value_field(n, "value", p),
-                next=self.name_field(n, "next", p, where),
-            )
-        if typ == "capability":
-            return CapabilityNode(
-                id=node_id,
-                pointer=p,
-                capability=self.name_field(n, "capability", p, where),
-                input=self.value_field(n, "input", p),
-                target=self.name_field(n, "target", p, where),
-                retry=self.retry(n, p, where),
-                compensation=self.name_field(n, "compensation", p, where),
-                next=self.name_field(n, "next", p, where),
-            )
-        if typ == "llm":
-            requirements = None
-            if "requirements" in n:
-                requirements = self.model_requirements(
-                    n["requirements"], f"{p}/requirements", f"`requirements` of {where}"
-                )
-            return LlmNode(
-                id=node_id,
-                pointer=p,
-                op=self.enum(n, "op", p, f"`op` of {where}", LLM_OPS),
-                input=self.value_field(n, "input", p),
-                target=self.name_field(n, "target", p, where),
-                requirements=requirements,
-                output_schema=self.schema_field(n, "outputSchema", f"{p}/outputSchema"),
-                next=self.name_field(n, "next", p, where),
-            )
-        if typ == "if":
-            return IfNode(
-                id=node_id,
-                pointer=p,
-                condition=self.condition(n, p, where),
-                then=self.name_field(n, "then", p, where),
-                else_=self.name_field(n, "else", p, where),
-            )
-        if typ == "foreach":
-            return self.foreach(n, node_id, p, loop, where)
-        if typ == "return":
-            return ReturnNode(id=node_id, pointer=p, value=self.value_field(n, "value", p))
-        code = None
-        if "code" in n:
-            c = n["code"]
-            if type(c) is str and FAIL_CODE_RE.fullmatch(c):
-                code = c
-            else:
-                self.err(
-                    STRUCTURE,
-                    f"{p}/code",
-                    f"`code` of {where} must be 3–64 characters: an uppercase letter, then "
-                    f"uppercase letters, digits or `_` (like `NOT_FOUND`); {_got(c)}",
-                )
-        message = self.string(n, "message", p, f"`message` of {where}", lo=1, hi=1000)
-        return FailNode(id=node_id, pointer=p, code=code, message=message)
 
     def name_field(self, n: dict[str, Any], key: str, p: str, where: str) -> str | None:
         """A string naming something (a node, a variable, a capability); checked later."""
@@ -1036,13 +1029,17 @@ class _Builder:
         rp = f"{p}/retry"
         if not self.expect_object(r, rp, f"`retry` of {where}"):
             return None
-        keys = ("attempts", "backoffMs")
-        self.fields(r, rp, keys, keys, f"`retry` of {where}")
+        self.fields(r, rp, _RETRY, f"`retry` of {where}")
         attempts = self.integer(
-            r, "attempts", rp, f"`retry.attempts` of {where}", 1, 3, "FORGE_RETRY_BOUNDS"
+            r, "attempts", rp, f"`retry.attempts` of {where}", *RETRY_ATTEMPTS, "FORGE_RETRY_BOUNDS"
         )
         backoff = self.integer(
-            r, "backoffMs", rp, f"`retry.backoffMs` of {where}", 0, 5000, "FORGE_RETRY_BACKOFF"
+            r,
+            "backoffMs",
+            rp,
+            f"`retry.backoffMs` of {where}",
+            *RETRY_BACKOFF_MS,
+            "FORGE_RETRY_BACKOFF",
         )
         return Retry(attempts=attempts, backoff_ms=backoff, pointer=rp)
 
@@ -1053,7 +1050,7 @@ class _Builder:
         cp = f"{p}/condition"
         if not self.expect_object(c, cp, f"`condition` of {where}"):
             return None
-        self.fields(c, cp, ("op", "left", "right"), ("op", "left"), f"`condition` of {where}")
+        self.fields(c, cp, _CONDITION, f"`condition` of {where}")
         op = self.enum(c, "op", cp, f"`condition.op` of {where}", CONDITION_OPS)
         if op in UNARY_OPS:
             if "right" in c:
@@ -1075,55 +1072,6 @@ class _Builder:
         right = self.value_field(c, "right", cp) if op not in UNARY_OPS else None
         return Condition(op=op, left=left, right=right, pointer=cp)
 
-    def foreach(
-        self, n: dict[str, Any], node_id: str, p: str, loop: str | None, where: str
-    ) -> ForeachNode:
-        if loop is not None:
-            self.err(
-                STRUCTURE,
-                f"{p}/type",
-                f"{where} is inside the body of loop `{loop}`: a loop body cannot hold a foreach",
-                hint="move the inner loop to the top level, or flatten the data first",
-            )
-        source = self.value_field(n, "source", p)
-        item_var = self.name_field(n, "itemVar", p, where)
-        index_var = self.name_field(n, "indexVar", p, where)
-        max_items = self.integer(
-            n, "maxItems", p, f"`maxItems` of {where}", 1, 100, "FORGE_FOREACH_BOUNDS"
-        )
-        body: list[Node] = []
-        if "body" in n:
-            raw_body = n["body"]
-            bp = f"{p}/body"
-            if type(raw_body) is not list:
-                self.err(
-                    "FORGE_INLINE_BOUNDS",
-                    bp,
-                    f"`body` of {where} must be a list of 1–{MAX_BODY} nodes; {_got(raw_body)}",
-                )
-            else:
-                if not raw_body or len(raw_body) > MAX_BODY:
-                    self.err(
-                        "FORGE_INLINE_BOUNDS",
-                        bp,
-                        f"`body` of {where} must hold 1–{MAX_BODY} nodes; it holds {len(raw_body)}",
-                    )
-                if loop is None:
-                    for i, child in enumerate(raw_body):
-                        node = self.node(child, f"{bp}/{i}", node_id or p)
-                        if node is not None:
-                            body.append(node)
-        return ForeachNode(
-            id=node_id,
-            pointer=p,
-            source=source,
-            item_var=item_var,
-            index_var=index_var,
-            max_items=max_items,
-            body=tuple(body),
-            next=self.name_field(n, "next", p, where),
-        )
-
     # ---- values and expressions (SPEC §3) -------------------------------------------------------
 
     def value_field(self, obj: dict[str, Any], key: str, pointer: str) -> Value | None:
@@ -1133,29 +1081,27 @@ class _Builder:
         p = f"{pointer}/{key}"
         t = type(v)
         if t is not dict and t is not list:
+            if t is int and not -MAX_SAFE_INTEGER <= v <= MAX_SAFE_INTEGER:
+                self.unsafe_integer(v, p)
             return Literal(v, p)  # a scalar: nothing to walk
         self.value_bad = False
         mark = len(self.refs)
+        had_credential = self.has_credential
         if t is dict and len(v) == 1:
             for k in v:
-                if k == "$ref":
-                    # the value is one read (the common case): no walk, no call
-                    operand = v[k]
-                    segments = _PATHS.get(operand) if type(operand) is str else None
-                    if segments is not None:
-                        ref = Ref(operand, segments, p)
-                        self.refs.append(ref)
-                        return ref
                 if type(k) is str and k[:1] == "$":
                     # the value is one expression: no walk
                     expr = self.expression(k, v[k], p)
                     if self.value_bad:
                         del self.refs[mark:]
+                        self.has_credential = had_credential
                         return None
                     return expr
         built = self.value(v, p)
         if self.value_bad:
-            del self.refs[mark:]  # the value is left out of the IR, and so are its reads
+            # the value is left out of the IR, and so are its reads and credentials
+            del self.refs[mark:]
+            self.has_credential = had_credential
             return None
         return built if built is not None else Literal(v, p)
 
@@ -1164,7 +1110,8 @@ class _Builder:
 
         Hot path: a literal subtree costs one type check per member and allocates nothing.
         Once a member holds an expression, the fields are collected in the same loop (the
-        literal members before it are made `Literal`s then, once)."""
+        literal members before it are made `Literal`s then, once). Integers outside ±(2^53−1)
+        are reported on the way (SPEC §16)."""
         t = type(v)
         if t is dict:
             if len(v) == 1:
@@ -1172,6 +1119,7 @@ class _Builder:
                     if type(k) is str and k[:1] == "$":
                         return self.expression(k, v[k], pointer)
             fields: list[tuple[str, Value]] | None = None
+            paths = self.paths
             before = False  # a literal member came before the first expression
             sub: Value | None
             for k, x in v.items():
@@ -1182,22 +1130,24 @@ class _Builder:
                         if "~" not in k and "/" not in k
                         else f"{pointer}/{escape(k)}"
                     )
-                    sub = None
-                    if tx is dict and len(x) == 1:
-                        # a member that is an expression, without another call to find out
-                        for xk in x:
-                            if xk == "$ref":  # a read of a path seen before: built here
-                                operand = x[xk]
-                                segments = _PATHS.get(operand) if type(operand) is str else None
-                                if segments is not None:
-                                    sub = Ref(operand, segments, cp)
-                                    self.refs.append(sub)
-                                else:
-                                    sub = self.expression(xk, operand, cp)
-                            elif type(xk) is str and xk[:1] == "$":
-                                sub = self.expression(xk, x[xk], cp)
-                            else:
-                                sub = self.value(x, cp)
+                    if tx is dict and len(x) == 1 and "$ref" in x:
+                        # the commonest member, a read: built here, without two more calls
+                        operand = x["$ref"]
+                        segments = paths.get(operand, _ABSENT) if type(operand) is str else None
+                        if segments is _ABSENT:
+                            segments = paths[operand] = parse_path(operand)
+                        if segments is not None:
+                            sub = Ref(operand, segments, cp)
+                            self.refs.append(sub)
+                        else:
+                            sub = self.expression("$ref", operand, cp)
+                    elif (
+                        tx is dict
+                        and len(x) == 1
+                        and type(xk := next(iter(x))) is str
+                        and xk[:1] == "$"
+                    ):
+                        sub = self.expression(xk, x[xk], cp)  # another expression: no walk
                     else:
                         sub = self.value(x, cp)
                     if sub is not None:
@@ -1208,15 +1158,13 @@ class _Builder:
                         fields.append((k, Literal(x, cp)))
                     else:
                         before = True
-                elif fields is not None:
-                    cp = (
-                        f"{pointer}/{k}"
-                        if "~" not in k and "/" not in k
-                        else f"{pointer}/{escape(k)}"
-                    )
-                    fields.append((k, Literal(x, cp)))
                 else:
-                    before = True
+                    if tx is int and not -MAX_SAFE_INTEGER <= x <= MAX_SAFE_INTEGER:
+                        self.unsafe_integer(x, _child(pointer, k))
+                    if fields is not None:
+                        fields.append((k, Literal(x, _child(pointer, k))))
+                    else:
+                        before = True
             if len(v) > 1 and not _EXPRESSION_KEY_SET.isdisjoint(v):
                 self.mixed_expression(v, pointer)
             if fields is None:
@@ -1232,6 +1180,8 @@ class _Builder:
                         if items is None:
                             items = {}
                         items[i] = sub
+                elif tx is int and not -MAX_SAFE_INTEGER <= x <= MAX_SAFE_INTEGER:
+                    self.unsafe_integer(x, f"{pointer}/{i}")
             if items is None:
                 return None
             return ListExpr(
@@ -1244,6 +1194,28 @@ class _Builder:
                 pointer,
             )
         return None
+
+    def unsafe_integer(self, v: int, pointer: str) -> None:
+        self.err(
+            STRUCTURE,
+            pointer,
+            f"the integer {_show(v)} is outside ±(2^53 − 1) = ±{MAX_SAFE_INTEGER}: not every "
+            "JSON host keeps it exactly",
+            hint="write it as a string, or as a number with a fraction if precision may go",
+        )
+
+    def unsafe_integers_in(self, v: Any, pointer: str) -> None:
+        """Report every out-of-range integer inside a literal (schema `enum`, `const`, ...)."""
+        t = type(v)
+        if t is int:
+            if not -MAX_SAFE_INTEGER <= v <= MAX_SAFE_INTEGER:
+                self.unsafe_integer(v, pointer)
+        elif t is dict:
+            for k, x in v.items():
+                self.unsafe_integers_in(x, _child(pointer, k))
+        elif t is list:
+            for i, x in enumerate(v):
+                self.unsafe_integers_in(x, f"{pointer}/{i}")
 
     @staticmethod
     def literal_fields(v: dict[str, Any], pointer: str, stop: str) -> list[tuple[str, Value]]:
@@ -1274,9 +1246,10 @@ class _Builder:
         if key == "$ref":
             segments = None
             if type(operand) is str:
-                segments = _PATHS.get(operand, _ABSENT)
+                # per check, not per process: a first check is the figure that counts
+                segments = self.paths.get(operand, _ABSENT)
                 if segments is _ABSENT:
-                    segments = _cached_path(operand)
+                    segments = self.paths[operand] = parse_path(operand)
             if segments is not None:
                 ref = Ref(operand, segments, pointer)
                 self.refs.append(ref)
@@ -1290,7 +1263,7 @@ class _Builder:
             )
             return Literal(None, pointer)
         if key == "$template":
-            parts, problem = _cached_template(operand)
+            parts, problem = _template_parts(operand)
             if parts is not None:
                 refs = self.refs
                 built: list[str | Ref] = []
@@ -1328,7 +1301,7 @@ class _Builder:
                 f"{pointer}/{escape(key)}",
                 f"`{_short(key)}` is not an expression: an object whose only key starts with `$` "
                 "must be `$ref`, `$template` or `$credential`",
-                hint=_suggest(key, EXPRESSION_KEYS),
+                hint=suggest(key, EXPRESSION_KEYS),
                 key=True,
             )
         )
@@ -1342,8 +1315,7 @@ class _Builder:
         v = raw["state"]
         if not self.expect_object(v, "/state", "`state`"):
             return None
-        keys = ("fields", "maxBytes")
-        self.fields(v, "/state", keys, keys, "`state`")
+        self.fields(v, "/state", _STATE, "`state`")
         fields: dict[str, dict[str, Any]] = {}
         if "fields" in v:
             f = v["fields"]
@@ -1364,11 +1336,14 @@ class _Builder:
                                 key=True,
                             )
                         )
-                    before = len(self.diags)
                     self.schema(schema, fp, 1, f"state field `{_short(name)}`")
-                    if name_ok and name not in FORBIDDEN_SEGMENTS and len(self.diags) == before:
+                    # A good name is declared even when its schema is not: one cause, one
+                    # code (SPEC §4.1), so its reads and writes are not reported again.
+                    if name_ok and name not in FORBIDDEN_SEGMENTS:
                         fields[name] = schema
-        max_bytes = self.integer(v, "maxBytes", "/state", "`state.maxBytes`", 1, 65536, STRUCTURE)
+        max_bytes = self.integer(
+            v, "maxBytes", "/state", "`state.maxBytes`", *STATE_MAX_BYTES, STRUCTURE
+        )
         return StateDecl(fields=fields, max_bytes=max_bytes)
 
     def triggers(self, raw: dict[str, Any]) -> tuple[Trigger, ...]:
@@ -1383,7 +1358,7 @@ class _Builder:
             p = f"/triggers/{i}"
             if not self.expect_object(t, p, f"trigger {i}"):
                 continue
-            self.fields(t, p, ("type", "cron"), ("type",), f"trigger {i}")
+            self.fields(t, p, _TRIGGER, f"trigger {i}")
             typ = self.enum(t, "type", p, f"`type` of trigger {i}", TRIGGER_TYPES)
             cron = None
             if typ == "schedule":
@@ -1413,8 +1388,10 @@ class _Builder:
         v = raw["ui"]
         if not self.expect_object(v, "/ui", "`ui`"):
             return None
-        self.fields(v, "/ui", ("title", "values"), ("title", "values"), "`ui`")
-        title = self.string(v, "title", "/ui", "`ui.title`", lo=1, hi=120)
+        self.fields(v, "/ui", _UI, "`ui`")
+        title = self.string(
+            v, "title", "/ui", "`ui.title`", lo=TITLE_CHARS[0], hi=TITLE_CHARS[1], allow_chars=""
+        )
         values: list[UiValue] = []
         if "values" in v:
             vals = v["values"]
@@ -1425,9 +1402,16 @@ class _Builder:
                     p = f"/ui/values/{i}"
                     if not self.expect_object(item, p, f"ui value {i}"):
                         continue
-                    keys = ("label", "path")
-                    self.fields(item, p, keys, keys, f"ui value {i}")
-                    label = self.string(item, "label", p, f"`label` of ui value {i}", lo=1, hi=120)
+                    self.fields(item, p, _UI_VALUE, f"ui value {i}")
+                    label = self.string(
+                        item,
+                        "label",
+                        p,
+                        f"`label` of ui value {i}",
+                        lo=TITLE_CHARS[0],
+                        hi=TITLE_CHARS[1],
+                        allow_chars="",
+                    )
                     path = None
                     segments = None
                     if "path" in item:
@@ -1458,78 +1442,61 @@ _ABSENT: Any = object()
 # Top-level node pointers, made once: they are stored in the IR and are keys of the later
 # passes' dicts, and a made-once string keeps its hash.
 _NODE_POINTERS = tuple([f"/flow/nodes/{i}" for i in range(MAX_NODES)])
-_RETRY_KEYS = frozenset({"attempts", "backoffMs"})
-_UNARY = {op: op in UNARY_OPS for op in CONDITION_OPS}  # condition op → takes only `left`
-_LLM_OPS = frozenset(LLM_OPS)
-_CONDITION_KEYS = frozenset({"op", "left", "right"})
-# (type, at top level) → (allowed fields, required fields)
-_NODE_KEYS: dict[tuple[str, bool], tuple[tuple[str, ...], tuple[str, ...]]] = {
-    (typ, top): (
-        NODE_FIELDS[typ],
-        (*NODE_REQUIRED[typ], "next") if top and typ in NEEDS_NEXT else NODE_REQUIRED[typ],
-    )
-    for typ in NODE_FIELDS
-    for top in (True, False)
+
+
+class _Shape(NamedTuple):
+    """The fields an object takes (in canonical order, for hints) and the ones it needs."""
+
+    order: tuple[str, ...]
+    allowed: frozenset[str]
+    required: tuple[str, ...]
+    required_set: frozenset[str]
+
+
+def _shape(order: tuple[str, ...], required: tuple[str, ...]) -> _Shape:
+    return _Shape(order, frozenset(order), required, frozenset(required))
+
+
+_TOP = _shape(MANIFEST_FIELDS, MANIFEST_REQUIRED)
+_NETWORK = _shape(NETWORK_FIELDS, ("mode",))
+_CREDENTIAL = _shape(CREDENTIAL_FIELDS, CREDENTIAL_FIELDS)
+_MODEL = _shape(MODEL_FIELDS, ())
+_FLOW = _shape(FLOW_FIELDS, FLOW_FIELDS)
+_RETRY = _shape(RETRY_FIELDS, RETRY_FIELDS)
+_CONDITION = _shape(CONDITION_FIELDS, ("op", "left"))
+_STATE = _shape(STATE_FIELDS, STATE_FIELDS)
+_TRIGGER = _shape(TRIGGER_FIELDS, ("type",))
+_UI = _shape(UI_FIELDS, UI_FIELDS)
+_UI_VALUE = _shape(UI_VALUE_FIELDS, UI_VALUE_FIELDS)
+_UNARY_OP_SET = frozenset(UNARY_OPS)
+_BINARY_OPS = frozenset(CONDITION_OPS) - _UNARY_OP_SET
+# node type → its shape at the top level and inside a loop body (where `next` is optional);
+# `id` and `type` are checked before the shape, so they are not among the required
+_NODE_TOP = {typ: _shape(NODE_ORDER[typ], node_required(typ, top=True)) for typ in NODE_FIELDS}
+_NODE_BODY = {typ: _shape(NODE_ORDER[typ], node_required(typ, top=False)) for typ in NODE_FIELDS}
+
+# `NodeField.kind` → the reader of such a field
+_READERS: dict[str, Callable[..., Any]] = {
+    "name": _Builder.read_name,
+    "value": _Builder.read_value,
+    "op": _Builder.read_op,
+    "retry": _Builder.read_retry,
+    "requirements": _Builder.read_requirements,
+    "schema": _Builder.read_schema,
+    "condition": _Builder.read_condition,
+    "max_items": _Builder.read_max_items,
+    "body": _Builder.read_body,
+    "fail_code": _Builder.read_fail_code,
+    "message": _Builder.read_message,
 }
 
-_SET_CACHE: dict[tuple[str, ...], frozenset[str]] = {}
 
-# The node types `fast_node` builds, with (allowed keys, required keys, builder) for a node
-# at the top level and in a loop body.
-_FAST_TYPES = ("set", "capability", "llm", "if", "return")
-_FastEntry = tuple[
-    frozenset[str], frozenset[str], Callable[[_Builder, dict[str, Any], str, str], Node | None]
-]
-_FAST_BUILDERS: dict[str, Callable[[_Builder, dict[str, Any], str, str], Node | None]] = {
-    "set": _Builder.fast_set,
-    "capability": _Builder.fast_capability,
-    "llm": _Builder.fast_llm,
-    "if": _Builder.fast_if,
-    "return": _Builder.fast_return,
-}
-_FAST_TOP: dict[str, _FastEntry] = {
-    typ: (
-        frozenset(_NODE_KEYS[typ, True][0]),
-        frozenset(_NODE_KEYS[typ, True][1]),
-        _FAST_BUILDERS[typ],
-    )
-    for typ in _FAST_TYPES
-}
-_FAST_BODY: dict[str, _FastEntry] = {
-    typ: (
-        frozenset(_NODE_KEYS[typ, False][0]),
-        frozenset(_NODE_KEYS[typ, False][1]),
-        _FAST_BUILDERS[typ],
-    )
-    for typ in _FAST_TYPES
-}
-
-_MOST_NODE_KEYS = max(len(entry[0]) for entry in _FAST_TOP.values())
-_LAYOUTS_TOP: dict[
-    tuple[str, ...], Callable[[_Builder, dict[str, Any], str, str], Node | None]
-] = {}
-_LAYOUTS_BODY: dict[
-    tuple[str, ...], Callable[[_Builder, dict[str, Any], str, str], Node | None]
-] = {}
-
-# Node ids already known to match `NODE_ID_RE`: a dict probe (whose hash the later passes'
-# dicts reuse) instead of a regex run per node and check. Bounded like the caches below.
-_GOOD_IDS: set[str] = set()
-
-
-def _remember_id(node_id: str) -> None:
-    if len(_GOOD_IDS) >= _CACHE_LIMIT:
-        _GOOD_IDS.clear()
-    _GOOD_IDS.add(node_id)
-
-
-def _sets(names: tuple[str, ...]) -> frozenset[str]:
-    try:
-        return _SET_CACHE[names]
-    except KeyError:
-        result = _SET_CACHE[names] = frozenset(names)
-        return result
-
+# the node code generated from `NODE_FIELDS` (see `forgec.frontend.node_codegen`)
+_FAST_TOP, _FAST_BODY = generate_node_builders(
+    {typ: shape.allowed for typ, shape in _NODE_TOP.items()},
+    {typ: shape.required_set for typ, shape in _NODE_TOP.items()},
+    {typ: shape.required_set for typ, shape in _NODE_BODY.items()},
+)
 
 _MISSING_HINTS = {
     "next": "name the node that runs next; only nodes inside a loop body may leave it out "
@@ -1555,7 +1522,7 @@ _TOP_LEVEL_ELSEWHERE = {
     "reasoningEffort": "`modelDefaults`",
 }
 _NODE_TYPES_OF_FIELD: dict[str, list[str]] = {}
-for _typ, _fields in NODE_FIELDS.items():
+for _typ, _fields in NODE_ORDER.items():
     for _field in _fields:
         _NODE_TYPES_OF_FIELD.setdefault(_field, []).append(_typ)
 
@@ -1578,69 +1545,36 @@ def _child(pointer: str, key: str) -> str:
     return f"{pointer}/{key}"
 
 
-# Paths and templates repeat within a manifest and across checks in one process; parsing is
-# pure, so the results are memoised (bounded: cleared when full).
-_CACHE_LIMIT = 4096
-_PATHS: dict[str, tuple[Segment, ...] | None] = {}
-_TEMPLATES: dict[
-    str, tuple[tuple[str | tuple[str, tuple[Segment, ...]], ...] | None, str | None]
-] = {}
-
-
-def _cached_path(text: str) -> tuple[Segment, ...] | None:
-    try:
-        return _PATHS[text]
-    except KeyError:
-        pass
-    if len(_PATHS) >= _CACHE_LIMIT:
-        _PATHS.clear()
-    segments = _PATHS[text] = parse_path(text)
-    return segments
-
-
-def _cached_template(
+def _template_parts(
     text: Any,
 ) -> tuple[tuple[str | tuple[str, tuple[Segment, ...]], ...] | None, str | None]:
     if type(text) is not str:
         return None, "a template must be a string; " + _got(text)
-    try:
-        return _TEMPLATES[text]
-    except KeyError:
-        pass
-    parts, problem = split_template(text)
-    result: tuple[tuple[str | tuple[str, tuple[Segment, ...]], ...] | None, str | None]
-    if parts is None:
-        result = (None, problem)
-    else:
-        result = (
-            tuple([p if isinstance(p, str) else (format_path(p), p) for p in parts]),
-            None,
-        )
-    if len(_TEMPLATES) >= _CACHE_LIMIT:
-        _TEMPLATES.clear()
-    _TEMPLATES[text] = result
-    return result
+    return template_paths(text)
+
+
+def default_problem(schema: dict[str, Any]) -> str | None:
+    """Why `schema["default"]` does not satisfy `schema`, or None when it does.
+
+    `forgec.ir.json_subset` decides as fastjsonschema (the runtime's validator) does on the
+    subset, in linear time: no code is generated per schema, so a manifest of a thousand
+    defaults checks as fast as one."""
+    return schema_problem(schema, schema["default"], "the default")
 
 
 def cron_problem(expr: Any) -> str | None:
-    """Why `expr` is not a five-field cron expression, or None when it is one."""
+    """Why `expr` is not a cron expression the host accepts, or None when it is one.
+
+    The rule itself is `forgec.catalog.cron.check_cron`, the one shared with
+    `schedule.manage` and the host (SPEC §16); this only words its first problem."""
     if type(expr) is not str:
         return f"a cron expression is a string; {_got(expr)}"
-    fields = expr.split()
     if len(expr) > 200:
         return "the cron expression is too long"
-    if len(fields) != 5:
-        return (
-            f"a cron expression has 5 fields (minute hour day month weekday); "
-            f"{_show(expr)} has {len(fields)}"
-        )
-    from croniter import croniter  # lazy: only manifests with a schedule trigger pay for it
+    from forgec.catalog.cron import check_cron  # only manifests with a schedule trigger pay
 
-    try:
-        ok = bool(croniter.is_valid(expr))
-    except Exception:  # croniter raises assorted errors on odd input
-        ok = False
-    return None if ok else f"{_show(expr)} is not a valid cron expression"
+    problems = check_cron(expr)
+    return "; ".join(problems) if problems else None
 
 
 def _short(text: Any, limit: int = 40) -> str:

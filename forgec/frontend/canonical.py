@@ -13,32 +13,22 @@ from __future__ import annotations
 
 from typing import Any
 
+from forgec.ir import rules
 from forgec.runtime.jsontext import dumps, dumps_text
 
-MANIFEST_ORDER = (
-    "schema", "id", "version", "title", "description", "createdAt", "parentVersion",
-    "execution", "installScope", "network", "credentialRequirements", "modelDefaults",
-    "inputSchema", "outputSchema", "flow", "state", "triggers", "ui",
-)  # fmt: skip
-NETWORK_ORDER = ("mode", "hosts")
-CREDENTIAL_ORDER = ("id", "purpose", "hosts")
-MODEL_ORDER = ("structuredOutput", "context", "privacy", "reasoningEffort")
-FLOW_ORDER = ("entry", "maxTransitions", "nodes")
-NODE_ORDER: dict[str, tuple[str, ...]] = {
-    "set": ("id", "type", "target", "value", "next"),
-    "capability": ("id", "type", "capability", "input", "target", "retry", "compensation", "next"),
-    "llm": ("id", "type", "op", "input", "target", "requirements", "outputSchema", "next"),
-    "if": ("id", "type", "condition", "then", "else"),
-    "foreach": ("id", "type", "source", "itemVar", "indexVar", "maxItems", "body", "next"),
-    "return": ("id", "type", "value"),
-    "fail": ("id", "type", "code", "message"),
-}
-RETRY_ORDER = ("attempts", "backoffMs")
-CONDITION_ORDER = ("op", "left", "right")
-STATE_ORDER = ("fields", "maxBytes")
-TRIGGER_ORDER = ("type", "cron")
-UI_ORDER = ("title", "values")
-UI_VALUE_ORDER = ("label", "path")
+# Field orders are the fact table's (forgec.ir.rules): one spelling of every field list.
+MANIFEST_ORDER = rules.MANIFEST_FIELDS
+NETWORK_ORDER = rules.NETWORK_FIELDS
+CREDENTIAL_ORDER = rules.CREDENTIAL_FIELDS
+MODEL_ORDER = rules.MODEL_FIELDS
+FLOW_ORDER = rules.FLOW_FIELDS
+NODE_ORDER = rules.NODE_ORDER
+RETRY_ORDER = rules.RETRY_FIELDS
+CONDITION_ORDER = rules.CONDITION_FIELDS
+STATE_ORDER = rules.STATE_FIELDS
+TRIGGER_ORDER = rules.TRIGGER_FIELDS
+UI_ORDER = rules.UI_FIELDS
+UI_VALUE_ORDER = rules.UI_VALUE_FIELDS
 
 
 def _ordered(obj: Any, order: tuple[str, ...]) -> Any:

@@ -23,17 +23,24 @@ from typing import Any
 from forgec.frontend.loaded import Loaded
 from forgec.ir.diagnostics import Diagnostic, make
 from forgec.ir.pointer import split
+from forgec.ir.rules import (
+    EXECUTION,
+    INSTALL_SCOPE,
+    MAX_FORGE_BYTES,
+    MAX_JSON_DEPTH,
+    MAX_MANIFEST_BYTES,
+    OP_SYMBOLS,
+    SCHEMA_ID,
+)
 from forgec.ir.span import Span
 
 GRAMMAR_DIR = Path(__file__).resolve().parent.parent / "grammar"
 GRAMMAR_PATH = GRAMMAR_DIR / "forge.lark"
 CACHE_PATH = GRAMMAR_DIR / "forge.lalr"
 
-MAX_BYTES = 65_536
-MAX_DEPTH = 64
-SCHEMA = "talos.local-tool.v1"
-EXECUTION = "declarative-flow"
-INSTALL_SCOPE = "device"
+MAX_BYTES = MAX_MANIFEST_BYTES  # of the compiled manifest, as compact JSON
+MAX_DEPTH = MAX_JSON_DEPTH
+SCHEMA = SCHEMA_ID
 
 STRUCTURE = "FORGE_MANIFEST_STRUCTURE"
 
@@ -52,7 +59,7 @@ _HEADER_KEYS = {
     "input": "inputSchema",
     "output": "outputSchema",
 }
-_CMP_OPS = {"==": "eq", "!=": "neq", "<": "lt", "<=": "lte", ">": "gt", ">=": "gte"}
+_CMP_OPS = {symbol: op for op, symbol in OP_SYMBOLS.items()}
 _ESCAPES = {
     '"': '"',
     "\\": "\\",
@@ -708,6 +715,34 @@ def load_forge(text: str | bytes, *, path: str | None = None) -> Loaded:
     """`.forge` source → `Loaded(form="forge")`: the compiled manifest JSON and a source map."""
     import orjson
 
+    # Size first, before any decoding or parsing (SPEC §16): a huge text costs nothing.
+    if isinstance(text, str):
+        size = len(text)  # a lower bound on its UTF-8 bytes; exact below when it matters
+        if size <= MAX_FORGE_BYTES:
+            try:
+                size = len(text.encode("utf-8"))
+            except UnicodeEncodeError as exc:
+                # a Python str with a lone surrogate: no UTF-8 file can hold it
+                line = text.count("\n", 0, exc.start) + 1
+                column = exc.start - (text.rfind("\n", 0, exc.start) + 1) + 1
+                return _failed(
+                    path,
+                    None,
+                    f"the text is not valid UTF-8: character {exc.start + 1} (line {line}, "
+                    f"column {column}) is a lone surrogate",
+                )
+    else:
+        size = len(text)
+    if size > MAX_FORGE_BYTES:
+        d = make(
+            "FORGE_MANIFEST_TOO_LARGE",
+            "",
+            f"the .forge text is {size:,} bytes or more; the limit is {MAX_FORGE_BYTES:,} bytes "
+            "(256 KiB), checked before parsing",
+            hint="split the tool, or move long texts out of it",
+            span=Span(path, 1, 1, 1, 1),
+        )
+        return Loaded(None, ForgeSourceMap(path, None, None), [d], "forge")
     if isinstance(text, bytes):
         if text.startswith(b"\xef\xbb\xbf"):
             return _failed(path, None, "the file starts with a UTF-8 byte order mark; remove it")

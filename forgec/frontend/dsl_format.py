@@ -19,12 +19,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from forgec.ir.rules import EXECUTION, INSTALL_SCOPE, NODE_ORDER, OP_SYMBOLS, SCHEMA_ID
 from forgec.runtime.jsontext import format_float
 
 WIDTH = 100
-SCHEMA = "talos.local-tool.v1"
-EXECUTION = "declarative-flow"
-INSTALL_SCOPE = "device"
+SCHEMA = SCHEMA_ID
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[.-][A-Za-z0-9_]+)*\Z")
 _REF = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*|\[[0-9]+\])*\Z")
@@ -77,15 +76,7 @@ KEYWORDS = frozenset(
         "exists",
     ]
 )
-_CMP = {
-    "eq": "==",
-    "neq": "!=",
-    "lt": "<",
-    "lte": "<=",
-    "gt": ">",
-    "gte": ">=",
-    "contains": "contains",
-}
+_CMP = {**OP_SYMBOLS, "contains": "contains"}
 _HEADER = (
     ("version", "version"),
     ("title", "title"),
@@ -93,15 +84,8 @@ _HEADER = (
     ("createdAt", "created"),
     ("parentVersion", "parent"),
 )
-_NODE_FIELDS = {
-    "set": {"id", "type", "target", "value", "next"},
-    "capability": {"id", "type", "capability", "input", "target", "retry", "compensation", "next"},
-    "llm": {"id", "type", "op", "input", "target", "requirements", "outputSchema", "next"},
-    "if": {"id", "type", "condition", "then", "else"},
-    "foreach": {"id", "type", "source", "itemVar", "indexVar", "maxItems", "body", "next"},
-    "return": {"id", "type", "value"},
-    "fail": {"id", "type", "code", "message"},
-}
+# the fields each node type's sugar can say; anything else is written with `raw`
+_NODE_FIELDS = {typ: frozenset(order) for typ, order in NODE_ORDER.items()}
 
 
 class FormatError(ValueError):

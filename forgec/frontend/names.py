@@ -14,38 +14,38 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-# `re.ASCII` everywhere: `\d` and case folding must not admit other scripts' digits or letters.
-ID_RE = re.compile(r"[a-z0-9._-]{3,64}", re.ASCII)  # tool ids and credential ids
-NODE_ID_RE = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}", re.ASCII)
-NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}", re.ASCII)  # ROOT and NAME of a path
-FAIL_CODE_RE = re.compile(r"[A-Z][A-Z0-9_]{2,63}", re.ASCII)
-
-# Never a target nor a loop variable (SPEC §3).
-RESERVED: frozenset[str] = frozenset(
-    {
-        "input",
-        "state",
-        "output",
-        "result",
-        "error",
-        "env",
-        "secrets",
-        "credentials",
-        "self",
-        "this",
-        "prototype",
-        "constructor",
-    }
+from forgec.ir.rules import (
+    FAIL_CODE_RE,
+    FORBIDDEN_SEGMENTS,
+    MAX_INDEX,
+    NAME_PATTERN,
+    NAME_RE,
+    NODE_ID_RE,
+    RESERVED,
+    TOOL_ID_RE,
 )
-# Refused as any segment of a path: TALOS may be a JavaScript host.
-FORBIDDEN_SEGMENTS: frozenset[str] = frozenset({"__proto__", "prototype", "constructor"})
 
-MAX_INDEX = 999_999
+__all__ = [
+    "FAIL_CODE_RE",
+    "FORBIDDEN_SEGMENTS",
+    "ID_RE",
+    "MAX_INDEX",
+    "NAME_RE",
+    "NODE_ID_RE",
+    "RESERVED",
+]
 
-_NAME_AT = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}", re.ASCII)
+# The rules themselves live in one table (`forgec.ir.rules`); these names are its views.
+ID_RE = TOOL_ID_RE  # tool ids and credential ids
+
+_NAME_AT = re.compile(NAME_PATTERN, re.ASCII)
+# A path of names only. Linear: after each bounded NAME only `.` or the end may follow.
+_DOTTED = re.compile(rf"{NAME_PATTERN}(?:\.{NAME_PATTERN})*", re.ASCII)
 # One step after the root: `.NAME` or `[INDEX]`. INDEX has no leading zeros, so each index has
-# exactly one spelling; six digits bound it to 0–999999.
-_STEP_AT = re.compile(r"\.([A-Za-z][A-Za-z0-9_]{0,63})|\[(0|[1-9][0-9]{0,5})\]", re.ASCII)
+# exactly one spelling; six digits bound it to 0–999999 (`MAX_INDEX`).
+_STEP_AT = re.compile(
+    rf"\.({NAME_PATTERN})|\[(0|[1-9][0-9]{{0,{len(str(MAX_INDEX)) - 1}}})\]", re.ASCII
+)
 
 
 def is_id(text: object) -> bool:
@@ -64,6 +64,12 @@ def parse_path(text: str) -> tuple[str | int, ...] | None:
     """``input.items[0].title`` → ``("input", "items", 0, "title")``; None outside the grammar."""
     if not isinstance(text, str):
         return None
+    if "[" not in text:
+        # the common path, names only: one anchored match and a split
+        if _DOTTED.fullmatch(text) is None:
+            return None
+        names = text.split(".")
+        return tuple(names) if FORBIDDEN_SEGMENTS.isdisjoint(names) else None
     m = _NAME_AT.match(text)
     if m is None:
         return None
@@ -121,9 +127,20 @@ def split_template(
     text: str,
 ) -> tuple[tuple[str | tuple[str | int, ...], ...] | None, str | None]:
     """Parse a template into text and path parts; on failure (None, reason)."""
+    parts, problem = template_paths(text)
+    if parts is None:
+        return None, problem
+    return tuple([p if isinstance(p, str) else p[1] for p in parts]), None
+
+
+def template_paths(
+    text: str,
+) -> tuple[tuple[str | tuple[str, tuple[str | int, ...]], ...] | None, str | None]:
+    """Like `split_template`, each placeholder as (its path text, its segments): the path text
+    is canonical (a path has exactly one spelling once the spaces around it are dropped)."""
     if not isinstance(text, str):
         return None, "a template must be a string"
-    parts: list[str | tuple[str | int, ...]] = []
+    parts: list[str | tuple[str, tuple[str | int, ...]]] = []
     pos = 0
     end = len(text)
     while pos < end:
@@ -143,7 +160,7 @@ def split_template(
         if segments is None:
             shown = inner if len(inner) <= 60 else inner[:57] + "..."
             return None, f"placeholder `{{{{{shown}}}}}` is not a safe path: {path_problem(inner)}"
-        parts.append(segments)
+        parts.append((inner, segments))
         pos = close + 2
     return tuple(parts), None
 

@@ -16,36 +16,50 @@ from __future__ import annotations
 
 from typing import Any
 
-from forgec.frontend.build import (
+from forgec.ir import rules
+from forgec.ir.rules import (
     CONDITION_OPS,
+    CONTEXT_TOKENS,
+    DESCRIPTION_CHARS,
     EFFORT,
+    EXECUTION,
+    INSTALL_SCOPE,
     LLM_OPS,
+    MANIFEST_REQUIRED,
     MAX_BODY,
+    MAX_ITEMS,
     MAX_NODES,
-    NEEDS_NEXT,
+    MAX_TRANSITIONS,
+    NETWORK_MODES,
     NODE_FIELDS,
-    NODE_REQUIRED,
+    NODE_ORDER,
     PRIVACY,
+    RETRY_ATTEMPTS,
+    RETRY_BACKOFF_MS,
     SCHEMA_ID,
     SCHEMA_TYPES,
-    TOP_REQUIRED,
+    STATE_MAX_BYTES,
+    TITLE_CHARS,
     TRIGGER_TYPES,
     UNARY_OPS,
+    VERSION_LIMIT,
+    node_required,
 )
 
 SCHEMA_URI = "https://talos.local/schemas/talos.local-tool.v1.json"
 
-_NAME = r"[A-Za-z][A-Za-z0-9_]{0,63}"
+_NAME = rules.NAME_PATTERN
 # Any segment spelled `prototype` or `constructor` is refused (`__proto__` cannot match NAME).
 PATH_PATTERN = (
     r"^(?!(?:.*\.)?(?:prototype|constructor)(?:[.\[]|$))"
     + _NAME
     + r"(?:\." + _NAME + r"|\[(?:0|[1-9][0-9]{0,5})\])*$"
 )  # fmt: skip
-TOOL_ID_PATTERN = r"^[a-z0-9._-]{3,64}$"
-NODE_ID_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]{0,63}$"
+TOOL_ID_PATTERN = "^" + rules.TOOL_ID_PATTERN + "$"
+NODE_ID_PATTERN = "^" + rules.NODE_ID_PATTERN + "$"
 NAME_PATTERN = "^" + _NAME + "$"
-FAIL_CODE_PATTERN = r"^[A-Z][A-Z0-9_]{2,63}$"
+# not a runtime code (`RUN_...`): a tool cannot speak as the runtime
+FAIL_CODE_PATTERN = f"^(?!{rules.RUNTIME_CODE_PREFIX})" + rules.FAIL_CODE_PATTERN + "$"
 _LABEL = r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
 HOST_PATTERN = r"^(?=.{1,253}$)(?:" + _LABEL + r"\.)+" + _LABEL + "$"
 DATETIME_PATTERN = (
@@ -106,8 +120,8 @@ def _node_fields() -> dict[str, Any]:
         "capability": {"type": "string", "minLength": 1, "description": "What the step calls."},
         "retry": _object(
             {
-                "attempts": _int(1, 3, "How many times to try, transient errors only."),
-                "backoffMs": _int(0, 5000, "Milliseconds between attempts."),
+                "attempts": _int(*RETRY_ATTEMPTS, "How many times to try, transient errors only."),
+                "backoffMs": _int(*RETRY_BACKOFF_MS, "Milliseconds between attempts."),
             },
             ["attempts", "backoffMs"],
         ),
@@ -122,7 +136,7 @@ def _node_fields() -> dict[str, Any]:
         "condition": _ref("condition"),
         "itemVar": {"type": "string", "pattern": NAME_PATTERN},
         "indexVar": {"type": "string", "pattern": NAME_PATTERN},
-        "maxItems": _int(1, 100, "The most items the loop accepts; more fails the run."),
+        "maxItems": _int(*MAX_ITEMS, "The most items the loop accepts; more fails the run."),
         "body": {
             "type": "array",
             "minItems": 1,
@@ -130,7 +144,7 @@ def _node_fields() -> dict[str, Any]:
             "items": _ref("bodyNode"),
         },
         "code": {"type": "string", "pattern": FAIL_CODE_PATTERN},
-        "message": _text(1, 1000),
+        "message": _text(*DESCRIPTION_CHARS),
     }
 
 
@@ -141,12 +155,10 @@ def _node_definitions() -> dict[str, Any]:
         branches = []
         types = [t for t in NODE_FIELDS if scope == "top" or t != "foreach"]
         for typ in types:
-            required = ["id", "type", *NODE_REQUIRED[typ]]
-            if scope == "top" and typ in NEEDS_NEXT:
-                required.append("next")
+            required = ["id", "type", *node_required(typ, top=scope == "top")]
             properties = {
                 name: ({"const": typ} if name == "type" else fields[name])
-                for name in NODE_FIELDS[typ]
+                for name in NODE_ORDER[typ]
             }
             name = f"{typ}Node" if scope == "top" else f"{typ}BodyNode"
             defs[name] = _object(properties, required)
@@ -174,7 +186,7 @@ def _expression_definitions() -> dict[str, Any]:
             "`$credential` is an expression.",
             "if": {
                 "type": "object",
-                "anyOf": [{"required": [k]} for k in ("$ref", "$template", "$credential")],
+                "anyOf": [{"required": [k]} for k in rules.EXPRESSION_KEYS],
             },
             "then": {
                 "oneOf": [
@@ -259,7 +271,7 @@ def manifest_json_schema() -> dict[str, Any]:
     model = _object(
         {
             "structuredOutput": {"type": "boolean"},
-            "context": _int(256, 131072, "Context window needed, in tokens."),
+            "context": _int(*CONTEXT_TOKENS, "Context window needed, in tokens."),
             "privacy": {"enum": list(PRIVACY)},
             "reasoningEffort": {"enum": list(EFFORT)},
         },
@@ -274,7 +286,7 @@ def manifest_json_schema() -> dict[str, Any]:
     }
     network = {
         **_object(
-            {"mode": {"enum": ["forbidden", "allowlist"]}, "hosts": hosts},
+            {"mode": {"enum": list(NETWORK_MODES)}, "hosts": hosts},
             ["mode"],
             "`forbidden`, or `allowlist` with the exact hosts the tool may reach.",
         ),
@@ -301,9 +313,9 @@ def manifest_json_schema() -> dict[str, Any]:
             "pattern": TOOL_ID_PATTERN,
             "description": "The tool's permanent id; it is named `dynamic:<id>`.",
         },
-        "version": _int(1, 2**31 - 1, "A positive integer; each version is kept."),
-        "title": _text(1, 120, "Shown on the Tool Forge screen and the consent card."),
-        "description": _text(1, 1000, "What the tool does, for people and the model."),
+        "version": _int(1, VERSION_LIMIT - 1, "A positive integer; each version is kept."),
+        "title": _text(*TITLE_CHARS, "Shown on the Tool Forge screen and the consent card."),
+        "description": _text(*DESCRIPTION_CHARS, "What the tool does, for people and the model."),
         "createdAt": {
             "type": "string",
             "pattern": DATETIME_PATTERN,
@@ -312,18 +324,18 @@ def manifest_json_schema() -> dict[str, Any]:
         "parentVersion": {
             "type": ["integer", "null"],
             "minimum": 1,
-            "maximum": 2**31 - 2,
+            "maximum": VERSION_LIMIT - 2,
             "description": "The version this one replaces (lower than `version`), or null.",
         },
-        "execution": {"const": "declarative-flow"},
-        "installScope": {"const": "device"},
+        "execution": {"const": EXECUTION},
+        "installScope": {"const": INSTALL_SCOPE},
         "network": network,
         "credentialRequirements": {
             "type": "array",
             "items": _object(
                 {
                     "id": {"type": "string", "pattern": TOOL_ID_PATTERN},
-                    "purpose": _text(1, 1000),
+                    "purpose": _text(*DESCRIPTION_CHARS),
                     "hosts": hosts,
                 },
                 ["id", "purpose", "hosts"],
@@ -335,7 +347,7 @@ def manifest_json_schema() -> dict[str, Any]:
         "flow": _object(
             {
                 "entry": {"type": "string", "pattern": NODE_ID_PATTERN},
-                "maxTransitions": _int(1, 256, "The most nodes a run may enter."),
+                "maxTransitions": _int(*MAX_TRANSITIONS, "The most nodes a run may enter."),
                 "nodes": {
                     "type": "array",
                     "minItems": 1,
@@ -351,11 +363,11 @@ def manifest_json_schema() -> dict[str, Any]:
                     "type": "object",
                     "propertyNames": {
                         "pattern": NAME_PATTERN,
-                        "not": {"enum": ["prototype", "constructor"]},
+                        "not": {"enum": sorted(rules.FORBIDDEN_SEGMENTS - {"__proto__"})},
                     },
                     "additionalProperties": _ref("jsonSchema"),
                 },
-                "maxBytes": _int(1, 65536),
+                "maxBytes": _int(*STATE_MAX_BYTES),
             },
             ["fields", "maxBytes"],
             "Data kept between runs.",
@@ -363,12 +375,12 @@ def manifest_json_schema() -> dict[str, Any]:
         "triggers": {"type": "array", "items": trigger},
         "ui": _object(
             {
-                "title": _text(1, 120),
+                "title": _text(*TITLE_CHARS),
                 "values": {
                     "type": "array",
                     "items": _object(
                         {
-                            "label": _text(1, 120),
+                            "label": _text(*TITLE_CHARS),
                             "path": {
                                 "type": "string",
                                 "pattern": PATH_PATTERN,
@@ -389,6 +401,6 @@ def manifest_json_schema() -> dict[str, Any]:
         "title": "TALOS forged tool manifest (talos.local-tool.v1)",
         "description": "A declarative flow over TALOS capabilities. `forgec check` enforces "
         "the rest: graph, references, capabilities, network and secrets.",
-        **_object(properties, list(TOP_REQUIRED)),
+        **_object(properties, list(MANIFEST_REQUIRED)),
         "definitions": definitions,
     }

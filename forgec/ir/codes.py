@@ -11,6 +11,7 @@ from __future__ import annotations
 import attrs
 
 from forgec.ir.diagnostics import Severity
+from forgec.ir.rules import NODE_ID_PATTERN, TOOL_ID_PATTERN
 
 
 @attrs.frozen
@@ -111,7 +112,7 @@ _ENTRIES: list[tuple[str, Severity, str, str]] = [
         "FORGE_NODE_ID",
         E,
         "A node has an invalid id.",
-        "A node id matches `^[A-Za-z][A-Za-z0-9_-]{0,63}$`; ids appear in edges, diagnostics and "
+        f"A node id matches `^{NODE_ID_PATTERN}$`; ids appear in edges, diagnostics and "
         'run errors, so they must be plain. Example: `"id": "1st step"`.',
     ),
     (
@@ -187,7 +188,7 @@ _ENTRIES: list[tuple[str, Severity, str, str]] = [
         "FORGE_ID",
         E,
         "The id is not a 3–64 character lowercase slug.",
-        "`id` matches `^[a-z0-9._-]{3,64}$`; the tool is named `dynamic:<id>`. Example: "
+        f"`id` matches `^{TOOL_ID_PATTERN}$`; the tool is named `dynamic:<id>`. Example: "
         '`"id": "My Tool"`.',
     ),
     (
@@ -229,7 +230,7 @@ _ENTRIES: list[tuple[str, Severity, str, str]] = [
         "FORGE_CREDENTIAL_ID",
         E,
         "A credential has an invalid id.",
-        "A credential id follows the tool id rule `^[a-z0-9._-]{3,64}$`. Example: "
+        f"A credential id follows the tool id rule `^{TOOL_ID_PATTERN}$`. Example: "
         '`"id": "API KEY"`.',
     ),
     (
@@ -430,6 +431,19 @@ _RUN: list[tuple[str, str, str]] = [
         "RUN_STATE_TOO_LARGE",
         "The new state is larger than state.maxBytes.",
         "State is written only on success, atomically; an oversized state fails the run.",
+    ),
+    (
+        "RUN_VALUE_TOO_LARGE",
+        "A value built by the run is larger than 256 KiB.",
+        "Templates, list and object literals are measured while they are built (compact "
+        "JSON, a shared part counted each time it appears), so no value, and no run, grows "
+        "without bound.",
+    ),
+    (
+        "RUN_STATE_INVALID",
+        "The tool's state does not satisfy state.fields.",
+        "Checked on the state as loaded (with field defaults) and before it is saved; an "
+        "invalid state is never persisted.",
     ),
 ]
 

@@ -25,13 +25,13 @@ import attrs
 Segment: TypeAlias = str | int
 
 
-@attrs.frozen
+@attrs.frozen(unsafe_hash=False)
 class Literal:
     value: Any  # plain JSON (dict/list/str/int/float/bool/None), no expression inside
     pointer: str
 
 
-@attrs.frozen
+@attrs.frozen(unsafe_hash=False)
 class Ref:
     """``{"$ref": "input.items[0].title"}``: the value at a safe path."""
 
@@ -44,7 +44,7 @@ class Ref:
         return str(self.segments[0])
 
 
-@attrs.frozen
+@attrs.frozen(unsafe_hash=False)
 class Template:
     """``{"$template": "Due in {{input.days}} days"}``: parts are text or a `Ref`."""
 
@@ -53,7 +53,7 @@ class Template:
     pointer: str
 
 
-@attrs.frozen
+@attrs.frozen(unsafe_hash=False)
 class CredentialRef:
     """``{"$credential": "github"}``: resolved by the host at the bridge, never by the flow."""
 
@@ -61,13 +61,13 @@ class CredentialRef:
     pointer: str
 
 
-@attrs.frozen
+@attrs.frozen(unsafe_hash=False)
 class ObjectExpr:
     fields: tuple[tuple[str, Value], ...]
     pointer: str
 
 
-@attrs.frozen
+@attrs.frozen(unsafe_hash=False)
 class ListExpr:
     items: tuple[Value, ...]
     pointer: str
@@ -76,14 +76,14 @@ class ListExpr:
 Value: TypeAlias = Literal | Ref | Template | CredentialRef | ObjectExpr | ListExpr
 
 
-@attrs.frozen
+@attrs.frozen(unsafe_hash=False)
 class Retry:
     attempts: int | None
     backoff_ms: int | None
     pointer: str
 
 
-@attrs.frozen
+@attrs.frozen(unsafe_hash=False)
 class ModelRequirements:
     structured_output: bool | None = None
     context: int | None = None
@@ -92,7 +92,7 @@ class ModelRequirements:
     pointer: str = ""
 
 
-@attrs.frozen
+@attrs.frozen(unsafe_hash=False)
 class SetNode:
     id: str
     pointer: str
@@ -101,7 +101,7 @@ class SetNode:
     next: str | None
 
 
-@attrs.frozen
+@attrs.frozen(unsafe_hash=False)
 class CapabilityNode:
     id: str
     pointer: str
@@ -113,7 +113,7 @@ class CapabilityNode:
     next: str | None
 
 
-@attrs.frozen
+@attrs.frozen(unsafe_hash=False)
 class LlmNode:
     id: str
     pointer: str
@@ -125,7 +125,7 @@ class LlmNode:
     next: str | None
 
 
-@attrs.frozen
+@attrs.frozen(unsafe_hash=False)
 class Condition:
     op: str | None  # eq neq truthy exists contains gt gte lt lte
     left: Value | None
@@ -133,7 +133,7 @@ class Condition:
     pointer: str
 
 
-@attrs.frozen
+@attrs.frozen(unsafe_hash=False)
 class IfNode:
     id: str
     pointer: str
@@ -142,7 +142,7 @@ class IfNode:
     else_: str | None
 
 
-@attrs.frozen
+@attrs.frozen(unsafe_hash=False)
 class ForeachNode:
     id: str
     pointer: str
@@ -154,14 +154,14 @@ class ForeachNode:
     next: str | None
 
 
-@attrs.frozen
+@attrs.frozen(unsafe_hash=False)
 class ReturnNode:
     id: str
     pointer: str
     value: Value | None
 
 
-@attrs.frozen
+@attrs.frozen(unsafe_hash=False)
 class FailNode:
     id: str
     pointer: str
@@ -197,14 +197,14 @@ def successors(node: Node) -> tuple[str, ...]:
     return (nxt,) if nxt is not None else ()
 
 
-@attrs.frozen
+@attrs.frozen(unsafe_hash=False)
 class Network:
     mode: str | None  # forbidden | allowlist
     hosts: tuple[str, ...]
     pointer: str = "/network"
 
 
-@attrs.frozen
+@attrs.frozen(unsafe_hash=False)
 class CredentialRequirement:
     id: str | None
     purpose: str | None
@@ -212,7 +212,7 @@ class CredentialRequirement:
     pointer: str
 
 
-@attrs.frozen
+@attrs.frozen(unsafe_hash=False)
 class Flow:
     entry: str | None
     max_transitions: int | None
@@ -220,21 +220,21 @@ class Flow:
     pointer: str = "/flow"
 
 
-@attrs.frozen
+@attrs.frozen(unsafe_hash=False)
 class StateDecl:
     fields: dict[str, dict[str, Any]]  # name → JSON Schema subset
     max_bytes: int | None
     pointer: str = "/state"
 
 
-@attrs.frozen
+@attrs.frozen(unsafe_hash=False)
 class Trigger:
     type: str | None
     cron: str | None
     pointer: str
 
 
-@attrs.frozen
+@attrs.frozen(unsafe_hash=False)
 class UiValue:
     label: str | None
     path: str | None
@@ -242,14 +242,14 @@ class UiValue:
     pointer: str
 
 
-@attrs.frozen
+@attrs.frozen(unsafe_hash=False)
 class Ui:
     title: str | None
     values: tuple[UiValue, ...]
     pointer: str = "/ui"
 
 
-@attrs.frozen
+@attrs.frozen(unsafe_hash=False)
 class Manifest:
     schema: str | None
     id: str | None

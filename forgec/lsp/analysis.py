@@ -15,10 +15,10 @@ from typing import Any
 import attrs
 
 from forgec.ir import nodes as ir
+from forgec.ir.rules import SCHEMA_ID
 from forgec.ir.span import Span
 from forgec.lsp.positions import Point, contains, span_size
 
-FORGE_SCHEMA = "talos.local-tool.v1"
 _PLACEHOLDER = re.compile(r"\{\{\s*([^{}]*?)\s*\}\}")
 
 
@@ -32,7 +32,7 @@ def language_of(uri: str, text: str) -> str | None:
         return "forge"
     if suffix == ".talostool":
         return "talostool"
-    if suffix == ".json" and FORGE_SCHEMA in text[:4096]:
+    if suffix == ".json" and SCHEMA_ID in text[:4096]:
         return "talostool"
     return None
 

@@ -113,8 +113,9 @@ def _related(a: Analysis, index: LineIndex, d: Any) -> list[lsp.DiagnosticRelate
                 if nd.id_span is not None:
                     related.append(_info(a, index, nd.id_span, f"`{name}` is on the cycle"))
     elif d.code.startswith("FORGEC_FLOW_"):
+        wanted = "private:" if d.code == "FORGEC_FLOW_PRIVATE_EGRESS" else "external:"
         for flow in getattr(a.report.facts, "flows", ()) or ():
-            if getattr(flow, "node", None) not in names:
+            if getattr(flow, "node", None) not in names or not flow.source.startswith(wanted):
                 continue
             for step in getattr(flow, "path", ()):
                 for nd in a.nodes.get(step, [])[:1]:
@@ -380,9 +381,9 @@ def completion(
 
 def node_fields(kind: str) -> list[str]:
     """The fields a node of KIND takes, from the canonical field table."""
-    from forgec.frontend import canonical
+    from forgec.ir.rules import NODE_FIELDS
 
-    return [f for f in canonical.NODE_ORDER.get(kind, ()) if f not in ("id", "type")]
+    return [f.name for f in NODE_FIELDS.get(kind, ())]
 
 
 def _items(names: list[str], kind: lsp.CompletionItemKind, detail: str) -> list[lsp.CompletionItem]:

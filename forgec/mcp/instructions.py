@@ -4,12 +4,21 @@
 A file must start with a `## ` heading; an empty or missing file is ignored silently, and one
 without the heading is ignored with a warning (SPEC §13). Only the files of the tools the
 persona can see are sent, in the order of the listing.
+
+Without a templates folder the defaults shipped with forgec are used
+(`forgec/templates/tool-instructions/`, one file per host tool); a folder given with
+`--templates` replaces them entirely, so a deployment controls every word a model is told.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+
+
+def default_folder() -> Path:
+    """The instruction files shipped as package data."""
+    return Path(__file__).resolve().parent.parent / "templates" / "tool-instructions"
 
 
 def instruction_file_name(internal: str) -> str:

@@ -13,14 +13,18 @@ itself, and `channel.send:*` also grants every `channel.send:<name>`. A host too
 parameter part (`channel.send:<channel>`, worst case `channel.send:*`) is listed when any label of that family is granted;
 the bridge then checks the actual channel on every call.
 
-Annotations are derived from marks (never taken from the manifest):
+Annotations are derived from marks (never taken from the manifest), SPEC §17:
 - `readOnlyHint`: every power is Read (or there is none) and the tool keeps no state;
-- `destructiveHint` (only when not read-only): an effect cannot be undone — a writing step
-  without a compensation (`marks.compensated` false), or a Send, Network or Delegate power,
-  whose effects leave the device;
-- `openWorldHint`: it may reach the network (Network power or an allowlisted host);
-- `idempotentHint`: true only where provable — a read-only tool; false otherwise, since a
-  repeated write cannot be shown to have no further effect from the manifest alone.
+- `destructiveHint`: any operation writes, deletes, cancels or sends — a Write, Send, Network or
+  Delegate power. An undo pair does not make a write harmless (a `memory.access` delete is
+  permanent to the person), so compensation is not considered; a tool whose only effect is its
+  own `state` is neither read-only nor destructive;
+- `openWorldHint`: it may reach the network or hand work to another agent (Network or Delegate
+  power, or an allowlisted host);
+- `idempotentHint`: true only where every operation is — a read-only tool; false otherwise,
+  since a repeated write cannot be shown to have no further effect from the manifest alone.
+For a host tool whose marks depend on the operation (`memory.access`, `schedule.manage`) the
+worst operation decides.
 """
 
 from __future__ import annotations
@@ -35,7 +39,10 @@ from forgec.mcp.names import MAX_MCP_NAME, mcp_name
 
 TOOL_CREATE = "tool_create"
 TOOL_CREATE_LABEL = "tool.create"
-EFFECTS_OUTSIDE = frozenset({"Send", "Network", "Delegate"})
+# powers whose operations change something (write, delete, cancel, send) — SPEC §17
+DESTRUCTIVE_POWERS = frozenset({"Write", "Send", "Network", "Delegate"})
+# powers that reach outside the device: the network, or another agent
+OPEN_WORLD_POWERS = frozenset({"Network", "Delegate"})
 
 TOOL_CREATE_INPUT: dict[str, Any] = {
     "type": "object",
@@ -57,6 +64,7 @@ TOOL_CREATE_OUTPUT: dict[str, Any] = {
         "ok": {"type": "boolean"},
         "name": {"type": ["string", "null"]},
         "version": {"type": ["integer", "null"]},
+        "status": {"type": ["string", "null"], "enum": ["installed", "proposed", None]},
         "enabled": {"type": "boolean"},
         "report": {"type": "object"},
     },
@@ -94,6 +102,8 @@ class ToolEntry:
     annotations: Annotations
     wraps_input: bool = False  # the manifest's input is not an object: passed as {"input": ..}
     wraps_output: bool = False  # the output is returned as {"result": ..}
+    meta: dict[str, Any] | None = None  # the tool's `_meta` (forged: forgec/version, forgec/hash)
+    ui: dict[str, Any] | None = None  # the Program's `ui` (title, values with segments)
 
 
 def label_granted(needed: str, granted: Iterable[str]) -> bool:
@@ -116,8 +126,8 @@ def family_granted(needed: str, granted: Iterable[str]) -> bool:
 def annotations_from_marks(marks: Marks, *, keeps_state: bool = False) -> Annotations:
     powers = set(marks.powers)
     read_only = powers <= {"Read"} and not keeps_state
-    destructive = not read_only and (not marks.compensated or bool(powers & EFFECTS_OUTSIDE))
-    open_world = "Network" in powers or bool(marks.network)
+    destructive = bool(powers & DESTRUCTIVE_POWERS)
+    open_world = bool(powers & OPEN_WORLD_POWERS) or bool(marks.network)
     return Annotations(
         read_only=read_only, destructive=destructive, idempotent=read_only, open_world=open_world
     )
@@ -145,8 +155,15 @@ def _object_schema(schema: Any) -> bool:
     )
 
 
-def forged_entry(manifest: Mapping[str, Any], marks: Marks) -> ToolEntry | None:
-    """The listing of an enabled forged tool (None when its MCP name would be too long)."""
+def forged_entry(
+    manifest: Mapping[str, Any],
+    marks: Marks,
+    *,
+    digest: str | None = None,
+    ui: dict[str, Any] | None = None,
+) -> ToolEntry | None:
+    """The listing of an enabled forged tool (None when its MCP name would be too long).
+    DIGEST is the stored version's content hash; UI the lowered Program's `ui`."""
     tool_id = str(manifest.get("id"))
     name = mcp_name(tool_id)
     if len(name) > MAX_MCP_NAME:
@@ -190,6 +207,9 @@ def forged_entry(manifest: Mapping[str, Any], marks: Marks) -> ToolEntry | None:
         annotations=annotations_from_marks(marks, keeps_state=writes_state(manifest)),
         wraps_input=wraps_input,
         wraps_output=wraps_output,
+        # which exact version a client is shown, so a log or a person can tell them apart
+        meta={"forgec/version": manifest.get("version"), "forgec/hash": digest},
+        ui=ui,
     )
 
 
@@ -217,12 +237,10 @@ def host_entries(labels: Iterable[str]) -> list[ToolEntry]:
             always_asks=worst.risk == "R4",
             labels=(worst.label,),
             network=(),
-            compensated=spec.undo is not None or worst.power == "Read",
         )
         annotations = annotations_from_marks(marks)
         if spec.needs_network:
             annotations = attrs.evolve(annotations, open_world=True)
-        result = dict(spec.result_schema) if spec.result_schema else None
         out.append(
             ToolEntry(
                 name=spec.mcp_name,
@@ -231,11 +249,22 @@ def host_entries(labels: Iterable[str]) -> list[ToolEntry]:
                 title=spec.name,
                 description=spec.summary,
                 input_schema=dict(spec.input_schema) or {"type": "object"},
-                output_schema=result if _object_schema(result) else None,
+                output_schema=host_output_schema(spec.result_schema),
                 annotations=annotations,
             )
         )
     return sorted(out, key=lambda e: e.name)
+
+
+def host_output_schema(result: Mapping[str, Any]) -> dict[str, Any]:
+    """The catalog's result shape (SPEC §13) as an MCP `outputSchema`, whose root must be an
+    object: a union of object shapes (`anyOf`) gets `"type": "object"` beside it."""
+    schema = dict(result)
+    if not schema:
+        return {"type": "object"}
+    if "type" not in schema:
+        schema = {"type": "object", **schema}
+    return schema
 
 
 def create_entry() -> ToolEntry:

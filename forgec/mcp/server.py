@@ -1,29 +1,37 @@
 """`forgec mcp serve`: the host's MCP face over stdio, on the official `mcp` SDK (low-level server).
 
 The low-level `mcp.server.Server` is used rather than `MCPServer` because the tool list is
-dynamic (it is read from the store on every `tools/list`, so a tool turned on or off with the
-CLI shows up at once) and every tool has an explicit `inputSchema`, `outputSchema` and
-annotations derived from its marks (`forgec.mcp.listing`).
+dynamic and every tool has an explicit `inputSchema`, `outputSchema`, annotations and `_meta`
+derived from its marks (`forgec.mcp.listing`). docs/mcp.md lists exactly what is sent.
+
+**The listing is cached, keyed on the store's `PRAGMA data_version`** (`forgec.mcp.watch`): it is
+rebuilt with one read of the enabled versions only when some connection — this server's
+`tool_create`, `forgec tools enable` in another process — committed to the store. The probe runs
+before every request, so a call never sees a stale list, and every 0.5 s in a background task,
+which sends `notifications/tools/list_changed` (2025 protocol: on the session; 2026-07-28: on
+every `subscriptions/listen` stream) whenever the tools listed, or their definitions, changed.
 
 A `tools/call` goes through, in order:
-1. **visibility, again** — the same function that built the listing decides; a tool that would
-   not be listed for this persona (unknown, off, or needing a label not granted) is refused;
-2. **input** — validated against the listed `inputSchema` (JSON Schema) before anything else;
-3. **consent** — an R4 tool asks every time: through MCP elicitation when the client supports
-   it, else only when the consent policy file allows it, else refused with a clear message.
-   A forged tool below R4 needs the consent recorded when a person turned it on;
-4. **run** — on the reference host, in a worker thread (the host opens its own SQLite
-   connection there), and the answer is `structuredContent` plus the same JSON as text.
+1. **visibility, again** — the cached listing (current as of this request) decides; a tool that
+   would not be listed for this persona (unknown, off, or needing a label not granted) is refused;
+2. **input** — validated against the listed `inputSchema` (JSON Schema);
+3. **checks without effect** (`forgec.mcp.prechecks`) — credentials present, literal URLs' hosts
+   against the host's allowlist, the bridge's label and parameter checks for a host tool;
+4. **consent, last** — an R4 tool asks every time: through MCP elicitation when the client
+   supports it, else only when the consent policy file allows it, else refused. A forged tool
+   below R4 needs the consent recorded when a person turned it on;
+5. **run** — on the reference host, in a worker thread (`forgec.mcp.results` shapes the answer).
 
 Refusals and failed runs are tool results with `isError: true` and a message a model can act
-on, never protocol errors; a failed run's `structuredContent` is the SPEC §8 run result.
-Nothing is written to stdout but protocol messages; warnings go to stderr.
+on, never protocol errors. Nothing is written to stdout but protocol messages; warnings go to
+stderr.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -38,10 +46,10 @@ from forgec.mcp.listing import (
     forged_visible,
     host_entries,
 )
-from forgec.mcp.names import PREFIX, id_from_mcp_name
 from forgec.mcp.policy import ConsentPolicy
 
 SERVER_NAME = "forgec"
+POLL_INTERVAL_S = 0.5  # how soon a change made by another process is announced
 
 
 @attrs.frozen
@@ -51,16 +59,91 @@ class ServeOptions:
     host_config: Path | None = None
     db: Path | None = None
     policy: ConsentPolicy = attrs.field(factory=ConsentPolicy)
-    templates: Path | None = None  # the folder holding `tool-instructions/`
+    templates: Path | None = None  # the folder holding `tool-instructions/`; None: the defaults
 
 
-@attrs.frozen
+@attrs.define
 class Visible:
     entry: ToolEntry
     stored: Any = None  # StoredVersion for a forged tool
+    _validator: Any = None  # built on the first call, kept with the listing
+    _program: Any = None
+
+    def check_input(self, value: Any) -> str | None:
+        if self._validator is None:
+            from jsonschema import Draft7Validator
+
+            self._validator = Draft7Validator(self.entry.input_schema)
+        return _first_error(self._validator, value)
+
+    def program(self) -> Any:
+        if self._program is None:
+            from forgec.runtime import Program
+
+            self._program = Program.from_json(self.stored.program)
+        return self._program
+
+
+@attrs.frozen
+class Listing:
+    """One snapshot of what this persona sees, with the wire form built once."""
+
+    stamp: int  # the store's data_version it was read at (-1: unknown, never reused)
+    visible: dict[str, Visible]
+    tools: list[Any]  # mcp_types.Tool, in listing order
+    signature: bytes  # the tools' wire form: a change here is a `list_changed`
+    # consent records looked up during this snapshot: a new record is a commit, which bumps
+    # data_version and so starts a new snapshot — the cache can never outlive a change
+    consent: dict[tuple[str, int], bool] = attrs.field(factory=dict)
 
 
 HostFactory = Callable[[ServeOptions], Any]
+IDLE_HOSTS = 4  # hosts kept open between calls; more are opened when calls overlap
+
+
+class HostPool:
+    """Reference hosts reused across calls: opening one (config, database, schema) costs about
+    a millisecond, as much as the rest of a small call. A host is lent to one call at a time, so
+    a slow call (an HTTP request) never holds up another; a call that raised returns its host
+    closed, never to the pool. Used from worker threads."""
+
+    def __init__(self, open_host: Callable[[], Any]) -> None:
+        import threading
+
+        self._open = open_host
+        self._idle: list[Any] = []
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def take(self) -> Any:
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+        return self._open()
+
+    def give(self, host: Any, *, reusable: bool = True) -> None:
+        with self._lock:
+            if reusable and not self._closed and len(self._idle) < IDLE_HOSTS:
+                self._idle.append(host)
+                return
+        _close(host)
+
+    @contextmanager
+    def lend(self) -> Iterator[Any]:
+        host = self.take()
+        try:
+            yield host
+        except BaseException:
+            self.give(host, reusable=False)
+            raise
+        self.give(host)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for host in idle:
+            _close(host)
 
 
 def _warn(message: str) -> None:
@@ -71,10 +154,25 @@ class ForgeServer:
     """The state and logic of one server; `build_server` wires it to the SDK."""
 
     def __init__(self, options: ServeOptions, *, host_factory: HostFactory | None = None) -> None:
+        from forgec.mcp.watch import StoreWatch
+        from forgec.store import Store
+
         self.options = options
         self.host_factory = host_factory or open_reference_host
+        self.hosts = HostPool(lambda: self.host_factory(self.options))
         # multi-round consent tokens: token → (digest of tool + arguments, expiry)
         self._pending: dict[str, tuple[str, float]] = {}
+        # one connection for the server's reads (listing, consent records), used on the loop
+        self._reader = Store(options.store)
+        self._watch = StoreWatch(self._reader.path)
+        self._listing: Listing | None = None
+        self._announced: bytes | None = None
+        self._fixed = self._fixed_visible()
+
+    def close(self) -> None:
+        self.hosts.close()
+        self._watch.close()
+        self._reader.close()
 
     def _store(self) -> Any:
         from forgec.store import Store
@@ -92,52 +190,75 @@ class ForgeServer:
             out[entry.name] = Visible(entry)
         return out
 
-    def visible(self) -> dict[str, Visible]:
-        labels = self.options.labels
-        fixed = self._fixed_visible()
-        # listed in this order: host tools, forged tools, tool_create
-        out = {name: v for name, v in fixed.items() if v.entry.kind == "host"}
-        with self._store() as store:
-            for stored in store.enabled_versions():
-                if not forged_visible(stored.marks, labels):
-                    continue
-                forged = forged_entry(stored.manifest, stored.marks)
-                if forged is None:
-                    _warn(f"{stored.name}: its MCP name would be over 128 characters; not listed")
-                    continue
-                out[forged.name] = Visible(forged, stored)
-        out.update(fixed)
-        return out
+    def listing(self) -> Listing:
+        """The current listing: the cached one unless the store changed since it was read."""
+        stamp = self._watch.stamp()
+        current = self._listing
+        if current is not None and stamp == current.stamp and stamp != -1:
+            return current
+        self._listing = self._read_listing(stamp, current)
+        return self._listing
 
-    def lookup(self, name: str) -> Visible | None:
-        """Call-time check: the tool as it would be listed now, or None (refused)."""
-        tool_id = id_from_mcp_name(name)
-        if tool_id is None:
-            if not name.startswith(PREFIX):  # a host tool or tool_create: no store to read
-                return self._fixed_visible().get(name)
-            return self.visible().get(name)
-        labels = self.options.labels
+    def _read_listing(self, stamp: int, previous: Listing | None) -> Listing:
         from forgec.store import StoreError
 
-        with self._store() as store:
-            try:
-                stored = store.get(tool_id)
-            except StoreError:
-                return None
-            if not stored.enabled or not forged_visible(stored.marks, labels):
-                return None
-            entry = forged_entry(stored.manifest, stored.marks)
-            return Visible(entry, stored) if entry is not None else None
+        labels = self.options.labels
+        # listed in this order: host tools, forged tools, tool_create
+        out = {name: v for name, v in self._fixed.items() if v.entry.kind == "host"}
+        try:
+            # a tampered or damaged version is left out, and the person running the server told
+            enabled = self._reader.enabled_versions(on_problem=_warn)
+        except StoreError as exc:
+            _warn(f"cannot read the tool store, keeping the last listing: {exc}")
+            if previous is not None:
+                return attrs.evolve(previous, stamp=-1, consent={})
+            enabled = []
+        for stored in enabled:
+            if not forged_visible(stored.marks, labels):
+                continue
+            old = previous.visible.get(_mcp(stored)) if previous is not None else None
+            if old is not None and old.stored is not None and old.stored.hash == stored.hash:
+                out[old.entry.name] = old  # unchanged: keep its validator and Program
+                continue
+            forged = forged_entry(
+                stored.manifest, stored.marks, digest=stored.hash, ui=stored.program.get("ui")
+            )
+            if forged is None:
+                _warn(f"{stored.name}: its MCP name would be over 128 characters; not listed")
+                continue
+            out[forged.name] = Visible(forged, stored)
+        out.update(self._fixed)
+        tools = [_tool(v.entry) for v in out.values()]
+        wire = [t.model_dump(by_alias=True, mode="json", exclude_none=True) for t in tools]
+        return Listing(stamp=stamp, visible=out, tools=tools, signature=orjson.dumps(wire))
+
+    def visible(self) -> dict[str, Visible]:
+        return self.listing().visible
+
+    def lookup(self, name: str) -> Visible | None:
+        """Call-time check: the tool as it is listed now, or None (refused)."""
+        return self.listing().visible.get(name)
+
+    def changed_since_announced(self) -> bool:
+        """Whether the listing differs from the one clients last heard of (and mark it heard)."""
+        signature = self.listing().signature
+        if self._announced is None:
+            self._announced = signature
+            return False
+        if signature == self._announced:
+            return False
+        self._announced = signature
+        return True
 
     def instructions(self) -> str | None:
-        from forgec.mcp.instructions import collect_instructions
+        from forgec.mcp.instructions import collect_instructions, default_folder
 
-        folder = (self.options.templates or Path("templates")) / "tool-instructions"
-        try:
-            names = [v.entry.internal for v in self.visible().values()]
-        except Exception as exc:  # the server still starts; calls will report the problem
-            _warn(f"cannot read the tool store: {exc}")
-            return None
+        folder = (
+            self.options.templates / "tool-instructions"
+            if self.options.templates is not None
+            else default_folder()
+        )
+        names = [v.entry.internal for v in self.visible().values()]
         text, warnings = collect_instructions(folder, names)
         for warning in warnings:
             _warn(warning)
@@ -146,8 +267,6 @@ class ForgeServer:
     # -- calls ----------------------------------------------------------------------------
 
     async def call(self, ctx: Any, name: str, arguments: dict[str, Any] | None) -> Any:
-        import mcp_types as types
-
         args = arguments or {}
         visible = self.lookup(name)
         if visible is None:
@@ -155,63 +274,93 @@ class ForgeServer:
                 f"`{name}` is not available: there is no such tool, it is off, or this "
                 "persona's capability labels do not grant it"
             )
-        problem = _validate(visible.entry.input_schema, args)
+        problem = visible.check_input(args)
         if problem is not None:
             return _refusal(f"invalid input for `{name}`: {problem}")
         if visible.entry.kind == "create":
             return self._tool_create(args)
         if visible.entry.kind == "host":
             return await self._host_call(ctx, visible.entry, args)
-        stored = visible.stored
-        refusal = await self._forged_consent(ctx, visible.entry, stored)
-        if refusal is not None:
-            return refusal
-        tool_input = args.get("input") if visible.entry.wraps_input else args
+        return await self._forged_call(ctx, visible, args)
+
+    async def _forged_call(self, ctx: Any, visible: Visible, args: dict[str, Any]) -> Any:
+        import mcp_types as types
+
+        from forgec.mcp.results import forged_failed, forged_ok
+        from forgec.runtime import RunResult
+
+        stored, entry = visible.stored, visible.entry
+        tool_input = args.get("input") if entry.wraps_input else args
+        asks = stored.marks.always_asks
+        if not asks and not self._has_consent(stored):
+            return _refusal(
+                f"{stored.name} v{stored.version} has no recorded consent; a person must turn "
+                f"it on with `forgec tools enable {stored.tool_id}`"
+            )
+        program = visible.program()
         try:
-            result = await _in_thread(self._run_forged, stored, tool_input)
+            if asks:
+                result = await self._asked_run(ctx, visible, program, tool_input)
+            else:
+                # nobody is asked: one trip to a worker thread opens the host, checks, runs
+                result = await _in_thread(self._checked_run, stored, program, tool_input)
         except Exception as exc:  # the host could not be opened (bad db, config): say so
             return _refusal(f"{stored.name} could not run: {exc}")
+        if isinstance(result, str):
+            return _refusal(result)
+        if not isinstance(result, RunResult):
+            return result  # consent refused, or its 2026-07-28 `input_required` round
         out = result.to_json()
         if result.ok:
-            output = out["output"]
-            structured = (
-                {"result": output}
-                if visible.entry.wraps_output or not isinstance(output, dict)
-                else output
-            )
-            run_meta = {k: out[k] for k in ("transitions", "compensations")}
-            return types.CallToolResult(
-                content=[types.TextContent(type="text", text=_dumps(structured))],
-                structured_content=structured,
-                meta={"forgec/run": run_meta},  # type: ignore[call-arg]
-            )
-        error = out["error"] or {}
-        where = f" at node `{error.get('node')}`" if error.get("node") else ""
-        return types.CallToolResult(
-            content=[
-                types.TextContent(
-                    type="text",
-                    text=f"{stored.name} failed{where}: {error.get('code')}: "
-                    f"{error.get('message')}\n{_dumps(out)}",
-                )
-            ],
-            structured_content=out,
-            is_error=True,
-        )
+            fields = forged_ok(out, wraps_output=entry.wraps_output, ui=entry.ui)
+        else:
+            fields = forged_failed(stored.name, out)
+        return types.CallToolResult(**fields)
+
+    def _checked_run(self, stored: Any, program: Any, tool_input: Any) -> Any:
+        """In a worker: the run result, or the message of a check that refused it."""
+        with self.hosts.lend() as host:
+            problem = _forged_problem(stored, host)
+            return problem if problem is not None else _run(stored, program, tool_input, host)
+
+    async def _asked_run(self, ctx: Any, visible: Visible, program: Any, tool_input: Any) -> Any:
+        """An R4 tool: every check first, then the question, then the run — one host."""
+        stored = visible.stored
+        host = await _in_thread(self.hosts.take)
+        try:
+            problem = await _in_thread(_forged_problem, stored, host)
+            if problem is not None:
+                result: Any = problem
+            else:
+                refusal = await self._forged_consent(ctx, visible.entry, stored)
+                if refusal is not None:
+                    result = refusal
+                else:
+                    result = await _in_thread(_run, stored, program, tool_input, host)
+        except BaseException:  # cancelled while asking, or the host broke: never reuse it
+            self.hosts.give(host, reusable=False)
+            raise
+        self.hosts.give(host)
+        return result
+
+    def _has_consent(self, stored: Any) -> bool:
+        from forgec.store import StoreError
+
+        known = self.listing().consent
+        key = (stored.tool_id, stored.version)
+        if key not in known:
+            try:
+                known[key] = bool(self._reader.has_consent(stored.tool_id, stored.version))
+            except StoreError:
+                return False  # not cached: the next call asks the store again
+        return known[key]
 
     async def _forged_consent(self, ctx: Any, entry: ToolEntry, stored: Any) -> Any:
-        if stored.marks.always_asks:
-            names = (stored.name, entry.name)
-            if self.options.policy.allows(names, version=stored.version, hash=stored.hash):
-                return None
-            return await self._ask(ctx, entry, f"{stored.name} v{stored.version}", stored)
-        with self._store() as store:
-            if store.has_consent(stored.tool_id, stored.version):
-                return None
-        return _refusal(
-            f"{stored.name} v{stored.version} has no recorded consent; a person must turn it "
-            f"on with `forgec tools enable {stored.tool_id}`"
-        )
+        """An R4 tool: the policy file, else ask. None when it may run."""
+        names = (stored.name, entry.name)
+        if self.options.policy.allows(names, version=stored.version, hash=stored.hash):
+            return None
+        return await self._ask(ctx, entry, f"{stored.name} v{stored.version}", stored)
 
     async def _ask(self, ctx: Any, entry: ToolEntry, who: str, stored: Any = None) -> Any:
         """R4: ask through elicitation, or refuse. Returns None when the person said yes."""
@@ -283,59 +432,37 @@ class ForgeServer:
         )
         return types.InputRequiredResult(input_requests={CONSENT_KEY: request}, request_state=token)
 
-    def _run_forged(self, stored: Any, tool_input: Any) -> Any:
-        from forgec.store.running import run_stored
-
-        host = self.host_factory(self.options)
-        try:
-            # consent was settled above (recorded, elicited or allowed by policy)
-            return run_stored(stored, tool_input, host=host, consent=lambda request: True)
-        finally:
-            close = getattr(host, "close", None)
-            if close is not None:
-                close()
-
     async def _host_call(self, ctx: Any, entry: ToolEntry, args: dict[str, Any]) -> Any:
         import mcp_types as types
 
-        if entry.annotations.open_world or _host_risk(entry) == "R4":
-            names = (entry.name, entry.internal)
-            if not self.options.policy.allows(names):
-                refusal = await self._ask(ctx, entry, f"`{entry.name}`")
-                if refusal is not None:
-                    return refusal
         try:
-            result = await _in_thread(self._call_host_tool, entry, args)
+            host = await _in_thread(self.hosts.take)
         except Exception as exc:
-            code = getattr(exc, "code", None)
-            message = getattr(exc, "message", None) or str(exc)
-            return _refusal(f"`{entry.name}` failed: {code + ': ' if code else ''}{message}")
+            return _refusal(f"`{entry.name}` could not run: {exc}")
+        try:
+            problem = await _in_thread(_host_problem, entry, args, host)
+            if problem is not None:
+                return _refusal(problem)
+            if entry.annotations.open_world or _host_risk(entry) == "R4":
+                names = (entry.name, entry.internal)
+                if not self.options.policy.allows(names):
+                    refusal = await self._ask(ctx, entry, f"`{entry.name}`")
+                    if refusal is not None:
+                        return refusal
+            try:
+                result = await _in_thread(_call_host_tool, entry, args, host)
+            except Exception as exc:
+                code = getattr(exc, "code", None)
+                message = getattr(exc, "message", None) or str(exc)
+                return _refusal(f"`{entry.name}` failed: {code + ': ' if code else ''}{message}")
+        finally:
+            # a host tool's failure is a HostError from the bridge, not a broken host
+            self.hosts.give(host)
         structured = result if isinstance(result, dict) else {"result": result}
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=_dumps(structured))],
             structured_content=structured,
         )
-
-    def _call_host_tool(self, entry: ToolEntry, args: dict[str, Any]) -> Any:
-        from forgec.runtime.host import CallContext
-
-        host = self.host_factory(self.options)
-        try:
-            direct = getattr(host, "call_tool", None)
-            if direct is not None:
-                return direct(entry.internal, args)
-            # a direct call has no manifest: the host config's allowlist is the only one, and
-            # an empty one allows no host (deny by default)
-            config = getattr(host, "config", None)
-            allowed = tuple(getattr(config, "allow_hosts", ()) or ())
-            context = CallContext(
-                tool_id="mcp", tool_version=1, node_id=entry.name, allowed_hosts=allowed
-            )
-            return host.call(entry.internal, args, context)
-        finally:
-            close = getattr(host, "close", None)
-            if close is not None:
-                close()
 
     def _tool_create(self, args: dict[str, Any]) -> Any:
         import mcp_types as types
@@ -444,11 +571,10 @@ def _can_elicit(ctx: Any) -> bool:
     return elicitation.form is not None or elicitation.url is None
 
 
-def _validate(schema: dict[str, Any], value: Any) -> str | None:
-    from jsonschema import Draft7Validator
+def _first_error(validator: Any, value: Any) -> str | None:
     from jsonschema.exceptions import best_match
 
-    error = best_match(Draft7Validator(schema).iter_errors(value))
+    error = best_match(validator.iter_errors(value))
     if error is None:
         return None
     where = "/" + "/".join(str(p) for p in error.absolute_path)
@@ -471,6 +597,51 @@ async def _in_thread(fn: Callable[..., Any], *args: Any) -> Any:
     import anyio.to_thread
 
     return await anyio.to_thread.run_sync(lambda: fn(*args))
+
+
+def _mcp(stored: Any) -> str:
+    from forgec.mcp.names import mcp_name
+
+    return mcp_name(stored.tool_id)
+
+
+def _close(host: Any) -> None:
+    close = getattr(host, "close", None)
+    if close is not None:
+        close()
+
+
+def _forged_problem(stored: Any, host: Any) -> str | None:
+    from forgec.mcp.prechecks import forged_problem
+
+    return forged_problem(stored, host)
+
+
+def _host_problem(entry: ToolEntry, args: dict[str, Any], host: Any) -> str | None:
+    from forgec.mcp.prechecks import host_call_problem
+
+    return host_call_problem(entry.internal, entry.name, args, host)
+
+
+def _run(stored: Any, program: Any, tool_input: Any, host: Any) -> Any:
+    from forgec.store.running import run_stored
+
+    # consent was settled before (recorded, elicited or allowed by policy)
+    return run_stored(stored, tool_input, host=host, consent=lambda request: True, program=program)
+
+
+def _call_host_tool(entry: ToolEntry, args: dict[str, Any], host: Any) -> Any:
+    from forgec.runtime.host import CallContext
+
+    direct = getattr(host, "call_tool", None)
+    if direct is not None:
+        return direct(entry.internal, args)
+    # a direct call has no manifest: the host config's allowlist is the only one, and
+    # an empty one allows no host (deny by default)
+    config = getattr(host, "config", None)
+    allowed = tuple(getattr(config, "allow_hosts", ()) or ())
+    context = CallContext(tool_id="mcp", tool_version=1, node_id=entry.name, allowed_hosts=allowed)
+    return host.call(entry.internal, args, context)
 
 
 def open_reference_host(options: ServeOptions) -> Any:
@@ -500,33 +671,141 @@ def _tool(entry: ToolEntry) -> Any:
             idempotent_hint=a.idempotent,
             open_world_hint=a.open_world,
         ),
+        _meta=entry.meta,
     )
 
 
-def build_server(forge: ForgeServer) -> Any:
+class Announcer:
+    """Tells every connected client that the tool list changed.
+
+    2025 protocol (handshake era): `notifications/tools/list_changed` on the session, captured
+    when the client said `initialized` (or on its first request). 2026-07-28: the event goes on
+    the subscription bus and reaches each open `subscriptions/listen` stream that asked for it.
+    """
+
+    def __init__(self) -> None:
+        from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
+
+        self.bus = InMemorySubscriptionBus()
+        self.listen = ListenHandler(self.bus)
+        self._sessions: list[Any] = []
+
+    def remember(self, ctx: Any) -> None:
+        if _modern(ctx):
+            return  # no standalone stream at 2026-07-28: the bus carries the event
+        session = getattr(ctx, "session", None)
+        if session is not None and all(s is not session for s in self._sessions):
+            self._sessions.append(session)
+
+    async def announce(self) -> None:
+        from mcp.server.subscriptions import ToolsListChanged
+
+        await self.bus.publish(ToolsListChanged())
+        for session in list(self._sessions):
+            try:
+                await session.send_tool_list_changed()
+            except Exception:  # a closed session: forget it
+                self._sessions.remove(session)
+
+
+async def watch_store(forge: ForgeServer, announcer: Announcer, interval: float) -> None:
+    """Poll the store's data_version; announce when what is listed changed."""
+    import anyio
+
+    forge.changed_since_announced()  # the listing clients start from
+    while True:
+        await anyio.sleep(interval)
+        try:
+            changed = forge.changed_since_announced()
+        except Exception as exc:  # a store gone bad must not end the server
+            _warn(f"cannot read the tool store: {exc}")
+            continue
+        if changed:
+            await announcer.announce()
+
+
+class ListingMemo:
+    """Serves `tools/list` from the wire form of the current snapshot.
+
+    The SDK turns every result into its wire form and validates it against the protocol
+    version's schema — for a thousand tools that alone is most of a listing's cost, paid again
+    on every request for an answer that has not changed. This middleware keeps the wire dict
+    the SDK produced for (snapshot, protocol version) and returns it while both stay the same;
+    a new snapshot (the store's data_version moved) drops it. A request with a cursor goes
+    through as usual (the list is not paginated: all of it comes in one page).
+    """
+
+    def __init__(self, forge: ForgeServer, announcer: Announcer) -> None:
+        self.forge = forge
+        self.announcer = announcer
+        self._listing: Listing | None = None
+        self._wire: dict[str, Any] = {}
+
+    async def __call__(self, ctx: Any, call_next: Any) -> Any:
+        if ctx.method != "tools/list" or (ctx.params or {}).get("cursor") is not None:
+            return await call_next(ctx)
+        self.announcer.remember(ctx)
+        listing = self.forge.listing()
+        if listing is not self._listing:
+            self._listing, self._wire = listing, {}
+        version = str(ctx.protocol_version)
+        cached = self._wire.get(version)
+        if cached is not None:
+            return cached
+        result = await call_next(ctx)
+        if isinstance(result, dict) and listing is self.forge.listing():
+            self._wire[version] = result
+        return result
+
+
+def build_server(forge: ForgeServer, announcer: Announcer | None = None) -> Any:
     import mcp_types as types
     from mcp.server import Server
 
     from forgec import __version__
 
+    announcer = announcer or Announcer()
+
     async def list_tools(ctx: Any, params: Any) -> Any:
-        return types.ListToolsResult(tools=[_tool(v.entry) for v in forge.visible().values()])
+        announcer.remember(ctx)
+        return types.ListToolsResult(tools=forge.listing().tools)
 
     async def call_tool(ctx: Any, params: Any) -> Any:
+        announcer.remember(ctx)
         return await forge.call(ctx, params.name, params.arguments)
 
-    return Server(
+    server = Server(
         SERVER_NAME,
         version=__version__,
         instructions=forge.instructions(),
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+        on_subscriptions_listen=announcer.listen,
     )
 
+    async def initialized(ctx: Any, params: Any) -> None:
+        announcer.remember(ctx)
 
-async def serve_stdio(options: ServeOptions) -> None:
+    server.add_notification_handler(
+        "notifications/initialized", types.NotificationParams, initialized
+    )
+    server.middleware.append(ListingMemo(forge, announcer))  # inside the SDK's tracing
+    return server
+
+
+async def serve_stdio(options: ServeOptions, *, interval: float = POLL_INTERVAL_S) -> None:
+    import anyio
+    from mcp.server.lowlevel.server import NotificationOptions
     from mcp.server.stdio import stdio_server
 
-    server = build_server(ForgeServer(options))
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+    forge = ForgeServer(options)
+    announcer = Announcer()
+    server = build_server(forge, announcer)
+    init = server.create_initialization_options(NotificationOptions(tools_changed=True))
+    try:
+        async with stdio_server() as (read_stream, write_stream), anyio.create_task_group() as tg:
+            tg.start_soon(watch_store, forge, announcer, interval)
+            await server.run(read_stream, write_stream, init)
+            tg.cancel_scope.cancel()  # the client went away: stop polling
+    finally:
+        forge.close()

@@ -37,8 +37,9 @@ from forgec.ir.nodes import (
     nodes_of_type,
 )
 from forgec.ir.pointer import join
+from forgec.ir.suggest import closest
 from forgec.passes.context import PassContext
-from forgec.passes.graph import closest, shown
+from forgec.passes.graph import shown
 
 
 def capability_nodes(nodes: tuple[Node, ...]) -> list[CapabilityNode]:

@@ -47,6 +47,7 @@ from typing import Any
 
 from forgec.ir.nodes import FailNode, ForeachNode, IfNode, Node, ReturnNode
 from forgec.ir.pointer import join
+from forgec.ir.suggest import suggest
 from forgec.passes.context import Facts, LoopFacts, PassContext
 from forgec.passes.model import ABSENT, raw_at
 
@@ -103,17 +104,6 @@ def edge_fields(node: Node) -> list[tuple[str, str]]:
 def shown(text: str, limit: int = 80) -> str:
     """A name as a message quotes it: a hostile 60 KB "id" must not become a 60 KB message."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def closest(name: str, candidates: list[str]) -> str | None:
-    """The candidate a typo most likely meant, or None when nothing is close."""
-    import difflib
-
-    found = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
-    if found:
-        return found[0]
-    lowered = {c.lower(): c for c in candidates}
-    return lowered.get(name.lower())
 
 
 def build_scopes(nodes: tuple[Node, ...]) -> tuple[list[Scope], list[tuple[Node, Scope]]]:
@@ -340,8 +330,7 @@ def _missing_edge_message(
 
 
 def _did_you_mean(name: str, candidates: list[str]) -> str | None:
-    found = closest(name, candidates)
-    return f"did you mean `{found}`?" if found is not None else None
+    return suggest(name, candidates)
 
 
 def _check_entry(

@@ -53,8 +53,9 @@ from forgec.ir.nodes import (
     node_values,
 )
 from forgec.ir.pointer import join
+from forgec.ir.suggest import closest, suggest
 from forgec.passes.context import PassContext
-from forgec.passes.graph import closest, shown
+from forgec.passes.graph import shown
 
 LEADING_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*", re.ASCII)
 
@@ -85,8 +86,8 @@ def check_references(ctx: PassContext) -> None:
         if kind is SetNode or kind is CapabilityNode or kind is LlmNode:
             target = node.target  # type: ignore[union-attr]
             if target is not None:
-                # the common case, decided by a probe: a plain unreserved name writes itself
-                if target in _PLAIN_TARGETS or _plain_target(target):
+                # the common case: a plain unreserved name is safe and writes itself
+                if _plain_target(target):
                     name: str | None = target
                 else:
                     _check_target(ctx, node, state_fields)
@@ -128,29 +129,13 @@ def target_of(node: Node) -> str | None:
 def written_root(target: str) -> str | None:
     """The variable a target writes for definedness: its leading NAME, None for `state.X` (state
     is always defined) or when it has no leading name at all."""
-    root = _ROOTS.get(target, _UNKNOWN)
-    if root is _UNKNOWN:
-        if len(_ROOTS) >= 4096:
-            _ROOTS.clear()  # bounded; targets repeat within a manifest and across checks
-        root = _ROOTS[target] = _written_root(target)
-    return root  # type: ignore[return-value]
-
-
-_UNKNOWN = object()
-_ROOTS: dict[str, object] = {}
-
-# Targets known to be plain unreserved NAMEs (such a target is safe and writes itself);
-# targets repeat across checks in one process. Bounded like `_ROOTS`.
-_PLAIN_TARGETS: set[str] = set()
+    # (no cache across checks: a first check is the figure that counts)
+    return _written_root(target)
 
 
 def _plain_target(target: str) -> bool:
-    if NAME_RE.fullmatch(target) is None or target in RESERVED:
-        return False
-    if len(_PLAIN_TARGETS) >= 4096:
-        _PLAIN_TARGETS.clear()
-    _PLAIN_TARGETS.add(target)
-    return True
+    """A plain unreserved NAME: such a target is safe and writes itself."""
+    return NAME_RE.fullmatch(target) is not None and target not in RESERVED
 
 
 def _written_root(target: str) -> str | None:
@@ -520,9 +505,10 @@ class _Analysis:
         return None
 
     def maybe_hint(self, writers: list[str], shown: str) -> str:
-        loops = {self.facts.scope_of.get(w) for w in writers}
+        # loop ids, never the loop nodes: IR nodes are unhashable (they hold JSON values)
+        loops = {_loop_id(self.facts.scope_of.get(w)) for w in writers}
         if writers and None not in loops:
-            names = ", ".join(sorted(f"`{loop.id}`" for loop in loops if loop is not None))
+            names = ", ".join(sorted(f"`{loop}`" for loop in loops if loop is not None))
             return (
                 f"it is written only inside the body of loop {names}, which may run zero times; "
                 "set a default before the loop"
@@ -553,6 +539,10 @@ class _Analysis:
         return f"write `{root}` with a `set` step first, or read the tool's input as `input.{root}`"
 
 
+def _loop_id(loop: ForeachNode | None) -> str | None:
+    return loop.id if loop is not None else None
+
+
 def _successors(node: Node) -> tuple[str, ...]:
     """The ids a node's edges name (`then` before `else`)."""
     if type(node) is IfNode:
@@ -562,5 +552,4 @@ def _successors(node: Node) -> tuple[str, ...]:
 
 
 def _did_you_mean(name: str, candidates: list[str], prefix: str = "") -> str | None:
-    found = closest(name, candidates)
-    return f"did you mean `{prefix}{found}`?" if found is not None else None
+    return suggest(name, candidates, prefix)

@@ -30,11 +30,13 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+import attrs
 import orjson
 
 from forgec.ir.pointer import escape
 from forgec.passes.context import PassContext
 from forgec.secretscan.rules import (
+    INVISIBLE,
     LONG_RUN,
     SCREEN_LITERALS,
     SCREEN_STEMS,
@@ -43,7 +45,14 @@ from forgec.secretscan.rules import (
     scan_text,
 )
 
-__all__ = ["SecretFinding", "check_secrets", "find_secrets", "scan_text"]
+__all__ = [
+    "FoldedSecret",
+    "SecretFinding",
+    "check_secrets",
+    "find_folded_secrets",
+    "find_secrets",
+    "scan_text",
+]
 
 CODE = "FORGE_SECRET_FOUND"
 HINT = (
@@ -63,6 +72,128 @@ Located = tuple[str, bool, SecretFinding]  # (JSON Pointer, is the member's key,
 def check_secrets(ctx: PassContext) -> None:
     for pointer, is_key, finding in find_secrets(ctx.raw):
         ctx.report(CODE, pointer, _message(pointer, is_key, finding), hint=HINT, key=is_key)
+    if ctx.manifest_or_none is not None:
+        for folded in find_folded_secrets(ctx.raw, ctx.manifest, ctx.facts):
+            f = folded.finding
+            what = f"{f.kind} (`{f.preview}`)" if f.preview else f.kind
+            message = (
+                f"{what} formed by step `{folded.step}` from constants of the flow (the "
+                f"template at `{folded.template}`); the value is not shown"
+            )
+            # SPEC §14: at the path of the step where the secret is formed
+            ctx.report(CODE, folded.pointer, message, hint=HINT)
+
+
+# renderings scanned per manifest: a few ms at most, however many templates fold (docs/secrets.md)
+FOLDED_SCAN_BUDGET = 256
+
+
+@attrs.frozen
+class FoldedSecret:
+    pointer: str  # the step's JSON Pointer: where the secret is formed
+    step: str  # the step's id
+    template: str  # the pointer of the template that forms it, inside the step
+    finding: SecretFinding
+
+
+def find_folded_secrets(raw: Any, manifest: Any, facts: Any) -> list[FoldedSecret]:
+    """Secrets no string of the file holds but a `$template` builds from constants (SPEC §14),
+    one per template, in document order of the templates.
+
+    Each rendering (`forgec.passes.folding`) is put in place of its template in a copy of the
+    step's JSON, and that step is scanned as the pass scans the file, so the rendering is judged
+    under the same name (`Authorization`, a `set` step's `target`, …). A template whose own
+    text already holds a finding is reported where it is written, not again here.
+    """
+    from forgec.passes.folding import folded_templates
+
+    out: list[FoldedSecret] = []
+    budget = FOLDED_SCAN_BUDGET
+    for folded in folded_templates(manifest, facts):
+        if budget <= 0:
+            break
+        node_pointer, pointer = folded.node.pointer, folded.template.pointer
+        if not pointer.startswith(node_pointer) or scan_text(folded.template.text):
+            continue
+        step = _at(raw, node_pointer)
+        if not isinstance(step, dict):
+            continue
+        tokens = [_unescape(t) for t in pointer[len(node_pointer) :].split("/")[1:]]
+        # the names a rendering may be judged under: none secret-like, and its own text must
+        # hold the finding, which `scan_text` says without a copy of the step
+        named = any(name_matters(n) for n in _names_along(step, tokens))
+        best: SecretFinding | None = None
+        for text in folded.texts:
+            budget -= 1
+            if budget < 0:
+                break
+            if not named and not scan_text(text):
+                continue
+            copy = orjson.loads(orjson.dumps(step))
+            if not _put(copy, tokens, text):
+                break
+            rel = pointer[len(node_pointer) :]
+            for at, is_key, finding in find_secrets(copy):
+                if at == rel and not is_key and (best is None or finding.strength > best.strength):
+                    best = finding
+        if best is not None:
+            out.append(FoldedSecret(node_pointer, folded.node.id, pointer, best))
+    out.sort(key=lambda item: _document_order(item.template))
+    return out
+
+
+def _names_along(step: Any, tokens: list[str]) -> list[str]:
+    """Every key on the path to a value and every pair name beside it (a superset of the name
+    the walk judges the value under)."""
+    names: list[str] = []
+    cur = step
+    for token in tokens:
+        if isinstance(cur, dict):
+            names.append(token)
+            pair = _pair_name(cur)
+            if pair is not None:
+                names.append(pair)
+            cur = cur.get(token)
+        elif isinstance(cur, list) and token.isdigit() and int(token) < len(cur):
+            cur = cur[int(token)]
+        else:
+            break
+    return names
+
+
+def _unescape(token: str) -> str:
+    return token.replace("~1", "/").replace("~0", "~")
+
+
+def _document_order(pointer: str) -> list[tuple[int, int | str]]:
+    return [(0, int(t)) if t.isdigit() else (1, t) for t in pointer.split("/")[1:]]
+
+
+def _at(raw: Any, pointer: str) -> Any:
+    cur = raw
+    for token in (_unescape(t) for t in pointer.split("/")[1:]):
+        if isinstance(cur, dict):
+            cur = cur.get(token)
+        elif isinstance(cur, list) and token.isdigit() and int(token) < len(cur):
+            cur = cur[int(token)]
+        else:
+            return None
+    return cur
+
+
+def _put(doc: Any, tokens: list[str], value: str) -> bool:
+    """Replace the value at `tokens` (a path into `doc`) by `value`; False when it is absent."""
+    if not tokens:
+        return False
+    parent = _at(doc, "".join("/" + escape(t) for t in tokens[:-1]))
+    last = tokens[-1]
+    if isinstance(parent, dict) and last in parent:
+        parent[last] = value
+        return True
+    if isinstance(parent, list) and last.isdigit() and int(last) < len(parent):
+        parent[int(last)] = value
+        return True
+    return False
 
 
 def find_secrets(raw: Any) -> list[Located]:
@@ -240,10 +371,17 @@ def _strongest(findings: list[SecretFinding]) -> SecretFinding | None:
 # The screen
 
 
+# `+` and `/` too: a base64 run (of a provider token, or a bare key) must not slip through
+# because those characters cut it into runs shorter than 20
 _RUN_TABLE = bytes(
-    0x61 if (chr(b).isascii() and (chr(b).isalnum() or chr(b) in "_-")) else 0x20
+    0x61 if (chr(b).isascii() and (chr(b).isalnum() or chr(b) in "_-+/")) else 0x20
     for b in range(256)
 )
+# UTF-8 of the characters matching ignores (`forgec.secretscan.rules.INVISIBLE`): they can cut a token or
+# a name anywhere, so a document holding one is scanned in full
+_ZERO_WIDTH = re.compile(rb"\xe2(?:\x80[\x8b-\x8d]|\x81\xa0)").search
+_OTHER_INVISIBLE = (b"\xc2\xad", b"\xef\xbb\xbf")  # soft hyphen, BOM
+assert all(_ZERO_WIDTH(c.encode()) or c.encode() in _OTHER_INVISIBLE for c in INVISIBLE)
 _RUN_NEEDLE = b"a" * LONG_RUN
 
 
@@ -303,6 +441,10 @@ def screen(blob: bytes) -> tuple[set[str], bool] | None:
     Returns the strings with a finding of their own and whether some key or pair name is
     secret-like (then values need judging under it), or None when the blob defeats the screen.
     """
+    if not blob.isascii() and (
+        _ZERO_WIDTH(blob) is not None or any(c in blob for c in _OTHER_INVISIBLE)
+    ):
+        return None
     low = blob.lower()
     checked: set[int] = set()  # opening-quote offsets of strings already judged
     budget = _NAMED_VALUE_BUDGET

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from forgec.ir.marks import Marks
+from forgec.render.safe import safe_text
 from forgec.runtime.flowlabels import describe_sink, describe_source
 
 RISK_WORDS = {
@@ -105,8 +106,13 @@ def render_consent_card(
         consent = f"asked before every run: {because}" if because else "asked before every run"
     rows.append(("Consent", consent))
     width = max(len(label) for label, _ in rows)
-    title = str(card["title"])
-    lines = [f"┌─ {title}", f"│  {card['description']}", "│"]
-    lines += [f"│  {label.ljust(width)}  {value}" for label, value in rows]
+    # Every value is one line of the card: a newline or an escape sequence in a title, a
+    # purpose or an id must not forge or hide a line (SPEC §14). Only the description is laid
+    # out over several lines, and each of them is quoted (`> `): the tool writes it, so none of
+    # its lines, even the first, may read like one of the card's own rows ("│  Risk  R1 …").
+    title = safe_text(card["title"])
+    description = safe_text(card["description"], keep_newlines=True).split("\n")
+    lines = [f"┌─ {title}", *(f"│  > {line}".rstrip() for line in description), "│"]
+    lines += [f"│  {label.ljust(width)}  {safe_text(value)}" for label, value in rows]
     lines.append("└─")
     return "\n".join(lines)

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from forgec.catalog.fields import is_expression
+from forgec.render.safe import safe_text
 
 
 def _literal_fields(inp: Any) -> dict[str, Any]:
@@ -109,26 +110,29 @@ class _Flow:
         return [(label, node[label]) for label in ("next", "then", "else") if label in node]
 
     def label(self, node: dict[str, Any]) -> str:
+        # the lines are laid out here; each field of the file stays on its own line, escaped
+        return "\n".join(safe_text(line) for line in self._label_lines(node))
+
+    def _label_lines(self, node: dict[str, Any]) -> list[str]:
         nid = node.get("id")
         kind = node.get("type")
         head = str(nid) if isinstance(nid, str) else "(no id)"
         if kind == "capability":
-            line = f"call {node.get('capability')}"
             risk = step_risk(node, self.catalog)
-            return f"{head}\n{line}" + (f"\n{risk}" if risk else "")
+            return [head, f"call {node.get('capability')}", *([risk] if risk else [])]
         if kind == "llm":
-            return f"{head}\nllm {node.get('op')}"
+            return [head, f"llm {node.get('op')}"]
         if kind == "set":
-            return f"{head}\nset {node.get('target')}"
+            return [head, f"set {node.get('target')}"]
         if kind == "if":
             cond = node.get("condition")
             op = cond.get("op") if isinstance(cond, dict) else None
-            return f"{head}\nif {op}"
+            return [head, f"if {op}"]
         if kind == "foreach":
-            return f"{head}\nfor each {node.get('itemVar')}"
+            return [head, f"for each {node.get('itemVar')}"]
         if kind == "fail":
-            return f"{head}\nfail {node.get('code')}"
-        return f"{head}\n{kind}"
+            return [head, f"fail {node.get('code')}"]
+        return [head, str(kind)]
 
 
 def _walk_edges(
@@ -199,6 +203,7 @@ def _keys(flow: _Flow) -> dict[Any, str]:
 
 
 def _mermaid_text(s: str) -> str:
+    s = safe_text(s, keep_newlines=True)  # labels' lines are laid out by `label`
     out = s.replace("&", "#amp;").replace('"', "#quot;").replace("<", "#lt;").replace(">", "#gt;")
     return out.replace("\n", "<br/>")
 
@@ -275,6 +280,7 @@ _DOT_SHAPES = {
 
 
 def _dot_text(s: str) -> str:
+    s = safe_text(s, keep_newlines=True)  # labels' lines are laid out by `label`
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 

@@ -8,7 +8,10 @@
        = hint: did you mean `save`?
 
 Colour only on a terminal and never when NO_COLOR is set. Tabs in the source line are expanded
-so the caret lines up.
+so the caret lines up. Everything that comes from the file or the tool (the path, the message,
+the hint, the notes, the source line) goes through `safe_text` before it is painted: a bad file's
+control bytes are printed escaped (`\x1b`), never raw, and the caret is measured on the escaped
+line.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from collections.abc import Iterable
 from typing import Any, TextIO
 
 from forgec.ir.diagnostics import Diagnostic, Severity
+from forgec.render.safe import safe_text
 
 _COLORS = {"error": "\x1b[1;31m", "warning": "\x1b[1;33m", "bold": "\x1b[1m", "blue": "\x1b[1;34m"}
 _RESET = "\x1b[0m"
@@ -37,13 +41,13 @@ def _paint(text: str, style: str, color: bool) -> str:
 def render_diagnostic(
     d: Diagnostic, *, path: str | None, source: str | None, color: bool = False
 ) -> str:
-    where = path or "<input>"
+    where = safe_text(path or "<input>")
     if d.span is not None:
         where = f"{where}:{d.span.line}:{d.span.column}"
     sev = d.severity.value
     head = (
         f"{_paint(where, 'bold', color)}: "
-        f"{_paint(f'{sev}[{d.code}]', sev, color)}: {_paint(d.message, 'bold', color)}"
+        f"{_paint(f'{sev}[{d.code}]', sev, color)}: {_paint(safe_text(d.message), 'bold', color)}"
     )
     lines = [head]
     gutter_width = len(str(d.span.line)) if d.span else 1
@@ -58,10 +62,10 @@ def render_diagnostic(
         lines.append(bar + " " + _paint(carets, sev, color))
     prefix = _paint(" " * gutter_width + " =", "blue", color)
     if d.path:
-        lines.append(f"{prefix} at: {d.path}")
+        lines.append(f"{prefix} at: {safe_text(d.path)}")
     if d.hint:
-        lines.append(f"{prefix} hint: {d.hint}")
-    lines.extend(f"{prefix} note: {note}" for note in d.notes)
+        lines.append(f"{prefix} hint: {safe_text(d.hint)}")
+    lines.extend(f"{prefix} note: {safe_text(note)}" for note in d.notes)
     return "\n".join(lines)
 
 
@@ -69,10 +73,11 @@ def _snippet(d: Diagnostic, source: str | None) -> tuple[str, int, int] | None:
     """The source line (tabs expanded), where the caret starts and how long it is."""
     if d.span is None or source is None:
         return None
-    all_lines = source.splitlines()
+    # lines as spans count them: at "\n" only (`splitlines` also breaks at \x1c, \x85, U+2028…)
+    all_lines = source.split("\n")
     if not 1 <= d.span.line <= len(all_lines):
         return None
-    raw = all_lines[d.span.line - 1]
+    raw = all_lines[d.span.line - 1].removesuffix("\r")
     start = max(d.span.column - 1, 0)
     if d.span.end_line == d.span.line:
         end = max(d.span.end_column - 1, start + 1)
@@ -81,9 +86,14 @@ def _snippet(d: Diagnostic, source: str | None) -> tuple[str, int, int] | None:
     if d.code == "FORGE_SECRET_FOUND":
         raw = _mask_secrets(raw, start, end)
     # expand tabs before measuring so the caret lines up with what the terminal shows
+    expanded = raw.expandtabs()
     visible_start = len(raw[:start].expandtabs())
-    visible_end = len(raw[:end].expandtabs())
-    line = raw.expandtabs()
+    visible_end = max(len(raw[:end].expandtabs()), visible_start)
+    # then escape control and bidi characters, measuring the caret on what is printed
+    before = safe_text(expanded[:visible_start])
+    inside = safe_text(expanded[visible_start:visible_end])
+    line = before + inside + safe_text(expanded[visible_end:])
+    visible_start, visible_end = len(before), len(before) + len(inside)
     if len(line) > 200:  # minified JSON: show a window around the caret
         left = max(visible_start - 60, 0)
         line = (

@@ -29,36 +29,27 @@ from typing import Any
 
 import attrs
 
+from forgec.ir.rules import (
+    CONDITION_OPS,
+    MAX_ITEMS,
+    MAX_SCHEMA_DEPTH,
+    RETRY_ATTEMPTS,
+    RETRY_BACKOFF_MS,
+    SCHEMA_KEYWORDS,
+    STATE_MAX_BYTES,
+    UNARY_OPS,
+)
+from forgec.ir.rules import MAX_TRANSITIONS as _TRANSITIONS
 from forgec.runtime.opcodes import OPS, Op, OperandKind
 
 FORMAT = "forgec.program.v1"
-# The schema keywords a manifest may use (SPEC §2.2); a Program with others is refused so a
+# A Program with schema keywords outside the manifest's subset (SPEC §2.2) is refused, so a
 # hand-made Program cannot smuggle anything unexpected into the schema validator.
-SCHEMA_KEYWORDS = frozenset(
-    {
-        "type",
-        "properties",
-        "required",
-        "additionalProperties",
-        "items",
-        "enum",
-        "const",
-        "minimum",
-        "maximum",
-        "minLength",
-        "maxLength",
-        "minItems",
-        "maxItems",
-        "title",
-        "description",
-        "default",
-    }
-)
-CONDITION_OPS = frozenset({"eq", "neq", "truthy", "exists", "contains", "gt", "gte", "lt", "lte"})
-
+_SCHEMA_KEYWORDS = frozenset(SCHEMA_KEYWORDS)
+_CONDITION_OPS = frozenset(CONDITION_OPS)
 
 # the hard bound on transitions of one run (SPEC: maxTransitions is at most 256)
-MAX_TRANSITIONS = 256
+MAX_TRANSITIONS = _TRANSITIONS[1]
 
 
 class ProgramError(ValueError):
@@ -218,8 +209,8 @@ def verify(program: Program) -> None:
     right after lowering; this is the runtime's own guard against a hand-edited Program.
     """
     p = program
-    if not 1 <= p.max_transitions <= MAX_TRANSITIONS:
-        raise ProgramError("maxTransitions must be 1..256")
+    if not _TRANSITIONS[0] <= p.max_transitions <= MAX_TRANSITIONS:
+        raise ProgramError(f"maxTransitions must be 1..{MAX_TRANSITIONS}")
     if not p.code:
         raise ProgramError("empty code")
     for i, node in enumerate(p.nodes):
@@ -239,8 +230,8 @@ def verify(program: Program) -> None:
         if (
             not isinstance(call, dict)
             or not isinstance(call.get("capability"), str)
-            or not _int_in(call.get("attempts"), 1, 3)
-            or not _int_in(call.get("backoffMs"), 0, 5000)
+            or not _int_in(call.get("attempts"), *RETRY_ATTEMPTS)
+            or not _int_in(call.get("backoffMs"), *RETRY_BACKOFF_MS)
             or not isinstance(call.get("compensation"), (str, type(None)))
         ):
             raise ProgramError(f"calls[{i}] is malformed")
@@ -254,12 +245,12 @@ def verify(program: Program) -> None:
         if model.get("outputSchema") is not None:
             verify_schema(model["outputSchema"], f"models[{i}].outputSchema")
     for i, cond in enumerate(p.conds):
-        if not isinstance(cond, dict) or cond.get("op") not in CONDITION_OPS:
+        if not isinstance(cond, dict) or cond.get("op") not in _CONDITION_OPS:
             raise ProgramError(f"conds[{i}] is malformed")
         if not _int_in(cond.get("left"), 0, len(p.values) - 1):
             raise ProgramError(f"conds[{i}].left is out of range")
         right = cond.get("right")
-        if (right is None) != (cond["op"] in ("truthy", "exists")):
+        if (right is None) != (cond["op"] in UNARY_OPS):
             raise ProgramError(f"conds[{i}].right does not fit op {cond['op']!r}")
         if right is not None and not _int_in(right, 0, len(p.values) - 1):
             raise ProgramError(f"conds[{i}].right is out of range")
@@ -268,7 +259,7 @@ def verify(program: Program) -> None:
             not isinstance(loop, dict)
             or not isinstance(loop.get("itemVar"), str)
             or not isinstance(loop.get("indexVar"), (str, type(None)))
-            or not _int_in(loop.get("maxItems"), 1, 100)
+            or not _int_in(loop.get("maxItems"), *MAX_ITEMS)
         ):
             raise ProgramError(f"loops[{i}] is malformed")
     for i, fail in enumerate(p.fails):
@@ -284,9 +275,11 @@ def verify(program: Program) -> None:
             verify_schema(schema, name)
     if p.state is not None:
         if not isinstance(p.state.get("fields"), dict) or not _int_in(
-            p.state.get("maxBytes"), 1, 65536
+            p.state.get("maxBytes"), *STATE_MAX_BYTES
         ):
-            raise ProgramError("state must be {fields, maxBytes 1..65536}")
+            raise ProgramError(
+                f"state must be {{fields, maxBytes {STATE_MAX_BYTES[0]}..{STATE_MAX_BYTES[1]}}}"
+            )
         for field, schema in p.state["fields"].items():
             verify_schema(schema, f"state.fields.{field}")
     sizes = {
@@ -448,10 +441,10 @@ def verify_schema(schema: Any, where: str, depth: int = 0) -> None:
     """Only the SPEC §2.2 subset, at most 8 levels deep (booleans allowed as sub-schemas)."""
     if isinstance(schema, bool):
         return
-    if not isinstance(schema, dict) or depth >= 8:
+    if not isinstance(schema, dict) or depth >= MAX_SCHEMA_DEPTH:
         raise ProgramError(f"{where} is not a schema of the supported subset")
     for key, sub in schema.items():
-        if key not in SCHEMA_KEYWORDS:
+        if key not in _SCHEMA_KEYWORDS:
             raise ProgramError(f"{where} uses unsupported keyword {key!r}")
         if key == "properties":
             if not isinstance(sub, dict):

@@ -13,10 +13,24 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from forgec.runtime.jsontext import dumps_text
+import orjson
+
+from forgec.runtime.jsontext import dumps as json_dumps
+from forgec.runtime.limits import VALUE_LIMIT
 
 Env = dict[str, Any]
 Evaluator = Callable[[Env], Any]
+
+# A list or object literal with at most this many members is measured with one orjson pass
+# over the built value, and a template with at most this many placeholders by the length of
+# its joined text: every member is already at most VALUE_LIMIT (the invariant this module
+# keeps), so that reads at most this many × VALUE_LIMIT bytes. Wider ones count member by
+# member and stop at the first byte over the limit.
+_MEASURE_WHOLE = 8
+# orjson's bytes differ from forgec's text (`jsontext`) only in floats, and a float token of
+# at least 3 bytes ("1.0") is at most 24 in forgec's layout: orjson output this short or
+# shorter fits whatever floats it holds, and needs no rewriting to be measured.
+_SURELY_FITS = VALUE_LIMIT // 8
 
 
 class RunFailure(Exception):
@@ -79,18 +93,52 @@ def truthy(value: Any) -> bool:
 
 
 def json_equal(a: Any, b: Any) -> bool:
-    """Deep JSON equality: numbers by value (1 == 1.0), booleans are not numbers."""
+    """Deep JSON equality: numbers by value (1 == 1.0), booleans are not numbers.
+
+    Iterative (no recursion limit to hit) and linear in the number of distinct containers:
+    each pair of containers is compared once, so shared substructure (`[$v, $v]` against a
+    separately built equal list) is not walked again each time it appears. JSON has no NaN,
+    so an identical pair is equal without a look."""
+    if a is b:
+        return True
     ta, tb = type(a), type(b)
+    if ta is not list and ta is not dict:
+        return _scalar_equal(a, ta, b, tb)
+    if ta is not tb:
+        return False
+    stack: list[tuple[Any, Any]] = [(a, b)]
+    pop, extend = stack.pop, stack.extend
+    seen: set[tuple[int, int]] = set()  # both operands stay alive, so ids are stable
+    while stack:
+        x, y = pop()
+        if x is y:
+            continue
+        tx, ty = type(x), type(y)
+        if tx is list or tx is dict:
+            if ty is not tx or len(x) != len(y):
+                return False
+            pair = (id(x), id(y))
+            if pair in seen:
+                continue
+            seen.add(pair)
+            if tx is list:
+                extend(zip(x, y, strict=True))
+            else:
+                if x.keys() != y.keys():
+                    return False
+                extend([(v, y[k]) for k, v in x.items()])
+        elif not _scalar_equal(x, tx, y, ty):
+            return False
+    return True
+
+
+def _scalar_equal(a: Any, ta: type, b: Any, tb: type) -> bool:
     if ta is bool or tb is bool:
         return ta is tb and a == b
     if ta in _NUMBER and tb in _NUMBER:
         return bool(a == b)
     if ta is not tb:
         return False
-    if ta is list:
-        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
-    if ta is dict:
-        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
     return bool(a == b)
 
 
@@ -139,7 +187,53 @@ def render(value: Any) -> str:
     """A template placeholder: strings as they are, anything else as compact JSON."""
     if type(value) is str:
         return value
-    return dumps_text(value)
+    return dumps(value, "a template placeholder").decode("utf-8")
+
+
+def too_large(what: str, size: int | str) -> RunFailure:
+    return RunFailure(
+        "RUN_VALUE_TOO_LARGE",
+        f"{what} would be {size} bytes, over the limit of {VALUE_LIMIT} bytes for a value",
+    )
+
+
+def dumps(value: Any, what: str) -> bytes:
+    """Compact JSON of a value already within the limits, as forgec writes it (floats by
+    `jsontext`); a value orjson cannot write (nested deeper than 254 levels, an integer beyond
+    64 bits) is a run error, never a traceback."""
+    try:
+        return json_dumps(value)
+    except TypeError as exc:  # orjson.JSONEncodeError is a TypeError
+        if "Recursion" in str(exc):
+            raise RunFailure(
+                "RUN_VALUE_TOO_LARGE", f"{what} is nested more than 254 levels deep"
+            ) from None
+        raise RunFailure("RUN_TYPE", f"{what} is not JSON: {exc}") from None
+
+
+def json_size(value: Any, what: str = "the value") -> int:
+    """Bytes of compact UTF-8 JSON. Only ever called on values that keep the invariant (each
+    at most VALUE_LIMIT), so it reads a bounded number of bytes however shared they are."""
+    return len(dumps(value, what))
+
+
+def checked_container(value: Any, members: list[Any] | None, what: str, fixed: int = 0) -> Any:
+    """A just-built list or object, refused when its compact JSON is over VALUE_LIMIT.
+
+    Wide literals give `members` (the values just placed in it) and `fixed` (the bytes of
+    brackets, separators and keys) and are measured member by member, stopping at the first
+    member past the limit."""
+    if members is None:
+        size = json_size(value, what)
+        if size > VALUE_LIMIT:
+            raise too_large(what, size)
+        return value
+    total = fixed
+    for member in members:
+        total += json_size(member, what)
+        if total > VALUE_LIMIT:
+            raise too_large(what, f"more than {total}")
+    return value
 
 
 def resolve(env: Env, segments: list[str | int] | tuple[str | int, ...]) -> Any:
@@ -246,36 +340,130 @@ class CredentialRef(dict[str, str]):
 
 
 def compile_value(desc: Any, consts: list[Any], paths: list[list[str | int]]) -> Evaluator:
-    """A value descriptor (see `forgec.runtime.program`) → a closure `env -> value`."""
+    """A value descriptor (see `forgec.runtime.program`) → a closure `env -> value`.
+
+    Every closure that builds a value (a template, a list, an object) checks its size while
+    building it (SPEC §16), so every value a run holds is at most VALUE_LIMIT bytes of
+    compact JSON. A ref builds nothing: it reads a value that already keeps the limit."""
     kind, arg = desc
     if kind == "const":
         constant = consts[arg]
+        try:
+            size = json_size(constant, "a constant")
+            failure = too_large("a constant", size) if size > VALUE_LIMIT else None
+        except RunFailure as exc:
+            failure = exc
+        if failure is not None:
+            # only a hand-made Program gets here: a checked manifest is at most 64 KiB
+            code, message = failure.code, failure.message
+
+            def refused(env: Env) -> Any:
+                raise RunFailure(code, message)
+
+            return refused
         return lambda env: constant
     if kind == "ref":
         return compile_ref(paths[arg])
     if kind == "tpl":
-        parts: list[str | Evaluator] = [
-            p if isinstance(p, str) else compile_ref(paths[p[1]]) for p in arg
-        ]
-
-        def template(env: Env) -> str:
-            return "".join([p if type(p) is str else render(p(env)) for p in parts])  # type: ignore[operator]
-
-        return template
+        return _compile_template(arg, paths)
     if kind == "obj":
         members = [(key, compile_value(v, consts, paths)) for key, v in arg]
+        if len(members) <= _MEASURE_WHOLE:
 
-        def build_object(env: Env) -> dict[str, Any]:
-            return {key: ev(env) for key, ev in members}
+            def build_object(env: Env) -> dict[str, Any]:
+                value = {key: ev(env) for key, ev in members}
+                try:  # inline: this runs at every step that builds an object
+                    fits = (
+                        len(orjson.dumps(value)) <= _SURELY_FITS or json_size(value) <= VALUE_LIMIT
+                    )
+                except TypeError:
+                    fits = json_size(value, "an object") <= VALUE_LIMIT  # raises the run error
+                if not fits:
+                    raise too_large("an object", json_size(value))
+                return value
 
-        return build_object
+            return build_object
+        # braces, commas, and each `"key":`
+        fixed = 1 + len(members) + sum(json_size(key) + 1 for key, _ in members)
+
+        def build_wide_object(env: Env) -> dict[str, Any]:
+            built = {key: ev(env) for key, ev in members}
+            return checked_container(built, list(built.values()), "an object", fixed)
+
+        return build_wide_object
     if kind == "list":
         items = [compile_value(v, consts, paths) for v in arg]
-        return lambda env: [ev(env) for ev in items]
+        if len(items) <= _MEASURE_WHOLE:
+
+            def build_list(env: Env) -> list[Any]:
+                value = [ev(env) for ev in items]
+                try:
+                    fits = (
+                        len(orjson.dumps(value)) <= _SURELY_FITS or json_size(value) <= VALUE_LIMIT
+                    )
+                except TypeError:
+                    fits = json_size(value, "a list") <= VALUE_LIMIT
+                if not fits:
+                    raise too_large("a list", json_size(value))
+                return value
+
+            return build_list
+
+        def build_wide_list(env: Env) -> list[Any]:
+            built = [ev(env) for ev in items]
+            return checked_container(built, built, "a list", 1 + len(built))
+
+        return build_wide_list
     if kind == "cred":
         # passed unresolved: only the host resolves a credential, at the bridge
         return lambda env: CredentialRef(arg)
     raise ValueError(f"unknown value descriptor {kind!r}")
+
+
+# A string of n code points is at most 6n + 2 bytes of JSON (`\u0001` for a control
+# character), so a template this short or shorter needs no exact measure.
+_SURELY_SMALL = (VALUE_LIMIT - 2) // 6
+
+
+def _compile_template(arg: list[Any], paths: list[list[str | int]]) -> Evaluator:
+    parts: list[str | Evaluator] = [
+        p if isinstance(p, str) else compile_ref(paths[p[1]]) for p in arg
+    ]
+    if sum(1 for p in parts if not isinstance(p, str)) <= _MEASURE_WHOLE:
+        # few placeholders: each renders a value within the limit, so the joined text is at
+        # most that many × VALUE_LIMIT before it is measured
+        def template(env: Env) -> str:
+            text = "".join([p if type(p) is str else render(p(env)) for p in parts])  # type: ignore[operator]
+            if len(text) > _SURELY_SMALL:
+                # JSON is at least one byte per code point, plus the quotes
+                if len(text) + 2 > VALUE_LIMIT:
+                    raise too_large("a template", f"at least {len(text) + 2}")
+                size = json_size(text)
+                if size > VALUE_LIMIT:
+                    raise too_large("a template", size)
+            return text
+
+        return template
+
+    def wide_template(env: Env) -> str:
+        # Count code points while rendering, and stop before the next piece is rendered
+        # and before anything is joined.
+        pieces: list[str] = []
+        total = 2
+        for p in parts:
+            piece = p if type(p) is str else render(p(env))  # type: ignore[operator]
+            total += len(piece)
+            if total > VALUE_LIMIT:
+                raise too_large("a template", f"more than {total}")
+            pieces.append(piece)
+        text = "".join(pieces)
+        if total > _SURELY_SMALL:
+            size = json_size(text)
+            if size > VALUE_LIMIT:
+                raise too_large("a template", size)
+        return text
+
+    return wide_template
 
 
 def compile_condition(

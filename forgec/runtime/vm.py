@@ -30,6 +30,7 @@ import orjson
 from forgec.runtime import labels as lb
 from forgec.runtime.flowlabels import MODEL, host_of_url, source_label
 from forgec.runtime.host import CallContext, Host, HostError
+from forgec.runtime.limits import INPUT_LIMIT, OUTPUT_LIMIT, RESULT_LIMIT
 from forgec.runtime.opcodes import Op
 from forgec.runtime.program import Program
 from forgec.runtime.values import (
@@ -41,10 +42,6 @@ from forgec.runtime.values import (
     compile_value,
     type_name,
 )
-
-INPUT_LIMIT = 65_536
-OUTPUT_LIMIT = 262_144
-RESULT_LIMIT = 262_144
 
 # Op numbers as plain ints: the dispatch loop compares ints, not enum members.
 _ENTER, _EVAL, _STORE, _POP, _CALL, _MODEL = 1, 2, 3, 4, 5, 6
@@ -329,6 +326,37 @@ def _validate(
     return None
 
 
+def _bad_default(program: Program, schema: dict[str, Any]) -> str | None:
+    """Why a `default` in `schema` breaks its own sub-schema, or None; once per Program."""
+    cached = program.cache.get("input-defaults", MISSING)
+    if cached is not MISSING:
+        return cached
+    import fastjsonschema
+
+    problem: str | None = None
+    todo: list[tuple[str, Any]] = [("inputSchema", schema)]
+    while todo and problem is None:
+        where, sub = todo.pop()
+        if not isinstance(sub, dict):
+            continue
+        if "default" in sub:
+            try:
+                fastjsonschema.compile(sub, use_default=False, use_formats=False)(sub["default"])
+            except fastjsonschema.JsonSchemaValueException as exc:
+                problem = (
+                    f"{where} has a default that does not satisfy its own schema: "
+                    f"{str(exc.message).replace('data', 'the default', 1)}"
+                )
+            except Exception as exc:
+                problem = f"{where} cannot be used: {type(exc).__name__}: {exc}"
+        for name, prop in (sub.get("properties") or {}).items():
+            todo.append((f"{where}.properties.{name}", prop))
+        if "items" in sub:
+            todo.append((f"{where}.items", sub["items"]))
+    program.cache["input-defaults"] = problem
+    return problem
+
+
 def _normalize(
     value: Any, limit: int, code_too_large: str, what: str, code_not_json: str = "RUN_TYPE"
 ) -> Any:
@@ -409,6 +437,11 @@ class _Run:
         input = orjson.loads(raw)
         schema = self.program.input_schema
         if schema is not None:
+            # the validator injects `default`s; one that breaks its own schema must not be
+            # (the checker refuses such a manifest, but a Program may be hand-made)
+            problem = _bad_default(self.program, schema)
+            if problem is not None:
+                raise RunFailure("RUN_INPUT_INVALID", problem)
             problem = _validate(self.program, "input", schema, input, "input")
             if problem is not None:
                 raise RunFailure("RUN_INPUT_INVALID", problem)
@@ -448,13 +481,38 @@ class _Run:
         state: dict[str, Any] = {}
         if isinstance(loaded, dict):
             try:
-                state = orjson.loads(orjson.dumps(loaded))
-            except (TypeError, orjson.JSONEncodeError):
-                state = {}
+                raw = orjson.dumps(loaded)
+            except (TypeError, orjson.JSONEncodeError) as exc:
+                raise RunFailure(
+                    "RUN_STATE_INVALID", f"the stored state is not JSON: {exc}"
+                ) from None
+            if len(raw) > decl["maxBytes"]:
+                # what a run holds stays bounded: state was saved within maxBytes
+                raise RunFailure(
+                    "RUN_STATE_INVALID",
+                    f"the stored state is {len(raw)} bytes, over state.maxBytes {decl['maxBytes']}",
+                )
+            stored = orjson.loads(raw)
+            # a field this version does not declare can be neither read nor written by it;
+            # keeping it would persist data no declared schema describes
+            state = {k: v for k, v in stored.items() if k in decl["fields"]}
         for field, schema in decl["fields"].items():
             if field not in state and isinstance(schema, dict) and "default" in schema:
                 state[field] = orjson.loads(orjson.dumps(schema["default"]))
+        problem = self._state_problem(state)
+        if problem is not None:
+            raise RunFailure(
+                "RUN_STATE_INVALID",
+                f"the state as loaded, with its defaults, is not valid: {problem}",
+            )
         return state
+
+    def _state_problem(self, state: dict[str, Any]) -> str | None:
+        """None when every field satisfies its `state.fields` schema (SPEC §16)."""
+        decl = self.program.state
+        assert decl is not None
+        schema = {"type": "object", "properties": decl["fields"]}
+        return _validate(self.program, "state", schema, state, "state")
 
     def _check_output(self, output: Any) -> Any:
         output = _normalize(output, OUTPUT_LIMIT, "RUN_OUTPUT_TOO_LARGE", "the output")
@@ -469,6 +527,11 @@ class _Run:
         decl = self.program.state
         if decl is None:
             return
+        problem = self._state_problem(self.state)
+        if problem is not None:
+            raise RunFailure(
+                "RUN_STATE_INVALID", f"the new state is not saved, it is not valid: {problem}"
+            )
         raw = orjson.dumps(self.state)
         if len(raw) > decl["maxBytes"]:
             raise RunFailure(
@@ -541,7 +604,9 @@ class _Run:
                     if pc and not pc <= tree[0]:  # a subset test allocates nothing
                         tree = (tree[0] | pc, tree[1])
                     if arg[0]:
-                        state[arg[1]] = pop()
+                        # a new state object, so a variable that read `$state` before
+                        # keeps the value it read (JSON values never change in place)
+                        state = env["state"] = {**state, arg[1]: pop()}
                         lenv["state." + arg[1]] = tree
                     else:
                         env[arg[1]] = pop()
@@ -634,6 +699,7 @@ class _Run:
             raise
         finally:
             self.transitions = transitions
+            self.state = state
 
     def _call(
         self, site: _CallSite, input: Any, tree: lb.Tree, pc: frozenset[str]

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import functools
 import math
 import re
@@ -70,8 +71,14 @@ class SecretFinding:
 STRONG, STRUCTURAL, BY_NAME = 3, 2, 1
 
 # The fast screen's vocabulary (see the module doc). Lower-case ASCII.
-SCREEN_STEMS: tuple[str, ...] = ("pass", "pwd", "secret", "cred", "key", "token", "auth")
-SCREEN_LITERALS: tuple[str, ...] = ("@", "sig=", "~")
+SCREEN_STEMS: tuple[str, ...] = ("pass", "pw", "secret", "cred", "key", "token", "auth")
+# `%`: percent-encoding is seen through; `curl`: `curl -u user:password` (no stem, no long run)
+SCREEN_LITERALS: tuple[str, ...] = ("@", "sig=", "~", "%", "curl")
+# Characters matching ignores (SPEC §14): zero-width space/non-joiner/joiner, word joiner, BOM
+# and the soft hyphen. A document holding one defeats the pass's screen (`has_invisible`).
+INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff\u00ad"
+_INVISIBLE_RE = re.compile(f"[{INVISIBLE}]")
+_INVISIBLE_DROP = {ord(c): None for c in INVISIBLE}
 LONG_RUN = 20
 _LONG_RUN_RE = re.compile(rf"[A-Za-z0-9_-]{{{LONG_RUN}}}")
 
@@ -294,6 +301,8 @@ _SECRET_LAST_WORDS = frozenset(
         "passphrase",
         "pwd",
         "pass",
+        "pw",
+        "passcode",
         "secret",
         "secrets",
         "credential",
@@ -308,7 +317,7 @@ _SECRET_LAST_WORDS = frozenset(
         "accesskey",
     }
 )
-_PASSWORD_WORDS = frozenset({"password", "passwd", "passphrase", "pwd", "pass"})
+_PASSWORD_WORDS = frozenset({"password", "passwd", "passphrase", "pwd", "pass", "pw", "passcode"})
 _KEY_QUALIFIERS = frozenset(
     {
         "api",
@@ -365,6 +374,8 @@ def _name_class(name: str | None) -> str | None:
     """
     if not name or len(name) > 128:
         return None
+    if _INVISIBLE_RE.search(name) is not None:  # `pass\u00adword` is a password
+        name = name.translate(_INVISIBLE_DROP)
     low = name.translate(_ASCII_LOWER)
     if not any(stem in low for stem in SCREEN_STEMS):
         return None
@@ -429,6 +440,7 @@ _PROVIDER_TABLE: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
     ("heroku-api-key", "Heroku API key", ("HRKU-",), r"[A-Za-z0-9_-]{20,100}"),
     ("digitalocean-token", "DigitalOcean token", ("dop_v1_", "doo_v1_", "dor_v1_"), r"[a-f0-9]{64}"),
     ("vault-token", "HashiCorp Vault token", ("hvs.", "hvb.", "hvr."), r"[A-Za-z0-9_-]{24,400}"),
+    ("vault-token", "HashiCorp Vault token (legacy)", ("s.",), r"[A-Za-z0-9]{24}"),
     ("huggingface-token", "Hugging Face token", ("hf_", "api_org_"), r"[A-Za-z0-9]{30,40}"),
     ("databricks-token", "Databricks access token", ("dapi",), r"[a-f0-9]{32}(?:-[0-9])?"),
     ("linear-api-key", "Linear API key", ("lin_api_",), r"[A-Za-z0-9]{40}"),
@@ -542,9 +554,13 @@ _FREE_PATTERNS = {
     "terraform": r"\.atlasv1\.(?<=[A-Za-z0-9]{14}\.atlasv1\.)(?=[A-Za-z0-9_-]{60})",
     "fcm": r":APA91b(?=[A-Za-z0-9_-]{120})",
     "mailchimp": r"-us(?<=[0-9a-f]{32}-us)(?=[0-9]{1,2}(?![A-Za-z0-9]))",
+    # `.netrc`: `machine HOST [login USER] password PASS`, on one line or several
+    "netrc": r"(?<![A-Za-z0-9_-])machine(?=\s{1,8}\S)",
+    # `curl -u user:password` / `--user user:password`
+    "curl": r"(?<![A-Za-z0-9_-])curl(?=[ \t])",
 }
 _KEYWORDS = (
-    r"pass(?:word|wd|phrase)?|pwd|secret|token|api[_-]?key|access[_-]?key|auth[_-]?key|"
+    r"pass(?:word|wd|phrase|code)?|pwd?|secret|token|api[_-]?key|access[_-]?key|auth(?:[_-]?key)?|"
     r"private[_-]?key|secret[_-]?key|account[_-]?key|shared[_-]?access[_-]?key|sig"
 )
 _KEYWORD_AT = re.compile(rf"(?i:{_KEYWORDS}|bearer|basic)", re.ASCII)
@@ -567,7 +583,7 @@ _KW_BODY = (
 )
 _MASTER = re.compile(
     rf"(?P<tok>{_TOK})"
-    + r"|(?=[:\-P/.Q])(?:"
+    + r"|(?=[:\-P/.Qmc])(?:"
     + "|".join(f"(?P<{k}>{v})" for k, v in _FREE_PATTERNS.items())
     + ")"
     + rf"|(?<![A-Za-z0-9])(?=[PpSsTtAaBb])(?P<kw>{_KW_BODY})"
@@ -642,6 +658,9 @@ def _provider(text: str, start: int, anchor: str) -> _Result:
     if rule == "aws-access-key-id":
         if token.endswith("EXAMPLE"):
             return None, m.end()
+    elif anchor == "s." and (_classes(body) < 3 or entropy(body) < 3.8):
+        # `s.` + 24 is short and generic: only a body using all three classes, random enough
+        return None, m.end()
     elif _englishy(body[:256]) or (
         _ALNUM_RUN_RE.search(body) is None and not _high_entropy_token(body[:1024], min_len=8)
     ):
@@ -727,7 +746,9 @@ def _twilio(text: str, start: int, name: str | None, ctx: _Context) -> _Result:
     if _placeholder_body(m.group()[2:]):
         return None, stop
     paired = _HEX32_RE.search(text[max(0, start - 200) : start + 300]) is not None
-    if is_secret_name(name) or ctx.mentions_twilio or paired:
+    # an API key SID (`SK…`) is a key's public half, issued with its secret: flagged alone; an
+    # account SID (`AC…`) is an identifier, flagged only with what makes it a credential
+    if m.group().startswith("SK") or is_secret_name(name) or ctx.mentions_twilio or paired:
         kind = (
             "Twilio API key"
             if m.group().startswith("SK")
@@ -917,6 +938,56 @@ def _mailchimp(text: str, start: int, end: int) -> _Result:
     return _finding("mailchimp-api-key", "Mailchimp API key", s, stop, STRONG), stop
 
 
+_NETRC_RE = re.compile(
+    r"machine\s{1,8}[^\s]{1,253}\s{1,8}(?:login\s{1,8}[^\s]{1,256}\s{1,8})?"
+    r"(?:account\s{1,8}[^\s]{1,256}\s{1,8})?password\s{1,8}([^\s]{1,512})",
+    re.ASCII,
+)
+
+
+def _netrc(text: str, start: int, end: int) -> _Result:
+    m = _NETRC_RE.match(text, start)
+    if m is None:
+        return None, end
+    password = m.group(1).strip("'\"")
+    if len(password) < 4 or is_placeholder(password):
+        return None, m.end()
+    return _finding(
+        "netrc-password", "password in a .netrc entry", start, m.end(), STRUCTURAL, "machine …"
+    ), m.end()
+
+
+_CURL_USER_RE = re.compile(
+    r"[ \t](?:-u|--user)(?:[ \t]{1,4}|=)['\"]?([^\s:'\"]{1,256}):([^\s'\"]{1,512})", re.ASCII
+)
+
+
+@functools.lru_cache(maxsize=4)
+def _curl_users(text: str) -> tuple[list[int], list[re.Match[str]], list[int]]:
+    """Every `-u user:password` of `text` and its newlines, found once per string: each `curl`
+    anchor then looks its option up instead of searching ahead (linear time)."""
+    users = list(_CURL_USER_RE.finditer(text))
+    newlines = [i for i, ch in enumerate(text) if ch == "\n"] if "\n" in text else []
+    return [u.start() for u in users], users, newlines
+
+
+def _curl(text: str, start: int, end: int) -> _Result:
+    starts, users, newlines = _curl_users(text)
+    i = bisect.bisect_left(starts, end - 1)
+    if i == len(starts) or starts[i] - end > 400:
+        return None, end
+    m = users[i]
+    j = bisect.bisect_left(newlines, end)
+    if j < len(newlines) and newlines[j] < m.start():
+        return None, end  # the option belongs to another line
+    password = m.group(2)
+    if len(password) < 4 or is_placeholder(password):
+        return None, end  # resume inside: the user part may be a provider key (`sk_test_…:`)
+    return _finding(
+        "curl-user-password", "password in `curl -u user:password`", start, m.end(), STRUCTURAL
+    ), end
+
+
 _FREE_VALIDATORS: dict[str, Callable[[str, int, int], _Result]] = {
     "url": _url,
     "pem": _pem,
@@ -928,6 +999,8 @@ _FREE_VALIDATORS: dict[str, Callable[[str, int, int], _Result]] = {
     "terraform": _terraform,
     "fcm": _fcm,
     "mailchimp": _mailchimp,
+    "netrc": _netrc,
+    "curl": _curl,
 }
 
 # Keyword anchors: `password=…`, `"api_key": "…"`, `Bearer …`, `Basic …`, `AccountKey=…`, `sig=…`
@@ -968,7 +1041,7 @@ def _keyword(text: str, start: int, end: int, ctx: _Context) -> _Result:
                 "azure-storage-key", "Azure storage account key", s, v.end(), STRONG, key + "=…"
             ), v.end()
         return None, v.end()
-    if word == "sig":
+    if word == "sig" and text.startswith("=", end):
         if len(value) >= 30 and _randomish(value) and text[max(0, s - 1) : s] in ("?", "&", ";"):
             return _finding(
                 "azure-sas", "Azure shared access signature", s, v.end(), STRONG, "sig=…"
@@ -1042,6 +1115,11 @@ def _by_name(value: str, name: str) -> SecretFinding | None:
                 return None
             kind = "HTTP Basic credentials" if scheme == "basic" else "token"
             return attrs.evolve(found, kind=f"{kind} in the {label} header value")
+        # Docker's `auths` entries (`{"auths": {"host": {"auth": "<base64 user:password>"}}}`)
+        # and alike: the value itself is Basic credentials without the scheme
+        found = _auth_credential("basic", v, 0, n) if 8 <= n <= 4096 else None
+        if found is not None:
+            return attrs.evolve(found, kind=f"base64 user:password under {label}", preview="")
     if n < 8 or n > 4096 or is_placeholder(v) or _not_secret_shape(v):
         return None
     if any(c.isspace() for c in v):
@@ -1070,10 +1148,134 @@ def scan_text(text: str, *, name: str | None = None) -> list[SecretFinding]:
     """Every secret-looking span of `text`, in order; `name` is the key the string sits under.
 
     Pure, linear in `len(text)`, never raises on any `str`. Overlapping findings keep the
-    strongest (then the first).
+    strongest (then the first). Sees through invisible characters and percent-encoding (the
+    text is normalised and scanned again, findings mapped back to the original offsets) and
+    through base64 of the provider formats (`_base64_findings`).
     """
     if not isinstance(text, str) or len(text) < 8:
         return []
+    findings = _scan_plain(text, name)
+    normal, where = _normalised(text)
+    if normal is not None:
+        seen = {(f.start, f.end) for f in findings}
+        for f in _scan_plain(normal, name):
+            start, end = where[f.start], where[f.end - 1] + 1
+            if (start, end) not in seen:
+                kind = f"{f.kind} (hidden by invisible characters or percent-encoding)"
+                findings.append(attrs.evolve(f, kind=kind, start=start, end=end))
+    if not any(f.strength == STRONG for f in findings):
+        findings.extend(_base64_findings(text))
+    if not findings:
+        bare = _bare_base64(text, name)
+        if bare is not None:
+            findings.append(bare)
+    return _strongest_first_of_overlaps(findings)
+
+
+_PERCENT_RE = re.compile(r"%[0-7][0-9A-Fa-f]")  # an ASCII byte, percent-encoded
+
+
+def _normalised(text: str) -> tuple[str | None, list[int]]:
+    """`text` without invisible characters and with ASCII percent-escapes decoded, and the
+    offset in `text` of each of its characters; (None, []) when there is nothing to undo."""
+    invisible = _INVISIBLE_RE.search(text) is not None
+    percent = "%" in text and _PERCENT_RE.search(text) is not None
+    if not invisible and not percent:
+        return None, []
+    out: list[str] = []
+    where: list[int] = []
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch in INVISIBLE:
+            i += 1
+            continue
+        if ch == "%" and percent and _PERCENT_RE.match(text, i):
+            out.append(chr(int(text[i + 1 : i + 3], 16)))
+            where.append(i)
+            i += 3
+            continue
+        out.append(ch)
+        where.append(i)
+        i += 1
+    return "".join(out), where
+
+
+# A base64 run long enough to hold a provider token (the shortest formats encode to 24+).
+_B64_RUN_RE = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{24,8192}={0,2}(?![A-Za-z0-9+/_=-])")
+
+
+def _base64_findings(text: str) -> list[SecretFinding]:
+    """Provider tokens (and private keys) hidden in base64: each run of the base64 alphabet is
+    decoded once and, when it is text, scanned for the strong rules alone. Linear: the runs do
+    not overlap and each decoded text is scanned once, without decoding again."""
+    out: list[SecretFinding] = []
+    for m in _B64_RUN_RE.finditer(text):
+        run = m.group()
+        raw = _b64decode(run, urlsafe="-" in run or "_" in run)
+        if raw is None or len(raw) < 16:
+            continue
+        try:
+            decoded = raw.decode("ascii")
+        except UnicodeDecodeError:
+            continue
+        if not decoded.isprintable():
+            decoded = decoded.strip()
+            if not decoded.isprintable():
+                continue
+        for f in _scan_plain(decoded, None):
+            if f.strength == STRONG:
+                kind = f"{f.kind} (base64 encoded)"
+                out.append(attrs.evolve(f, kind=kind, start=m.start(), end=m.end(), preview=""))
+                break
+    return out
+
+
+_BARE_B64_RE = re.compile(r"[A-Za-z0-9+/]{32,4096}={0,2}|[A-Za-z0-9_-]{32,4096}", re.ASCII)
+# names under which a random base64 value is a digest or a public value, not a secret
+_DIGEST_WORDS = frozenset(
+    {"sha", "sha1", "sha256", "sha384", "sha512", "md5", "hash", "digest", "checksum",
+     "integrity", "etag", "commit", "fingerprint", "signature", "nonce", "salt", "id"}
+)  # fmt: skip
+
+
+def _bare_base64(text: str, name: str | None) -> SecretFinding | None:
+    """A value that is nothing but 32+ characters of random base64: a key, whatever its name.
+
+    Base64 means it holds one of `+/=` (or `-_` for base64url): plain base62 is as often an
+    opaque id, a cursor or a page token as a key. Random enough means all three classes (lower, upper, digit), entropy of at least
+    min(4.2, log2(len) - 0.8) bits per character, not words (`_englishy`), not hex (digests are
+    hex), and not base64 of text (prose or JSON encoded is not a secret). Under a digest-like
+    name (`sha256`, `integrity`, `etag`, `signature`…) it is a digest.
+    """
+    v = text.strip()
+    n = len(v)
+    if n < 32 or _BARE_B64_RE.fullmatch(v) is None or _classes(v) < 3:
+        return None
+    if not any(c in v for c in "+/=_-"):
+        return None  # plain base62: an opaque id or page token as often as a key
+    if _HEXISH_RE.fullmatch(v) or _placeholder_body(v) or _not_secret_shape(v):
+        return None
+    body = v.rstrip("=")
+    if entropy(body) < min(4.2, math.log2(len(body)) - 0.8) or _englishy(body[:256]):
+        return None
+    if name is not None:
+        words = [w for w in _words(name) if not w.isdigit()]  # `sha256` is ["sha", "256"]
+        if words and words[-1] in _DIGEST_WORDS:
+            return None
+    raw = _b64decode(body, urlsafe="-" in body or "_" in body)
+    if raw is not None:
+        try:
+            if raw.decode("utf-8").isprintable():
+                return None  # base64 of text: the text itself is scanned where it matters
+        except UnicodeDecodeError:
+            pass
+    start = text.index(v[0])
+    return _finding("high-entropy-base64", "high-entropy base64 value", start, start + n, BY_NAME)
+
+
+def _scan_plain(text: str, name: str | None) -> list[SecretFinding]:
+    """`scan_text` on `text` as it is: the rules, no normalisation."""
     findings: list[SecretFinding] = []
     ctx = _Context(text)
     pos = 0
@@ -1116,7 +1318,7 @@ def scan_text(text: str, *, name: str | None = None) -> list[SecretFinding]:
         by_name = _by_name(text, name)
         if by_name is not None:
             findings.append(by_name)
-    return _strongest_first_of_overlaps(findings)
+    return findings
 
 
 def redact_text(text: str, *, name: str | None = None) -> str:

@@ -45,6 +45,7 @@ import orjson
 
 from forgec.ir.diagnostics import Diagnostic, make, sort_key
 from forgec.ir.marks import Marks
+from forgec.ir.rules import TOOL_ID_PATTERN
 from forgec.store import effects as fx
 from forgec.store.integrity import (
     VERSION_COLUMNS,
@@ -58,7 +59,7 @@ from forgec.store.integrity import (
 )
 from forgec.store.schema import StoreError, connect
 
-_ID = re.compile(r"^[a-z0-9._-]{3,64}$")
+_ID = re.compile(rf"(?:{TOOL_ID_PATTERN})\Z", re.ASCII)  # the one tool-id rule (forgec.ir.rules)
 AUTHORS = ("person", "model")
 ProblemHook = Callable[[str], None]
 
