@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import pytest
 from loopback import serving
 
 from forgec.api import lower
@@ -246,10 +245,6 @@ class _Recorder(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="host-rules fixes: the reference host resolves a $credential found in run-time data",
-)
 def test_a_credential_object_in_input_headers_is_not_resolved(tmp_path: Path) -> None:
     from forgec.host import HostOptions, open_host
     from forgec.host.config import HostConfig
