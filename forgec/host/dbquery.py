@@ -16,7 +16,9 @@ Four independent layers, so a hole in one is not a hole in the whole:
    ATTACH, no write, no `load_extension`, no table-valued pragma functions.
 4. **Read-only connection** (`file:…?mode=ro` URI), `SQLITE_LIMIT_LENGTH` of 256 KiB per value,
    and the time limit (host config `db_query_time_ms`, default 2000) enforced for every query
-   by a progress handler and a watchdog thread's `interrupt()`.
+   by a progress handler and a watchdog thread's `interrupt()` — and, for straight-line SQL
+   that reaches neither (they act at the VM's jumps), by the slow functions (`printf`,
+   `format`, `instr`) checking the deadline themselves.
 
 The tables and functions of layers 1 and 3 come from one table, `forgec.catalog.sql`
 (`ALLOWED_TABLES`, `ALLOWED_FUNCTIONS`): the compiler and the host apply one SQL policy.
@@ -135,9 +137,11 @@ def run_query(
             conn.execute(f"CREATE TEMP VIEW {table} AS SELECT * FROM main.{table} WHERE {where}")
         conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_LENGTH)
         conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
-        printf = _BoundedPrintf()
+        deadline = time.monotonic() + time_limit_ms / 1000
+        printf = _BoundedPrintf(deadline)
         for name in ("printf", "format"):
             conn.create_function(name, -1, printf, deterministic=True)
+        conn.create_function("instr", 2, printf.instr, deterministic=True)
         conn.set_authorizer(_authorizer)
         with _time_limit(conn, time_limit_ms) as expired, printf:
             try:
@@ -146,7 +150,7 @@ def run_query(
                 text = str(exc)
                 if printf.refused is not None:
                     v.fail(f"{CAP}: {printf.refused}")
-                if expired() or "interrupted" in text:
+                if expired() or printf.late or "interrupted" in text:
                     v.fail(f"{CAP}: the query reached its time limit of {time_limit_ms} ms")
                 if "too big" in text:
                     v.fail(
@@ -177,7 +181,8 @@ def _sqlite_int(value: Any) -> int:
 
 
 class _BoundedPrintf:
-    """`printf`/`format` that refuses a width or precision past the length limit.
+    """`printf`/`format` that refuses a width or precision past the length limit, and `instr`;
+    each checks the query's deadline first.
 
     SQLite's own printf honours `%.2000000000c` by appending one character two billion times
     inside a single C call: the length limit turns the result into NULL, but only after some
@@ -185,9 +190,35 @@ class _BoundedPrintf:
     query connection's printf checks every width and precision (literal or `*`) first and hands
     the call to SQLite's real printf on a private in-memory connection."""
 
-    def __init__(self) -> None:
+    def __init__(self, deadline: float) -> None:
         self.refused: str | None = None
+        self.deadline = deadline
+        self.late = False
         self._real: sqlite3.Connection | None = None
+
+    def _in_time(self) -> None:
+        """Refuse a call made after the deadline: a row of straight-line SQL (`f(..) + f(..)
+        + …`) never reaches the checks of the progress handler or `interrupt()`, which run at
+        the VM's jumps, so the functions that can be slow check the clock themselves."""
+        if time.monotonic() > self.deadline:
+            self.late = True
+            raise ValueError("the query reached its time limit")
+
+    def _sqlite(self) -> sqlite3.Connection:
+        if self._real is None:
+            self._real = sqlite3.connect(":memory:")
+            self._real.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_LENGTH)
+        return self._real
+
+    def instr(self, haystack: Any, needle: Any) -> Any:
+        """SQLite's `instr` (1-based position of the first occurrence, 0 when absent, NULL with
+        a NULL), in time: SQLite's own compares naively, O(n·m) in C (0.3 s for one call on
+        strings within the length limit, uninterruptible); Python's search is linear-ish."""
+        self._in_time()
+        if type(haystack) is type(needle) and isinstance(haystack, str | bytes):
+            return haystack.find(needle) + 1
+        # NULLs and mixed types (numbers read as text, blob against text): SQLite's own rules
+        return self._sqlite().execute("SELECT instr(?, ?)", (haystack, needle)).fetchone()[0]
 
     def __enter__(self) -> _BoundedPrintf:
         return self
@@ -197,6 +228,7 @@ class _BoundedPrintf:
             self._real.close()
 
     def __call__(self, fmt: Any, *args: Any) -> Any:
+        self._in_time()
         if isinstance(fmt, str):
             position = 0
             for match in _SPEC.finditer(fmt):
@@ -214,11 +246,8 @@ class _BoundedPrintf:
                         )
                         raise ValueError(self.refused)
                 position += 1
-        if self._real is None:
-            self._real = sqlite3.connect(":memory:")
-            self._real.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_LENGTH)
         marks = ", ".join("?" * (1 + len(args)))
-        return self._real.execute(f"SELECT printf({marks})", (fmt, *args)).fetchone()[0]
+        return self._sqlite().execute(f"SELECT printf({marks})", (fmt, *args)).fetchone()[0]
 
 
 @contextmanager

@@ -49,7 +49,7 @@ from forgec.ir.nodes import (
     walk_nodes,
 )
 from forgec.passes.context import Facts
-from forgec.runtime.values import MISSING, render, resolve
+from forgec.runtime.values import MISSING, RunFailure, render, resolve
 
 __all__ = ["UNKNOWN", "FoldedTemplate", "folded_templates"]
 
@@ -289,9 +289,11 @@ def _renderings(template: Template, env: _Env) -> list[tuple[str, bool]]:
 
 
 def _render(value: Any) -> str:
+    """The runtime's own rendering; a value it would refuse (an unknown inside a structure, one
+    too deep) is a hole, as an unknown is."""
     try:
         return render(value)
-    except (TypeError, orjson.JSONEncodeError):
+    except (TypeError, orjson.JSONEncodeError, RunFailure):
         return HOLE
 
 
