@@ -26,7 +26,6 @@ WALL = 20.0  # seconds a child may take before the test fails
 QUICK = 8.0  # "well inside": what a bounded attack may take, interpreter start included
 
 
-
 PEAK_MB = 300  # "well inside" 1 GiB: a forgec run or check of a small tool peaks near 60 MB
 
 # the child runs the command in-process and says its own peak RSS last, on stderr
