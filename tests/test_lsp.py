@@ -6,6 +6,7 @@ checked against what those clients announce (position encoding, markup, resource
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from urllib.parse import urlparse
@@ -341,6 +342,22 @@ async def test_a_missing_state_field_can_be_declared(client: LanguageClient) -> 
     assert fix is not None, titles
     (edit,) = fix.edit.changes[uri]
     assert "state" in edit.new_text and "count" in edit.new_text
+
+
+@pytest.mark.asyncio
+async def test_a_missing_required_field_can_be_added(client: LanguageClient) -> None:
+    manifest = json.loads((EXAMPLES / "note-updater.talostool").read_text())
+    del manifest["flow"]["nodes"][0]["next"]
+    uri, diags = await open_doc(client, "missing.talostool", json.dumps(manifest, indent=2))
+    (missing,) = [d for d in diags if "is missing `next`" in d.message]
+    actions = await client.text_document_code_action_async(
+        lsp.CodeActionParams(doc(uri), missing.range, lsp.CodeActionContext(diagnostics=[missing]))
+    )
+    fix = next(a for a in actions if a.title == "Add the missing `next`")
+    (edit,) = fix.edit.changes[uri]
+    fixed = json.loads(edit.new_text)
+    assert "next" in fixed["flow"]["nodes"][0]
+    assert fixed["flow"]["nodes"][1:] == manifest["flow"]["nodes"][1:]
 
 
 @pytest.mark.asyncio
