@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import attrs
@@ -98,7 +98,7 @@ def folded_templates(manifest: Manifest, facts: Facts) -> Iterator[FoldedTemplat
     reads = manifest.node_reads
     templates: list[tuple[Node, Template]] = []
     for node, _loop in all_nodes:
-        if reads is not None and not any(_root(r) in written for r in reads.get(node.pointer, ())):
+        if reads is not None and not _reads_any(reads.get(node.pointer, ()), written):
             continue
         for t in _templates_of(node):
             if any(type(p) is Ref and _root(p) in written for p in t.parts):
@@ -237,6 +237,25 @@ def _fold(value: Value | None, env: _Env) -> tuple[Any, ...]:
         width = max((len(vs) for vs in items), default=1)
         return tuple([vs[min(i, len(vs) - 1)] for vs in items] for i in range(width))
     return (UNKNOWN,)
+
+
+def _reads_any(refs: Iterable[Ref], written: set[str]) -> bool:
+    """Whether any of REFS reads a variable in WRITTEN (`_root`, inlined: this runs for every
+    node of every check)."""
+    for ref in refs:
+        segments = ref.segments
+        if not segments:
+            continue
+        head = segments[0]
+        if head == "state":
+            if len(segments) > 1 and isinstance(segments[1], str):
+                if f"state.{segments[1]}" in written:
+                    return True
+            elif "state" in written:
+                return True
+        elif head in written:
+            return True
+    return False
 
 
 def _root(ref: Ref) -> str:
