@@ -477,17 +477,7 @@ def _structural_fix(
     if not isinstance(parent, dict):
         return None
     parent[field] = _PLACEHOLDERS.get(field, "")
-    text = render_form(doc, a.form)
-    if text is None:
-        return None
-    return lsp.CodeAction(
-        title=f"Add the missing `{field}`",
-        kind=lsp.CodeActionKind.QuickFix,
-        diagnostics=[diag],
-        edit=lsp.WorkspaceEdit(
-            changes={a.uri: [lsp.TextEdit(range=whole_document(index), new_text=text)]}
-        ),
-    )
+    return _rewrite(a, index, diag, f"Add the missing `{field}`", doc)
 
 
 def _declare_state_field(
@@ -508,11 +498,18 @@ def _declare_state_field(
     if not isinstance(fields, dict):
         return None
     fields[m.group(1)] = {}
+    return _rewrite(a, index, diag, f"Declare the state field `{m.group(1)}`", doc)
+
+
+def _rewrite(
+    a: Analysis, index: LineIndex, diag: lsp.Diagnostic, title: str, doc: dict[str, Any]
+) -> lsp.CodeAction | None:
+    """A quick fix that writes the changed manifest DOC anew, in the document's own form."""
     text = render_form(doc, a.form)
     if text is None:
         return None
     return lsp.CodeAction(
-        title=f"Declare the state field `{m.group(1)}`",
+        title=title,
         kind=lsp.CodeActionKind.QuickFix,
         diagnostics=[diag],
         edit=lsp.WorkspaceEdit(
