@@ -296,6 +296,9 @@ class ReferenceHost:
             file_roots=self.config.file_searcher_roots,
             spark_base_url=self.config.spark_coder_base_url,
             spark_model=self.config.spark_coder_model,
+            config=self.config,
+            # set by the daemon on the host of a turn that runs an A2A task (chain bound)
+            a2a_depth=getattr(self, "a2a_depth", 0),
         )
 
     def _dispatch(self, capability: str, inp: Any, context: CallContext) -> Any:
