@@ -1,0 +1,164 @@
+"""`forgec talond`: the Talon daemon (SPEC §19); `forgec talond status`: what it has done."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def _common(p: argparse.ArgumentParser, default: object) -> None:
+    p.add_argument("--host-config", metavar="FILE", default=default, help="the TOML host config")
+    p.add_argument(
+        "--db", metavar="FILE", default=default, help="the host database (default: the config's)"
+    )
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg,unused-ignore]
+    p = subparsers.add_parser(
+        "talond",
+        help="run the Talon daemon: schedules fire, personas answer, messages are delivered",
+        description="Run until SIGTERM or Ctrl-C: fire the schedules, run A2A and background "
+        "tasks as turns of their personas, deliver channel messages. See docs/talond.md.",
+    )
+    _common(p, None)
+    p.add_argument("--store", metavar="FILE", default=None, help="the tool store")
+    p.add_argument(
+        "--log-format", choices=("text", "json"), default="text", help="one line per event"
+    )
+    p.add_argument(
+        "--templates",
+        metavar="DIR",
+        default=None,
+        help="folder holding tool-instructions/<name>.md (default: the shipped ones)",
+    )
+    # tests only: a file holding the POSIX time the daemon takes as now (docs/talond.md)
+    p.add_argument("--clock-file", metavar="FILE", default=None, help=argparse.SUPPRESS)
+    p.set_defaults(handler=run)
+    sub = p.add_subparsers(dest="talond_command", metavar="ACTION", parser_class=type(p))
+    s = sub.add_parser(
+        "status",
+        help="schedules (next run, last run, its result), queued and running tasks",
+        description="What the daemon has done and will do, read from the host database.",
+    )
+    _common(s, argparse.SUPPRESS)
+    s.add_argument("--format", choices=("text", "json"), default="text")
+    s.add_argument("--clock-file", metavar="FILE", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    s.set_defaults(handler=status)
+
+
+def _config(args: argparse.Namespace) -> tuple[object, object]:
+    from pathlib import Path
+
+    from forgec.commands import UsageError
+    from forgec.host import ConfigError, HostConfig, load_config
+    from forgec.host.db import default_db_path
+
+    try:
+        config = load_config(args.host_config) if args.host_config else HostConfig()
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    db = Path(args.db) if args.db else (config.db or default_db_path())
+    return config, db.expanduser().resolve()
+
+
+def _clock(args: argparse.Namespace) -> object:
+    from forgec.daemon.clock import FileClock, SystemClock
+
+    path = getattr(args, "clock_file", None)
+    return FileClock(path) if path else SystemClock()
+
+
+def run(args: argparse.Namespace) -> int:
+    import signal
+    from pathlib import Path
+
+    from forgec.commands import UsageError
+    from forgec.daemon.log import Log
+    from forgec.daemon.service import AlreadyRunning, Talond
+    from forgec.host.db import DatabaseError, connect
+    from forgec.mcp.policy import PolicyError, load_policy
+    from forgec.store.core import default_store_path
+
+    config, db = _config(args)
+    try:
+        policy = load_policy(config.talond.consent_policy)  # type: ignore[attr-defined]
+    except PolicyError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        connect(db).close()  # refuse a database the host cannot use, in one line
+    except DatabaseError as exc:
+        raise UsageError(str(exc)) from None
+    log = Log(args.log_format)
+    if args.clock_file:
+        log.event("test clock", file=args.clock_file)
+    daemon = Talond(
+        config,  # type: ignore[arg-type]
+        db_path=db,  # type: ignore[arg-type]
+        store_path=Path(args.store) if args.store else default_store_path(),
+        policy=policy,
+        log=log,
+        clock=_clock(args),  # type: ignore[arg-type]
+        templates=Path(args.templates) if args.templates else None,
+    )
+
+    def stop(signum: int, _frame: object) -> None:
+        daemon.stop.set()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    try:
+        daemon.run()
+    except AlreadyRunning as exc:
+        raise UsageError(str(exc)) from None
+    return 0
+
+
+def status(args: argparse.Namespace) -> int:
+    import orjson
+
+    from forgec.daemon.queue import Queue
+    from forgec.render.safe import safe_text
+
+    for name in ("host_config", "db"):
+        if not hasattr(args, name):
+            setattr(args, name, None)
+    _config_, db = _config(args)
+    queue = Queue(db, owner="status", clock=_clock(args), lease_seconds=60)  # type: ignore[arg-type]
+    try:
+        report = queue.status()
+    finally:
+        queue.close()
+    if args.format == "json":
+        sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
+        return 0
+    out = [f"Schedules ({len(report['schedules'])}):"]
+    for s in report["schedules"]:
+        last = s["lastRun"]
+        if last is None:
+            last_text = "never"
+        else:
+            detail = last["error"] or _answer(last["result"])
+            last_text = f"{last['slot']} {last['status']}" + (f": {detail}" if detail else "")
+        state = "on" if s["enabled"] else "off"
+        out.append(
+            f"  {s['scheduleId']}  {s['persona']}  {s['cronExpr']!r} {state}"
+            f"  label={s['label'] or '-'}"
+        )
+        out.append(f"    next run: {s['nextRun'] or '-'}   last run: {last_text}")
+    out.append(f"Tasks queued or running ({len(report['tasks'])}):")
+    for t in report["tasks"]:
+        out.append(f"  {t['kind']} {t['id']} {t['status']} persona={t['persona']}")
+    waiting = report["deliveries"]
+    if waiting:
+        out.append(f"Messages not delivered ({len(waiting)}):")
+        for d in waiting:
+            error = f": {d['delivery_error']}" if d["delivery_error"] else ""
+            out.append(f"  {d['id']} {d['channel_id']} {d['delivery']}{error}")
+    print("\n".join(safe_text(line) for line in out))
+    return 0
+
+
+def _answer(result: object) -> str:
+    text = result.get("answer") if isinstance(result, dict) else result
+    text = "" if text is None else str(text).strip().replace("\n", " ")
+    return text if len(text) <= 80 else text[:80] + "…"
