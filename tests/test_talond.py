@@ -114,7 +114,9 @@ def write_personas(root: Path, personas: dict[str, tuple[str, ...]]) -> Path:
     return folder
 
 
-def write_config(root: Path, model_url: str | None, extra: str = "", persona: str = "alpha") -> Path:
+def write_config(
+    root: Path, model_url: str | None, extra: str = "", persona: str = "alpha"
+) -> Path:
     model = (
         f'[model]\nkind = "openai"\nbase_url = "{model_url}/v1"\nmodel = "fake-model"\n'
         "timeout_ms = 20000\n"
@@ -401,11 +403,17 @@ def _claims() -> list[tuple[str, str, Callable[[Any], None]]]:
         assert row[0] == 15
 
     def profiles_listed(h: Any) -> None:
-        names = [p["name"] for p in h.call("subagent.background", {"action": "profiles"}, CTX)["result"]]
+        names = [
+            p["name"] for p in h.call("subagent.background", {"action": "profiles"}, CTX)["result"]
+        ]
         assert names == ["alpha", "beta"]
 
     return [
-        ("schedule.manage", "`update` changes its fields but never turns it\n  back on", cancel_stays_off),
+        (
+            "schedule.manage",
+            "`update` changes its fields but never turns it\n  back on",
+            cancel_stays_off,
+        ),
         ("schedule.manage", "`prompt` and `promptFile` are optional", prompt_optional),
         ("schedule.manage", "mutually exclusive", exclusive),
         ("schedule.manage", "`cronExpr` (required for `create`)", cron_required),
@@ -428,7 +436,7 @@ def test_no_instruction_file_promises_what_the_host_never_does() -> None:
     """Claims the host has been measured not to keep (each was in a shipped file once)."""
     broken = {
         "schedule.manage": ["turned on again with `update`", "can be turned on again"],
-        "subagent.background": ["answers `{\"profiles\""],
+        "subagent.background": ['answers `{"profiles"'],
     }
     for name, phrases in broken.items():
         text = " ".join((INSTRUCTIONS / f"{name}.md").read_text().split())

@@ -424,7 +424,8 @@ def test_a_background_agent_runs_as_its_profile_and_completes_into_the_thread(
         )
         # write_config's [talond] table is open above `consent_policy`: keep it there
         text = config.read_text().replace(
-            'poll_ms = 100\n\nconsent_policy = "policy.toml"', 'poll_ms = 100\nconsent_policy = "policy.toml"'
+            'poll_ms = 100\n\nconsent_policy = "policy.toml"',
+            'poll_ms = 100\nconsent_policy = "policy.toml"',
         )
         config.write_text(text)
         t0 = now_utc()
@@ -491,7 +492,9 @@ def test_a_webhook_gets_each_message_once_despite_a_failed_first_attempt(
             f'[channels.hooked]\nconnector = "webhook"\nformat = "plain"\n'
             f'url = "http://127.0.0.1:{hook.server_port}/hook"\n',
         )
-        text = config.read_text().replace("poll_ms = 100\n", "poll_ms = 100\nwebhook_backoff_ms = 2000\n")
+        text = config.read_text().replace(
+            "poll_ms = 100\n", "poll_ms = 100\nwebhook_backoff_ms = 2000\n"
+        )
         config.write_text(text)
         t0 = now_utc()
         set_clock(clock, t0)
@@ -515,5 +518,8 @@ def test_a_webhook_gets_each_message_once_despite_a_failed_first_attempt(
     assert len(hook.seen) == 2 and keys[0] == keys[1]
     assert hook.accepted == [keys[0]]
     assert hook.seen[1][1]["content"].strip() == "Build done"  # converted: plain text
-    row = db_rows(tmp_path / "host.db", "SELECT delivery, delivery_attempts FROM messages WHERE channel_id = 'hooked'")
+    row = db_rows(
+        tmp_path / "host.db",
+        "SELECT delivery, delivery_attempts FROM messages WHERE channel_id = 'hooked'",
+    )
     assert [(r["delivery"], r["delivery_attempts"]) for r in row] == [("delivered", 2)]

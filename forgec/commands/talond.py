@@ -4,6 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from forgec.daemon.clock import Clock
+    from forgec.host.config import HostConfig
 
 
 def _common(p: argparse.ArgumentParser, default: object) -> None:
@@ -42,11 +49,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     _common(s, argparse.SUPPRESS)
     s.add_argument("--format", choices=("text", "json"), default="text")
-    s.add_argument("--clock-file", metavar="FILE", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    s.add_argument(
+        "--clock-file", metavar="FILE", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+    )
     s.set_defaults(handler=status)
 
 
-def _config(args: argparse.Namespace) -> tuple[object, object]:
+def _config(args: argparse.Namespace) -> tuple[HostConfig, Path]:
     from pathlib import Path
 
     from forgec.commands import UsageError
@@ -61,7 +70,7 @@ def _config(args: argparse.Namespace) -> tuple[object, object]:
     return config, db.expanduser().resolve()
 
 
-def _clock(args: argparse.Namespace) -> object:
+def _clock(args: argparse.Namespace) -> Clock:
     from forgec.daemon.clock import FileClock, SystemClock
 
     path = getattr(args, "clock_file", None)
@@ -81,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
 
     config, db = _config(args)
     try:
-        policy = load_policy(config.talond.consent_policy)  # type: ignore[attr-defined]
+        policy = load_policy(config.talond.consent_policy)
     except PolicyError as exc:
         raise UsageError(str(exc)) from None
     try:
@@ -92,12 +101,12 @@ def run(args: argparse.Namespace) -> int:
     if args.clock_file:
         log.event("test clock", file=args.clock_file)
     daemon = Talond(
-        config,  # type: ignore[arg-type]
-        db_path=db,  # type: ignore[arg-type]
+        config,
+        db_path=db,
         store_path=Path(args.store) if args.store else default_store_path(),
         policy=policy,
         log=log,
-        clock=_clock(args),  # type: ignore[arg-type]
+        clock=_clock(args),
         templates=Path(args.templates) if args.templates else None,
     )
 
@@ -122,8 +131,8 @@ def status(args: argparse.Namespace) -> int:
     for name in ("host_config", "db"):
         if not hasattr(args, name):
             setattr(args, name, None)
-    _config_, db = _config(args)
-    queue = Queue(db, owner="status", clock=_clock(args), lease_seconds=60)  # type: ignore[arg-type]
+    _, db = _config(args)
+    queue = Queue(db, owner="status", clock=_clock(args), lease_seconds=60)
     try:
         report = queue.status()
     finally:

@@ -132,7 +132,9 @@ class Agents:
     def run(self, work: Work, queue: Queue, stop: threading.Event) -> Outcome:
         persona = self.personas.get(work.persona)
         if persona is None:
-            raise TurnFailed(f"persona {work.persona!r} is not loaded (no {work.persona}/persona.md)")
+            raise TurnFailed(
+                f"persona {work.persona!r} is not loaded (no {work.persona}/persona.md)"
+            )
         host = self._open_host(persona, work)
         try:
             return self._turn(persona, work, queue, stop, host)

@@ -373,7 +373,12 @@ class Queue:
         with self._tx() as conn:
             conn.execute(
                 f"UPDATE {table} SET lease_until = ? WHERE id = ? AND owner = ? AND status = ?",
-                (iso(self._now() - _dt.timedelta(seconds=1)), work.id, self.owner, _RUNNING[work.kind]),
+                (
+                    iso(self._now() - _dt.timedelta(seconds=1)),
+                    work.id,
+                    self.owner,
+                    _RUNNING[work.kind],
+                ),
             )
 
     def hand_back_unfinished(self) -> None:
@@ -552,7 +557,12 @@ class Queue:
                 " ORDER BY seq"
             )
         ]
-        return {"now": slot_text(now), "schedules": schedules, "tasks": tasks, "deliveries": deliveries}
+        return {
+            "now": slot_text(now),
+            "schedules": schedules,
+            "tasks": tasks,
+            "deliveries": deliveries,
+        }
 
     # --- plumbing --------------------------------------------------------------------------
 

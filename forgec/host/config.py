@@ -268,7 +268,7 @@ def parse_config(data: Mapping[str, Any], *, base: Path) -> HostConfig:
 def _webhook(t: Mapping[str, Any], where: str, connector: str) -> dict[str, Any]:
     if connector != "webhook":
         if "url" in t or "format" in t:
-            raise ConfigError(f"{where}: `url` and `format` are for connector = \"webhook\"")
+            raise ConfigError(f'{where}: `url` and `format` are for connector = "webhook"')
         return {}
     url = _str(t.get("url"), f"{where}.url")
     if not url.startswith(("http://", "https://")):
