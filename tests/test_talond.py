@@ -442,3 +442,189 @@ def test_no_instruction_file_promises_what_the_host_never_does() -> None:
         text = " ".join((INSTRUCTIONS / f"{name}.md").read_text().split())
         for phrase in phrases:
             assert phrase not in text, f"{name}.md says {phrase!r}, which the host does not do"
+
+
+# --- the journal: a turn killed anywhere never repeats an effect ----------------------------
+
+
+class Crash(BaseException):
+    """The daemon dies here (BaseException: nothing in the turn may catch it)."""
+
+
+class ScriptedProvider:
+    def __init__(self, calls: int) -> None:
+        self.calls = calls
+        self.asked: list[int] = []
+
+    def turn(self, messages: Any, tools: Any, *, model: Any = None, timeout_s: Any = None) -> Any:
+        from forgec.host.models import parse_turn
+
+        n = sum(1 for m in messages if m.get("role") == "assistant")
+        self.asked.append(n)
+        if n < self.calls:
+            reply = tool_reply(
+                "channel_send", {"channelId": "journal", "content": f"m{n}"}, f"c{n}"
+            )
+        else:
+            reply = text_reply("done")
+        return parse_turn(reply)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    calls=st.integers(min_value=0, max_value=4),
+    crashes=st.lists(st.integers(min_value=0, max_value=12), max_size=MAX_ATTEMPTS),
+)
+def test_a_turn_killed_at_any_record_never_repeats_an_effect(
+    tmp_path_factory: pytest.TempPathFactory, calls: int, crashes: list[int]
+) -> None:
+    """Invariant: a turn that dies before any journal write (each write is a point where the
+    process may die, with every effect before it done) and is taken again sends each message
+    at most once, and a send whose result was journaled exactly once; the work ends completed,
+    or failed after MAX_ATTEMPTS takes — never run a fourth time."""
+    import threading as _threading
+
+    from forgec.daemon.agent import Agents
+    from forgec.host.config import load_config
+    from forgec.mcp.policy import ConsentPolicy
+
+    root = tmp_path_factory.mktemp("j")
+    write_personas(root, {"alpha": ("channel.send:journal",)})
+    config_path = write_config(
+        root, "http://127.0.0.1:9", '[channels.journal]\nconnector = "outbox"\n'
+    )
+    config = load_config(config_path)
+    db = root / "host.db"
+    from forgec.host.db import connect
+
+    connect(db).close()
+    _schedule(db, "0 * * * *", START, label="go")
+    clock = FixedClock(START + dt.timedelta(hours=1))
+    provider = ScriptedProvider(calls)
+    agents = Agents(config, db_path=db, store_path=None, policy=ConsentPolicy())
+    agents.provider_for = lambda persona, work, host: (provider, None)  # type: ignore[method-assign]
+    outcome = None
+    for attempt in range(MAX_ATTEMPTS + 1):
+        q = Queue(db, owner=f"d{attempt}", clock=clock, lease_seconds=5)
+        claimed = q.claim(["alpha"], 1)
+        if not claimed:
+            q.close()
+            break
+        (work,) = claimed
+        limit = crashes[attempt] if attempt < len(crashes) else None
+        writes = {"n": 0}
+        real_record = q.record
+
+        def record(
+            w: Any, kind: str, body: Any, _real: Any = real_record, _limit: Any = limit
+        ) -> None:
+            if _limit is not None and writes["n"] >= _limit:
+                raise Crash
+            writes["n"] += 1
+            _real(w, kind, body)
+
+        q.record = record  # type: ignore[method-assign]
+        try:
+            outcome = agents.run(work, q, _threading.Event())
+            q.complete(work, outcome.to_json())
+        except Crash:
+            pass
+        q.close()
+        clock.moment += dt.timedelta(seconds=6)  # the dead daemon's lease expires
+    sent = [
+        r[0]
+        for r in sqlite3.connect(db).execute(
+            "SELECT content FROM messages WHERE channel_id = 'journal'"
+        )
+    ]
+    assert len(sent) == len(set(sent)), f"a message was sent twice: {sent}"
+    status = sqlite3.connect(db).execute("SELECT status, attempts FROM schedule_firings").fetchone()
+    assert status[0] in ("completed", "failed") and status[1] <= MAX_ATTEMPTS
+    if status[0] == "completed":
+        assert outcome is not None and outcome.answer == "done"
+    journal = (
+        sqlite3.connect(db)
+        .execute("SELECT body FROM turn_journal WHERE kind = 'result'")
+        .fetchall()
+    )
+    recorded_ok = [json.loads(b[0]) for b in journal]
+    for item in recorded_ok:
+        if "error" not in json.loads(item["content"]):
+            n = int(item["id"][1:])
+            assert sent.count(f"m{n}") == 1
+
+
+# --- no person at the daemon: R4 only by policy; nothing is ever armed ----------------------
+
+
+def _agents(tmp_path: Path, policy: Any, store: Path | None = None) -> Any:
+    from forgec.daemon.agent import Agents
+    from forgec.host.config import load_config
+
+    write_personas(tmp_path, {"alpha": ("subagent.background",)})
+    config = load_config(write_config(tmp_path, "http://127.0.0.1:9"))
+    return Agents(config, db_path=tmp_path / "host.db", store_path=store, policy=policy)
+
+
+def test_an_r4_call_runs_only_when_the_policy_allows_it(tmp_path: Path) -> None:
+    from forgec.mcp.policy import Allow, ConsentPolicy
+
+    spawn = json.dumps({"action": "spawn", "prompt": "go"})
+    labels = ("subagent.background",)
+    refused = _agents(tmp_path, ConsentPolicy())
+    with open_host(HostOptions(db=tmp_path / "host.db", persona_labels=labels)) as h:
+        offered = refused.offered(labels)
+        answer = json.loads(refused.call_tool(offered, "background_agent", spawn, h))
+        assert "R4" in answer["error"] and "consent_policy" in answer["error"]
+        assert h.conn.execute("SELECT COUNT(*) FROM background_tasks").fetchone()[0] == 0
+        # a listing is not a grant: a tool the labels do not offer is refused, named or not
+        answer = json.loads(refused.call_tool(offered, "net_http", "{}", h))
+        assert "not available" in answer["error"]
+        allowed = _agents(tmp_path / "b", ConsentPolicy((Allow(tool="background_agent"),)))
+        answer = json.loads(allowed.call_tool(offered, "background_agent", spawn, h))
+        assert answer["status"] == "queued"
+
+
+def test_the_daemon_offers_only_enabled_forged_tools_and_never_tool_create(tmp_path: Path) -> None:
+    from test_store import install, open_store
+
+    from forgec.mcp.policy import ConsentPolicy
+
+    store = tmp_path / "tools.db"
+    with open_store(store) as s:
+        install(s, 1, None, "tasks.list", tool_id="on.tool")
+        s.enable("on.tool", consent=True)
+        install(s, 1, None, "tasks.list", tool_id="off.tool")
+    agents = _agents(tmp_path, ConsentPolicy(), store)
+    offered = agents.offered(("subagent.background", "tool.create"))
+    assert sorted(offered) == ["background_agent", "dynamic_on_Dtool"]
+    with open_store(store) as s:  # the daemon turned nothing on
+        assert {t.id: t.enabled for t in s.tools()} == {"off.tool": False, "on.tool": True}
+
+
+def test_background_profiles_fit_the_output_schema_for_the_real_mcp_client(tmp_path: Path) -> None:
+    from test_mcp_server import run_client
+
+    write_personas(tmp_path, {"alpha": (), "beta": ()})
+    config = write_config(tmp_path, None)
+    policy = tmp_path / "policy.toml"
+    policy.write_text('[[allow]]\ntool = "background_agent"\n')
+
+    async def body(session: Any) -> Any:
+        return await session.call_tool("background_agent", {"action": "profiles"})
+
+    result = run_client(
+        [
+            "--host-config",
+            str(config),
+            "--store",
+            str(tmp_path / "tools.db"),
+            "--persona-labels",
+            "subagent.background",
+            "--consent-policy",
+            str(policy),
+        ],
+        body,
+    )
+    assert not result.is_error
+    assert [p["name"] for p in result.structured_content["result"]] == ["alpha", "beta"]

@@ -523,3 +523,96 @@ def test_a_webhook_gets_each_message_once_despite_a_failed_first_attempt(
         "SELECT delivery, delivery_attempts FROM messages WHERE channel_id = 'hooked'",
     )
     assert [(r["delivery"], r["delivery_attempts"]) for r in row] == [("delivered", 2)]
+
+
+# --- stopping hands in-flight work back; the next start finishes it without repeating ---------
+
+
+def test_sigterm_mid_turn_hands_the_work_back_and_the_next_start_finishes_it(
+    tmp_path: Path, daemons: list[Daemon]
+) -> None:
+    write_personas(tmp_path, {"alpha": ("channel.send:journal",)})
+    store = make_store(tmp_path)
+    clock = tmp_path / "clock"
+    block = threading.Event()
+    state = {"block": True}
+
+    def script(persona: str, n: int, body: dict[str, Any]) -> Any:
+        if n == 0:
+            return tool_reply("channel_send", {"channelId": "journal", "content": "once"})
+        return block if state["block"] else text_reply("finished")
+
+    with fake_model(script) as srv:
+        config = write_config(
+            tmp_path,
+            f"http://127.0.0.1:{srv.server_port}",
+            '[channels.journal]\nconnector = "outbox"\n',
+        )
+        config.write_text(
+            config.read_text().replace("poll_ms = 100\n", "poll_ms = 100\ngrace_seconds = 1\n")
+        )
+        t0 = now_utc()
+        set_clock(clock, t0)
+        create_schedule(tmp_path, "0 * * * *", prompt="write once")
+        slot = (t0 + dt.timedelta(hours=1)).replace(minute=0, second=0, microsecond=0)
+        first = Daemon(tmp_path, config, store, clock).start()
+        daemons.append(first)
+        set_clock(clock, slot + dt.timedelta(seconds=1))
+        assert srv.blocked.wait(60)
+        started = time.monotonic()
+        assert first.stop() == 0  # within the grace period, not after the model's timeout
+        assert time.monotonic() - started < 15
+        assert any(e["event"] == "handed back" for e in first.events)
+        block.set()
+        state["block"] = False
+        second = Daemon(tmp_path, config, store, clock).start()  # same clock: no lease to wait out
+        daemons.append(second)
+        done = second.wait_for(
+            lambda e: e["event"] == "firing" and e["status"] == "completed", what="the finish"
+        )
+        assert done["slot"] == slot_text(slot)
+        assert second.stop() == 0
+    sent = db_rows(
+        tmp_path / "host.db", "SELECT content FROM messages WHERE channel_id = 'journal'"
+    )
+    assert [r["content"] for r in sent] == ["once"]
+
+
+# --- the one slow test: a real minute boundary, on the real clock ----------------------------
+
+
+@pytest.mark.slow
+def test_on_the_real_clock_a_schedule_fires_at_the_next_minute(tmp_path: Path) -> None:
+    write_personas(tmp_path, {"alpha": ()})
+    store = make_store(tmp_path)
+
+    def script(persona: str, n: int, body: dict[str, Any]) -> Any:
+        return text_reply("on time")
+
+    with fake_model(script) as srv:
+        config = write_config(tmp_path, f"http://127.0.0.1:{srv.server_port}")
+        sid = create_schedule(tmp_path, "* * * * *", label="every minute")
+        args = [sys.executable, "-m", "forgec", "talond", "--host-config", str(config)]
+        args += ["--store", str(store), "--log-format", "json"]
+        proc = subprocess.Popen(
+            args,
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+        try:
+            assert proc.stdout is not None
+            started = time.time()
+            for line in proc.stdout:
+                event = json.loads(line)
+                if event["event"] == "firing":
+                    break
+                assert time.time() - started < 90, "no firing within a real minute and a half"
+            fired_at = dt.datetime.now(dt.UTC)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(60)
+    assert event["status"] == "completed" and event["schedule"] == sid
+    slot = dt.datetime.fromisoformat(event["slot"].replace("Z", "+00:00"))
+    assert slot.second == 0 and dt.timedelta(0) <= fired_at - slot < dt.timedelta(seconds=30)

@@ -11,7 +11,7 @@ contended by a daemon that died.
 **Stopping** (SIGTERM, Ctrl-C): no new work is claimed; a turn finishes the tool call it is in
 and, before its next model request, hands its row back (the lease expires at once, the journal
 keeps what was done), so the next start continues it; what is still running after the grace
-period is handed back the same way. Nothing is lost, and nothing done is done again.
+period (`[talond] grace_seconds`, default 20) is handed back the same way. Nothing is lost, and nothing done is done again.
 """
 
 from __future__ import annotations
@@ -31,8 +31,6 @@ from forgec.daemon.log import Log
 from forgec.daemon.queue import Queue, Work
 from forgec.host.config import HostConfig
 from forgec.mcp.policy import ConsentPolicy
-
-GRACE_S = 20.0  # how long a stop waits for in-flight turns before handing them back
 
 
 class AlreadyRunning(Exception):
@@ -231,7 +229,7 @@ class Talond:
             )
 
     def _wind_down(self, queue: Queue) -> None:
-        deadline = time.monotonic() + GRACE_S
+        deadline = time.monotonic() + self.config.talond.grace_seconds
         while time.monotonic() < deadline:
             self._reap()
             if not self._running:

@@ -66,6 +66,7 @@ class TalondConfig:
     webhook_attempts: int = 6  # POSTs of one message before it is given up
     webhook_backoff_ms: int = 1000  # first retry delay, doubled each time (capped at 5 min)
     webhook_timeout_ms: int = 10_000
+    grace_seconds: int = 20  # a stop waits this long for in-flight turns, then hands them back
 
 
 @attrs.frozen
@@ -305,6 +306,7 @@ def _talond(table: Any, base: Path) -> TalondConfig:
         "webhook_attempts": (1, 100),
         "webhook_backoff_ms": (1, 600_000),
         "webhook_timeout_ms": (100, 600_000),
+        "grace_seconds": (0, 3600),
     }
     t = _expect(table, "[talond]", set(bounds) | {"consent_policy"})
     kw: dict[str, Any] = {
