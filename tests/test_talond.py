@@ -516,11 +516,16 @@ def test_a_turn_killed_at_any_record_never_repeats_an_effect(
         real_record = q.record
 
         def record(
-            w: Any, kind: str, body: Any, _real: Any = real_record, _limit: Any = limit
+            w: Any,
+            kind: str,
+            body: Any,
+            _real: Any = real_record,
+            _limit: Any = limit,
+            _writes: dict[str, int] = writes,
         ) -> None:
-            if _limit is not None and writes["n"] >= _limit:
+            if _limit is not None and _writes["n"] >= _limit:
                 raise Crash
-            writes["n"] += 1
+            _writes["n"] += 1
             _real(w, kind, body)
 
         q.record = record  # type: ignore[method-assign]
