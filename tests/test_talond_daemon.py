@@ -42,27 +42,26 @@ CTX = CallContext(tool_id="t", tool_version=1, node_id="n")
 class Daemon:
     """`forgec talond` as a subprocess, its JSON log lines collected as they come."""
 
-    def __init__(self, root: Path, config: Path, store: Path, clock: Path) -> None:
-        self.args = [
-            sys.executable,
-            "-m",
-            "forgec",
-            "talond",
-            "--host-config",
-            str(config),
-            "--store",
-            str(store),
-            "--clock-file",
-            str(clock),
-            "--log-format",
-            "json",
-        ]
+    def __init__(
+        self,
+        root: Path,
+        config: Path,
+        store: Path | None,
+        clock: Path,
+        *,
+        args: list[str] | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        base = args or ["talond", "--host-config", str(config), "--store", str(store)]
+        self.args = [sys.executable, "-m", "forgec", *base]
+        self.args += ["--clock-file", str(clock), "--log-format", "json"]
+        self.env = env or {}
         self.root = root
         self.events: list[dict[str, Any]] = []
         self.proc: subprocess.Popen[str] | None = None
 
     def start(self) -> Daemon:
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        env = {**os.environ, "PYTHONPATH": str(ROOT), **self.env}
         self.proc = subprocess.Popen(
             self.args,
             cwd=self.root,
@@ -616,3 +615,74 @@ def test_on_the_real_clock_a_schedule_fires_at_the_next_minute(tmp_path: Path) -
     assert event["status"] == "completed" and event["schedule"] == sid
     slot = dt.datetime.fromisoformat(event["slot"].replace("Z", "+00:00"))
     assert slot.second == 0 and dt.timedelta(0) <= fired_at - slot < dt.timedelta(seconds=30)
+
+
+# --- README's Talon section, as written, against a local (fake) model server ------------------
+
+
+def test_the_readme_talon_section_starts_the_daemon_and_a_schedule_fires(
+    tmp_path: Path, daemons: list[Daemon]
+) -> None:
+    import re
+    import shlex
+    import shutil
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### Talon: schedules fire, personas answer", 1)[1]
+    block = re.search(r"```sh\n(.*?)```", section, re.S)
+    assert block is not None
+    commands = [
+        shlex.split(line) for line in block.group(1).splitlines() if line.startswith("forgec")
+    ]
+    assert [c[:3] for c in commands] == [
+        ["forgec", "talond", "schedule"],
+        ["forgec", "talond", "--host-config"],
+    ]
+    example = tmp_path / "examples" / "talond"
+    shutil.copytree(ROOT / "examples" / "talond", example)
+    config = example / "host.toml"
+    clock = tmp_path / "clock"
+
+    def script(persona: str, n: int, body: dict[str, Any]) -> Any:
+        if n == 0:
+            return tool_reply(
+                "channel_send", {"channelId": "journal", "content": "Hello at 09:31."}
+            )
+        return text_reply("Hello at 09:31.")
+
+    # the user's data directory (the default tool store) is the test's
+    env = {"XDG_DATA_HOME": str(tmp_path / "data"), "PYTHONPATH": str(ROOT)}
+    with fake_model(script) as srv:
+        text = config.read_text().replace(
+            "http://127.0.0.1:11434/v1", f"http://127.0.0.1:{srv.server_port}/v1"
+        )
+        config.write_text(text)
+        t0 = now_utc()
+        set_clock(clock, t0)
+        made = subprocess.run(
+            [sys.executable, "-m", "forgec", *commands[0][1:]],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            env={**os.environ, **env},
+            timeout=60,
+        )
+        assert made.returncode == 0, made.stderr
+        sid = json.loads(made.stdout)["scheduleId"]
+        daemon = Daemon(tmp_path, config, None, clock, args=commands[1][1:], env=env).start()
+        daemons.append(daemon)
+        set_clock(clock, (t0 + dt.timedelta(minutes=1)).replace(second=1, microsecond=0))
+        fired = daemon.wait_for(lambda e: e["event"] == "firing", what="the README's firing")
+        assert fired["status"] == "completed" and fired["schedule"] == sid
+        assert daemon.stop() == 0
+    shown = subprocess.run(
+        [sys.executable, "-m", "forgec", "talond", "status", "--host-config", str(config)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        timeout=60,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert sid in shown.stdout and "completed: Hello at 09:31." in shown.stdout
+    assert srv.seen[0]["messages"][1]["content"].startswith("Say hello, note the time")

@@ -53,6 +53,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "--clock-file", metavar="FILE", default=argparse.SUPPRESS, help=argparse.SUPPRESS
     )
     s.set_defaults(handler=status)
+    a = sub.add_parser(
+        "schedule",
+        help="add a schedule for a persona (as its schedule_manage create would)",
+        description="Create a schedule owned by PERSONA through the host's schedule.manage, "
+        "the same rules a persona's own call meets (the one cron rule, promptFile a name).",
+    )
+    _common(a, argparse.SUPPRESS)
+    a.add_argument("--persona", metavar="NAME", default=None, help="default: the config's")
+    a.add_argument("--cron", metavar="EXPR", required=True, help="five fields, e.g. '0 9 * * 1'")
+    a.add_argument("--label", default=None)
+    what = a.add_mutually_exclusive_group()
+    what.add_argument("--prompt", default=None, help="what each firing asks the persona")
+    what.add_argument("--prompt-file", default=None, help="a prompt name in its prompts/")
+    a.set_defaults(handler=schedule)
 
 
 def _config(args: argparse.Namespace) -> tuple[HostConfig, Path]:
@@ -171,3 +185,47 @@ def _answer(result: object) -> str:
     text = result.get("answer") if isinstance(result, dict) else result
     text = "" if text is None else str(text).strip().replace("\n", " ")
     return text if len(text) <= 80 else text[:80] + "…"
+
+
+def schedule(args: argparse.Namespace) -> int:
+    import orjson
+
+    from forgec.commands import EXIT_ERRORS
+    from forgec.host import ConfigError, HostOptions, open_host
+    from forgec.render.safe import safe_text
+    from forgec.runtime.host import CallContext, HostError
+
+    for name in ("host_config", "db"):
+        if not hasattr(args, name):
+            setattr(args, name, None)
+    config, db = _config(args)
+    request = {"action": "create", "cronExpr": args.cron}
+    for key, value in (
+        ("label", args.label),
+        ("prompt", args.prompt),
+        ("promptFile", args.prompt_file),
+    ):
+        if value is not None:
+            request[key] = value
+    try:
+        host = open_host(
+            HostOptions(
+                db=db,
+                config=config,
+                persona=args.persona,
+                persona_labels=("schedule.manage:own",),
+            )
+        )
+    except ConfigError as exc:
+        from forgec.commands import UsageError
+
+        raise UsageError(str(exc)) from None
+    try:
+        made = host.call("schedule.manage", request, CallContext("talond", 1, "schedule"))
+    except HostError as exc:
+        print(f"forgec talond: {safe_text(exc.message)}", file=sys.stderr)
+        return EXIT_ERRORS
+    finally:
+        host.close()
+    sys.stdout.write(orjson.dumps(made, option=orjson.OPT_INDENT_2).decode() + "\n")
+    return 0
