@@ -48,6 +48,7 @@ from forgec.daemon.clock import Clock, iso, parse_iso
 from forgec.host import db as dbm
 from forgec.host.db import new_id
 
+_NEVER = _dt.datetime.max.replace(tzinfo=_dt.UTC)
 MAX_ATTEMPTS = 3  # takes of one row (the first and two after crashes) before it fails
 KINDS = ("firing", "a2a", "background")
 _TABLE = {"firing": "schedule_firings", "a2a": "a2a_tasks", "background": "background_tasks"}
@@ -115,6 +116,10 @@ class Queue:
         self.lease = _dt.timedelta(seconds=lease_seconds)
         self._conn = dbm.connect(db_path)
         self._lock = threading.RLock()
+        # schedule id → ((cron, anchor), its next slot): a poll does cron arithmetic only for a
+        # schedule that is due (a changed cron or a new firing changes the key); one entry per
+        # schedule
+        self._upcoming: dict[str, tuple[tuple[str, str], _dt.datetime]] = {}
 
     def close(self) -> None:
         with self._lock:
@@ -191,10 +196,22 @@ class Queue:
         for row in schedules:
             if len(out) >= limit:
                 break
-            anchor = parse_iso(row["anchor"] or row["created_at"])
+            anchor_text = row["anchor"] or row["created_at"]
+            key = (row["cron_expr"], anchor_text)
+            cached = self._upcoming.get(row["id"])
+            upcoming = cached[1] if cached is not None and cached[0] == key else None
+            if upcoming is not None and now < upcoming:
+                continue  # not due: no cron arithmetic on this poll
+            anchor = parse_iso(anchor_text)
             try:
+                if upcoming is None:
+                    upcoming = next_slot(row["cron_expr"], anchor)
+                    self._upcoming[row["id"]] = (key, upcoming)
+                    if now < upcoming:
+                        continue
                 slot = latest_slot(row["cron_expr"], now)
             except Exception:  # a row written around the cron rule: never fires, never crashes
+                self._upcoming[row["id"]] = (key, _NEVER)
                 continue
             if slot <= anchor:
                 continue
@@ -353,6 +370,12 @@ class Queue:
                 (status, text, error, now, wid, _RUNNING[kind])
                 + ((self.owner,) if work is not None else ()),
             )
+            if cur.rowcount == 1 and kind == "firing" and work is not None and result:
+                # the answer lands in the schedule's thread in the same transaction as the
+                # firing's end: a crash leaves both or neither
+                answer = result.get("answer") if isinstance(result, dict) else None
+                if answer:
+                    post_message(conn, work.persona, work.thread, answer, channel="talond", now=now)
             if cur.rowcount == 1 and kind == "background" and work is not None:
                 # the completion goes into the thread the task was spawned from (SPEC §19)
                 summary = f"failed: {error}" if error else f"completed.\n\n{_answer_text(result)}"
@@ -390,10 +413,6 @@ class Queue:
                     f"UPDATE {_TABLE[kind]} SET lease_until = ? WHERE owner = ? AND status = ?",
                     (now, self.owner, _RUNNING[kind]),
                 )
-
-    def post(self, persona: str, thread: str, text: str, *, channel: str = "talond") -> str:
-        with self._tx() as conn:
-            return post_message(conn, persona, thread, text, channel=channel, now=iso(self._now()))
 
     # --- the journal ---------------------------------------------------------------------------
 

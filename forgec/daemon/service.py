@@ -208,8 +208,6 @@ class Talond:
             else:
                 result = outcome.answer if work.kind == "a2a" else outcome.to_json()
                 finished = queue.complete(work, result)
-                if finished and work.kind == "firing" and outcome.answer:
-                    queue.post(work.persona, work.thread, outcome.answer)
         except Exception as exc:
             self.log.event(event, status="unfinished", error=str(exc), **fields)
             return
