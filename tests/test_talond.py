@@ -633,3 +633,28 @@ def test_background_profiles_fit_the_output_schema_for_the_real_mcp_client(tmp_p
     )
     assert not result.is_error
     assert [p["name"] for p in result.structured_content["result"]] == ["alpha", "beta"]
+
+
+def test_the_chain_bound_the_persona_send_file_states_holds(tmp_path: Path) -> None:
+    text = " ".join((INSTRUCTIONS / "persona.send.md").read_text().split())
+    assert "the fifth send in one chain fails with a status saying so" in text
+    write_personas(tmp_path, {"alpha": ("persona.send:*",), "beta": ()})
+    labels = ("persona.send:*",)
+    with open_host(
+        HostOptions(host_config=write_config(tmp_path, None), persona_labels=labels)
+    ) as h:
+        h.a2a_depth = 3
+        fourth = h.call("persona.send", {"target_persona": "beta", "message": "go"}, CTX)
+        h.a2a_depth = 4
+        fifth = h.call("persona.send", {"target_persona": "beta", "message": "go"}, CTX)
+    assert fourth["status"] == "queued"
+    assert fifth["status"] == "failed" and "bound of 4" in fifth["error"]
+
+
+def test_a_schedule_row_written_around_the_cron_rule_never_fires(queue_db: Path) -> None:
+    _schedule(queue_db, "@hourly", START)
+    _schedule(queue_db, "0 9 31 2 *", START)
+    q = Queue(
+        queue_db, owner="a", clock=FixedClock(START + dt.timedelta(days=400)), lease_seconds=5
+    )
+    assert q.claim(["alpha"], 4) == []

@@ -44,6 +44,7 @@ from typing import Any
 
 import attrs
 
+from forgec.catalog.cron import validate_cron
 from forgec.daemon.clock import Clock, iso, parse_iso
 from forgec.host import db as dbm
 from forgec.host.db import new_id
@@ -205,6 +206,8 @@ class Queue:
             anchor = parse_iso(anchor_text)
             try:
                 if upcoming is None:
+                    if validate_cron(row["cron_expr"]) is not None:
+                        raise ValueError("refused by the one cron rule")
                     upcoming = next_slot(row["cron_expr"], anchor)
                     self._upcoming[row["id"]] = (key, upcoming)
                     if now < upcoming:
