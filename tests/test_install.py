@@ -107,9 +107,7 @@ def test_every_distribution_of_an_extra_is_in_the_table(extra: str) -> None:
     # the other direction: a distribution pyproject puts in an extra (not through another
     # extra) is provided by a module the table lists for it, so a command that needs the
     # extra is refused up front when that distribution is missing, with the right extra named
-    direct = {
-        _name(r) for r in PROJECT["optional-dependencies"][extra] if _name(r) != "forgec"
-    }
+    direct = {_name(r) for r in PROJECT["optional-dependencies"][extra] if _name(r) != "forgec"}
     listed = set().union(*(distribution_of(m) for m in EXTRA_MODULES[extra]))
     assert direct <= listed, f"[{extra}] installs {sorted(direct - listed)}, not in the table"
 
