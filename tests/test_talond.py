@@ -658,3 +658,16 @@ def test_a_schedule_row_written_around_the_cron_rule_never_fires(queue_db: Path)
         queue_db, owner="a", clock=FixedClock(START + dt.timedelta(days=400)), lease_seconds=5
     )
     assert q.claim(["alpha"], 4) == []
+
+
+def test_check_and_the_host_agree_a_schedule_needs_only_its_cron(tmp_path: Path) -> None:
+    """One rule: `forgec check` accepts the step the host accepts (and fires its label)."""
+    import forgec
+
+    root = Path(__file__).resolve().parent.parent
+    manifest = json.loads((root / "examples" / "talon-weekly-scheduler.talostool").read_text())
+    create = manifest["flow"]["nodes"][0]
+    assert create["capability"] == "schedule.manage"
+    del create["input"]["promptFile"]
+    report = forgec.check(json.dumps(manifest).encode(), path="s.talostool", target="talon")
+    assert [d.code for d in report.diagnostics if d.severity == "error"] == []
