@@ -671,3 +671,93 @@ def test_check_and_the_host_agree_a_schedule_needs_only_its_cron(tmp_path: Path)
     del create["input"]["promptFile"]
     report = forgec.check(json.dumps(manifest).encode(), path="s.talostool", target="talon")
     assert [d.code for d in report.diagnostics if d.severity == "error"] == []
+
+
+# --- webhooks: at most once per message id, whatever the receiver and the crashes ------------
+
+
+class ScriptedReceiver(http.server.BaseHTTPRequestHandler):
+    """Answers each POST with the next of `server.answers`: a status, or "drop" (the
+    connection closes with no answer, after the request was read)."""
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        srv: Any = self.server
+        answer = srv.answers.pop(0) if srv.answers else 200
+        srv.posts.append((body["messageId"], answer))
+        if answer == "drop":
+            self.close_connection = True
+            self.wfile.flush()
+            self.connection.shutdown(2)
+            return
+        self.send_response(answer)
+        self.send_header("content-length", "0")
+        self.end_headers()
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    answers=st.lists(st.sampled_from([200, 500, 503, 429, 400, "drop"]), max_size=6),
+    crash_after_claim=st.sets(st.integers(min_value=0, max_value=6), max_size=2),
+)
+def test_a_webhook_message_is_accepted_at_most_once(
+    tmp_path_factory: pytest.TempPathFactory, answers: list[Any], crash_after_claim: set[int]
+) -> None:
+    """Invariant: however the receiver answers and wherever the daemon dies after claiming a
+    message, a receiver accepts (answers 2xx to) each message id at most once, nothing is
+    POSTed after a 2xx, a drop or a crash mid-POST, and retries stop at `webhook_attempts`."""
+    from forgec.daemon.connectors import _post, deliver_webhooks
+    from forgec.daemon.log import Log
+    from forgec.host.config import load_config
+    from forgec.host.db import connect
+
+    root = tmp_path_factory.mktemp("w")
+    clock = FixedClock(START)
+    with serving(ScriptedReceiver, answers=list(answers), posts=[]) as srv:
+        write_personas(root, {"alpha": ()})
+        config_path = write_config(
+            root,
+            None,
+            f'[channels.hook]\nconnector = "webhook"\nurl = "http://127.0.0.1:{srv.server_port}/"\n',
+        )
+        config_path.write_text(
+            config_path.read_text().replace(
+                "poll_ms = 100\n", "poll_ms = 100\nwebhook_attempts = 4\nwebhook_backoff_ms = 1\n"
+            )
+        )
+        config = load_config(config_path)
+        db = root / "host.db"
+        connect(db).close()
+        with open_host(
+            HostOptions(config=config, db=db, persona_labels=("channel.send:hook",))
+        ) as h:
+            mid = h.call("channel.send", {"channelId": "hook", "content": "hi"}, CTX)["messageId"]
+        log = Log("json", stream=open(root / "log", "w"))
+        for step in range(12):
+            q = Queue(db, owner=f"d{step}", clock=clock, lease_seconds=5)
+            if step in crash_after_claim:
+                # the daemon dies during the POST: the receiver answered, nothing recorded it
+                for item in q.claim_deliveries(8):
+                    _post(item, config)
+            else:
+                deliver_webhooks(q, config, log)
+            q.close()
+            clock.moment += dt.timedelta(seconds=10)
+        posts = list(srv.posts)
+    state = (
+        sqlite3.connect(db)
+        .execute("SELECT delivery, delivery_attempts FROM messages WHERE id = ?", (mid,))
+        .fetchone()
+    )
+    accepted = [a for _m, a in posts if a == 200]
+    assert len(accepted) <= 1, f"accepted twice: {posts}"
+    final = {200: "delivered", "drop": "uncertain", 400: "failed"}
+    for i, (_m, answer) in enumerate(posts):
+        if answer in final:
+            assert i == len(posts) - 1, "a POST after a final answer"
+            assert state[0] in (final[answer], "uncertain")  # uncertain: it died during it
+    assert len(posts) <= 4 and state[1] <= 4
+    assert state[0] in ("delivered", "failed", "uncertain")

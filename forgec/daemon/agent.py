@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -129,7 +129,13 @@ class Agents:
 
     # --- a turn --------------------------------------------------------------------------------
 
-    def run(self, work: Work, queue: Queue, stop: threading.Event) -> Outcome:
+    def run(
+        self,
+        work: Work,
+        queue: Queue,
+        stop: threading.Event,
+        lost: threading.Event | None = None,
+    ) -> Outcome:
         persona = self.personas.get(work.persona)
         if persona is None:
             raise TurnFailed(
@@ -137,7 +143,7 @@ class Agents:
             )
         host = self._open_host(persona, work)
         try:
-            return self._turn(persona, work, queue, stop, host)
+            return self._turn(persona, work, queue, stop, host, lost)
         finally:
             host.close()
 
@@ -207,7 +213,13 @@ class Agents:
         return work.prompt
 
     def _turn(
-        self, persona: Persona, work: Work, queue: Queue, stop: threading.Event, host: Any
+        self,
+        persona: Persona,
+        work: Work,
+        queue: Queue,
+        stop: threading.Event,
+        host: Any,
+        lost: threading.Event | None,
     ) -> Outcome:
         labels = persona_labels(persona, self.config)
         offered = self.offered(labels)
@@ -227,6 +239,8 @@ class Agents:
         replay = queue.journal(work.id)
         calls: list[str] = []
         for round_no in range(1, bounds.rounds + 1):
+            if lost is not None and lost.is_set():
+                raise LeaseLost(work.id)  # cancelled, or taken over: stop, finish nothing
             reply = self._next(replay, "model")
             if reply is None:
                 if stop.is_set():
@@ -433,14 +447,15 @@ def _error(message: str) -> str:
     return json.dumps({"error": message}, ensure_ascii=False)
 
 
-Heartbeat = Callable[[], bool]
-
-
-def keep_leased(queue: Queue, work: Work, period_s: float, done: threading.Event) -> None:
-    """Renew WORK's lease every PERIOD_S until DONE (a worker's companion thread)."""
+def keep_leased(
+    queue: Queue, work: Work, period_s: float, done: threading.Event, lost: threading.Event
+) -> None:
+    """Renew WORK's lease every PERIOD_S until DONE (a worker's companion thread); set LOST
+    when the row is no longer this daemon's (a background task cancelled, say)."""
     while not done.wait(period_s):
         try:
             if not queue.heartbeat(work):
+                lost.set()
                 return
         except Exception:  # a busy database: the next beat tries again, the lease has slack
             continue

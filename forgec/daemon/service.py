@@ -153,10 +153,10 @@ class Talond:
                     del self._running[wid]
 
     def _work(self, work: Work, queue: Queue) -> None:
-        done = threading.Event()
+        done, lost = threading.Event(), threading.Event()
         beat = threading.Thread(
             target=keep_leased,
-            args=(queue, work, max(self.config.talond.lease_seconds / 3, 0.5), done),
+            args=(queue, work, max(self.config.talond.lease_seconds / 3, 0.5), done, lost),
             daemon=True,
         )
         beat.start()
@@ -173,7 +173,7 @@ class Talond:
             fields |= {"from": work.from_persona, "depth": work.depth}
         event = "firing" if work.kind == "firing" else f"task.{work.kind}"
         try:
-            outcome = self.agents.run(work, queue, self.stop)
+            outcome = self.agents.run(work, queue, self.stop, lost)
         except Stopping:
             queue.hand_back(work)
             self.log.event(event, status="handed back", **fields)
