@@ -735,7 +735,9 @@ def test_a_webhook_message_is_accepted_at_most_once(
             HostOptions(config=config, db=db, persona_labels=("channel.send:hook",))
         ) as h:
             mid = h.call("channel.send", {"channelId": "hook", "content": "hi"}, CTX)["messageId"]
-        log = Log("json", stream=open(root / "log", "w"))
+        import io
+
+        log = Log("json", stream=io.StringIO())
         for step in range(12):
             q = Queue(db, owner=f"d{step}", clock=clock, lease_seconds=5)
             if step in crash_after_claim:
