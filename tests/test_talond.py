@@ -763,3 +763,36 @@ def test_a_webhook_message_is_accepted_at_most_once(
             assert state[0] in (final[answer], "uncertain")  # uncertain: it died during it
     assert len(posts) <= 4 and state[1] <= 4
     assert state[0] in ("delivered", "failed", "uncertain")
+
+
+def test_a_log_line_shows_controls_escaped_and_json_lines_are_json() -> None:
+    import io
+
+    from forgec.daemon.log import Log
+
+    text, lines = io.StringIO(), io.StringIO()
+    Log("text", text).event("firing", id="f1", error="bad \x1b[2J answer\u202e")
+    Log("json", lines).event("firing", id="f1", tools=["a", "b"])
+    assert "\x1b" not in text.getvalue() and "\\x1b" in text.getvalue()
+    assert "\u202e" not in text.getvalue()
+    assert json.loads(lines.getvalue()) == {"event": "firing", "id": "f1", "tools": ["a", "b"]}
+
+
+def test_a_model_cannot_call_around_the_offered_tools(tmp_path: Path) -> None:
+    """Invented names, bad JSON, inputs the schema refuses: each refused with no effect."""
+    from forgec.mcp.policy import ConsentPolicy
+
+    agents = _agents(tmp_path, ConsentPolicy())
+    labels = ("subagent.background",)
+    with open_host(HostOptions(db=tmp_path / "host.db", persona_labels=labels)) as h:
+        offered = agents.offered(labels)
+        for name, raw, expect in [
+            ("tool_create", "{}", "not available"),
+            ("schedule_manage", '{"action": "list"}', "not available"),
+            ("background_agent", "{not json", "not valid JSON"),
+            ("background_agent", '{"action": "explode"}', "invalid input"),
+            ("background_agent", '{"action": "spawn", "prompt": "x", "extra": 1}', "invalid input"),
+        ]:
+            answer = json.loads(agents.call_tool(offered, name, raw, h))
+            assert expect in answer["error"], (name, answer)
+        assert h.conn.execute("SELECT COUNT(*) FROM background_tasks").fetchone()[0] == 0
