@@ -41,6 +41,7 @@ class DaemonLock:
     """An advisory lock on `<db>.talond.lock`, released by the OS when the process dies."""
 
     def __init__(self, db_path: Path) -> None:
+        self.db_path = db_path
         self.path = db_path.with_name(db_path.name + ".talond.lock")
         self._fd: int | None = None
 
@@ -53,9 +54,7 @@ class DaemonLock:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             os.close(fd)
-            raise AlreadyRunning(
-                f"another forgec talond is running on {self.path.with_suffix('')}"
-            ) from None
+            raise AlreadyRunning(f"another forgec talond is running on {self.db_path}") from None
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
         self._fd = fd
