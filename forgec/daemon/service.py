@@ -113,6 +113,12 @@ class Talond:
                 personas=sorted(self.agents.personas),
                 owner=self.owner,
             )
+            if not self.agents.personas:
+                self.log.event(
+                    "warning",
+                    message="no persona is loaded, so nothing can run: set [persona] folder to "
+                    "a folder of <name>/persona.md (docs/talond.md)",
+                )
             delivery.start()
             if ready is not None:
                 ready.set()
