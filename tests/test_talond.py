@@ -796,3 +796,39 @@ def test_a_model_cannot_call_around_the_offered_tools(tmp_path: Path) -> None:
             answer = json.loads(agents.call_tool(offered, name, raw, h))
             assert expect in answer["error"], (name, answer)
         assert h.conn.execute("SELECT COUNT(*) FROM background_tasks").fetchone()[0] == 0
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    hops=st.lists(
+        st.tuples(st.sampled_from(["alpha", "beta", "gamma"]), st.integers(0, 2)), max_size=12
+    )
+)
+def test_no_send_deeper_than_the_bound_ever_reaches_a_persona(
+    tmp_path_factory: pytest.TempPathFactory, hops: list[tuple[str, int]]
+) -> None:
+    """Invariant: whatever the pattern of sends (fan-out, cycles A → B → A), a task is queued
+    only at depth ≤ 4; every deeper one is stored failed saying so."""
+    root = tmp_path_factory.mktemp("a2a")
+    labels = ("persona.send:*",)
+    write_personas(root, {"alpha": labels, "beta": labels, "gamma": labels})
+    config = write_config(root, None)
+    from forgec.host.db import connect
+
+    connect(root / "host.db").close()
+    frontier: list[tuple[str, int]] = [("alpha", 0)]  # (the persona whose turn sends, its depth)
+    for target, pick in hops:
+        sender, depth = frontier[pick % len(frontier)]
+        if target == sender:
+            continue
+        with open_host(HostOptions(host_config=config, persona=sender, persona_labels=labels)) as h:
+            h.a2a_depth = depth
+            sent = h.call("persona.send", {"target_persona": target, "message": "go"}, CTX)
+        if sent["status"] == "queued":
+            frontier.append((target, depth + 1))
+    rows = sqlite3.connect(root / "host.db").execute("SELECT depth, status, error FROM a2a_tasks")
+    for depth, status, error in rows:
+        if depth > 4:
+            assert status == "failed" and "bound of 4" in error
+        else:
+            assert status == "queued"
