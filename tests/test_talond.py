@@ -168,7 +168,7 @@ def queue_db(tmp_path: Path) -> Path:
 START = dt.datetime(2026, 3, 2, 9, 0, 30, tzinfo=UTC)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(
     cron=st.sampled_from(["* * * * *", "*/5 * * * *", "0 * * * *", "15,45 9-17 * * 1-5"]),
     steps=st.lists(st.integers(min_value=0, max_value=600), min_size=1, max_size=8),
@@ -698,13 +698,22 @@ class ScriptedReceiver(http.server.BaseHTTPRequestHandler):
         self.end_headers()
 
 
+@pytest.fixture(scope="module")
+def receiver() -> Any:
+    with serving(ScriptedReceiver, answers=[], posts=[]) as srv:
+        yield srv
+
+
 @settings(max_examples=25, deadline=None)
 @given(
     answers=st.lists(st.sampled_from([200, 500, 503, 429, 400, "drop"]), max_size=6),
     crash_after_claim=st.sets(st.integers(min_value=0, max_value=6), max_size=2),
 )
 def test_a_webhook_message_is_accepted_at_most_once(
-    tmp_path_factory: pytest.TempPathFactory, answers: list[Any], crash_after_claim: set[int]
+    tmp_path_factory: pytest.TempPathFactory,
+    receiver: Any,
+    answers: list[Any],
+    crash_after_claim: set[int],
 ) -> None:
     """Invariant: however the receiver answers and wherever the daemon dies after claiming a
     message, a receiver accepts (answers 2xx to) each message id at most once, nothing is
@@ -716,39 +725,38 @@ def test_a_webhook_message_is_accepted_at_most_once(
 
     root = tmp_path_factory.mktemp("w")
     clock = FixedClock(START)
-    with serving(ScriptedReceiver, answers=list(answers), posts=[]) as srv:
-        write_personas(root, {"alpha": ()})
-        config_path = write_config(
-            root,
-            None,
-            f'[channels.hook]\nconnector = "webhook"\nurl = "http://127.0.0.1:{srv.server_port}/"\n',
+    srv = receiver
+    srv.answers[:], srv.posts[:] = list(answers), []
+    write_personas(root, {"alpha": ()})
+    config_path = write_config(
+        root,
+        None,
+        f'[channels.hook]\nconnector = "webhook"\nurl = "http://127.0.0.1:{srv.server_port}/"\n',
+    )
+    config_path.write_text(
+        config_path.read_text().replace(
+            "poll_ms = 100\n", "poll_ms = 100\nwebhook_attempts = 4\nwebhook_backoff_ms = 1\n"
         )
-        config_path.write_text(
-            config_path.read_text().replace(
-                "poll_ms = 100\n", "poll_ms = 100\nwebhook_attempts = 4\nwebhook_backoff_ms = 1\n"
-            )
-        )
-        config = load_config(config_path)
-        db = root / "host.db"
-        connect(db).close()
-        with open_host(
-            HostOptions(config=config, db=db, persona_labels=("channel.send:hook",))
-        ) as h:
-            mid = h.call("channel.send", {"channelId": "hook", "content": "hi"}, CTX)["messageId"]
-        import io
+    )
+    config = load_config(config_path)
+    db = root / "host.db"
+    connect(db).close()
+    with open_host(HostOptions(config=config, db=db, persona_labels=("channel.send:hook",))) as h:
+        mid = h.call("channel.send", {"channelId": "hook", "content": "hi"}, CTX)["messageId"]
+    import io
 
-        log = Log("json", stream=io.StringIO())
-        for step in range(12):
-            q = Queue(db, owner=f"d{step}", clock=clock, lease_seconds=5)
-            if step in crash_after_claim:
-                # the daemon dies during the POST: the receiver answered, nothing recorded it
-                for item in q.claim_deliveries(8):
-                    _post(item, config)
-            else:
-                deliver_webhooks(q, config, log)
-            q.close()
-            clock.moment += dt.timedelta(seconds=10)
-        posts = list(srv.posts)
+    log = Log("json", stream=io.StringIO())
+    for step in range(12):
+        q = Queue(db, owner=f"d{step}", clock=clock, lease_seconds=5)
+        if step in crash_after_claim:
+            # the daemon dies during the POST: the receiver answered, nothing recorded it
+            for item in q.claim_deliveries(8):
+                _post(item, config)
+        else:
+            deliver_webhooks(q, config, log)
+        q.close()
+        clock.moment += dt.timedelta(seconds=10)
+    posts = list(srv.posts)
     state = (
         sqlite3.connect(db)
         .execute("SELECT delivery, delivery_attempts FROM messages WHERE id = ?", (mid,))
