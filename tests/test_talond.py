@@ -229,6 +229,8 @@ def test_a_leased_row_is_taken_again_only_after_its_lease(queue_db: Path) -> Non
     clock.moment += dt.timedelta(seconds=20)
     assert other.claim(["alpha"], 4) == []
     clock.moment += dt.timedelta(seconds=11)
+    # its own daemon, still working on it (a late heartbeat), never takes it twice
+    assert first.claim(["alpha"], 4, working=[work.id]) == []
     (again,) = other.claim(["alpha"], 4)
     assert again.id == work.id and again.attempts == 2
     assert not first.complete(work, {"answer": "late"})  # the old owner lost it

@@ -121,6 +121,7 @@ class Queue:
         # schedule that is due (a changed cron or a new firing changes the key); one entry per
         # schedule
         self._upcoming: dict[str, tuple[tuple[str, str], _dt.datetime]] = {}
+        self._working: frozenset[str] = frozenset()
 
     def close(self) -> None:
         with self._lock:
@@ -139,11 +140,15 @@ class Queue:
 
     # --- claiming ------------------------------------------------------------------------------
 
-    def claim(self, personas: Iterable[str], limit: int) -> list[Work]:
+    def claim(
+        self, personas: Iterable[str], limit: int, *, working: Iterable[str] = ()
+    ) -> list[Work]:
         """Work to do now, claimed for this daemon: expired leases taken again first (oldest
         first), then due schedule slots, queued A2A tasks for loaded personas, queued
-        background tasks. At most LIMIT items (the free workers)."""
+        background tasks. At most LIMIT items (the free workers). WORKING: the ids this
+        daemon is working on, never taken again even if a heartbeat came late."""
         names = set(personas)
+        self._working = frozenset(working)
         out: list[Work] = []
         for take in (self._retake, self._due_firings, self._queued_a2a, self._queued_background):
             if len(out) >= limit:
@@ -157,11 +162,15 @@ class Queue:
         for kind in KINDS:
             table, running = _TABLE[kind], _RUNNING[kind]
             with self._tx() as conn:
-                rows = conn.execute(
-                    f"SELECT id, attempts FROM {table} WHERE status = ? AND owner IS NOT NULL"
-                    " AND lease_until < ? ORDER BY seq LIMIT ?",
-                    (running, now, limit - len(out)),
-                ).fetchall()
+                rows = [
+                    row
+                    for row in conn.execute(
+                        f"SELECT id, attempts FROM {table} WHERE status = ? AND owner IS NOT NULL"
+                        " AND lease_until < ? ORDER BY seq LIMIT ?",
+                        (running, now, limit - len(out) + len(self._working)),
+                    ).fetchall()
+                    if row["id"] not in self._working
+                ][: limit - len(out)]
                 for row in rows:
                     if row["attempts"] >= MAX_ATTEMPTS:
                         error = f"given up: the daemon stopped during it {row['attempts']} times"

@@ -127,7 +127,9 @@ class Talond:
                 free = bounds.workers - len(self._running)
                 if free > 0:
                     try:
-                        claimed = queue.claim(self.agents.personas, free)
+                        claimed = queue.claim(
+                            self.agents.personas, free, working=list(self._running)
+                        )
                     except Exception as exc:  # a busy or broken database: say so, go on
                         self.log.event("error", what="claiming work", error=str(exc))
                         claimed = []
