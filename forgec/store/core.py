@@ -581,6 +581,14 @@ class Store:
                     on_problem(f"dynamic:{tool_id} left out: {exc}")
         return out
 
+    def checked_ir(self, stored: StoredVersion) -> Any:
+        """The IR of a stored version, checked again by this forgec (what the consent diff
+        compares: `forgec.store.diff`). The stored manifest passed its check when installed."""
+        report = self._check(
+            manifest_text(stored.manifest).encode(), path=None, target=stored.target
+        )
+        return report.ir
+
     # -- proposals ------------------------------------------------------------------------
 
     def proposals(self, tool: str) -> list[int]:

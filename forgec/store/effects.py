@@ -116,7 +116,7 @@ def _covered(key: str, item: list[str], old: dict[str, Any]) -> bool:
     return key == "operations" and [item[0], ANY] in have
 
 
-def _words(key: str, item: list[str]) -> str:
+def words(key: str, item: list[str]) -> str:
     if key == "operations":
         if item[1] == item[0]:
             return item[0]
@@ -130,7 +130,7 @@ def growth(new: dict[str, Any], old: dict[str, Any]) -> dict[str, list[str]]:
     """What NEW does that OLD does not, in words, by kind ({} when NEW ⊆ OLD)."""
     out: dict[str, list[str]] = {}
     for key in SET_KEYS:
-        fresh = [_words(key, i) for i in new.get(key) or [] if not _covered(key, i, old)]
+        fresh = [words(key, i) for i in new.get(key) or [] if not _covered(key, i, old)]
         if fresh:
             out[key] = fresh
     if model_change := _model_growth(new.get("model"), old.get("model")):
@@ -142,7 +142,7 @@ def removed(new: dict[str, Any], old: dict[str, Any]) -> dict[str, list[str]]:
     """What OLD does that NEW no longer does (shown in a review, never a reason to ask)."""
     out: dict[str, list[str]] = {}
     for key in SET_KEYS:
-        gone = [_words(key, i) for i in old.get(key) or [] if i not in (new.get(key) or [])]
+        gone = [words(key, i) for i in old.get(key) or [] if i not in (new.get(key) or [])]
         if gone:
             out[key] = gone
     if old.get("model") and not new.get("model"):
