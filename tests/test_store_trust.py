@@ -124,19 +124,19 @@ def test_same_marks_but_a_new_operation_asks_again(store: Store) -> None:
     store.install(_set_status(2, 1))
     assert store.get("demo.tool").marks.powers == ("Write",)
     status = store.consent_status("demo.tool")
-    assert status.needed and status.reason == "grown"
+    assert status.needed and status.reason == "changed"
     assert status.growth == {"operations": ["tasks.setStatus"]}
-    with pytest.raises(ConsentRequired, match=r"tasks\.setStatus"):
+    with pytest.raises(ConsentRequired, match=r"not the version you agreed to \(v1\)"):
         store.enable("demo.tool")
 
 
-def test_a_persons_version_within_the_effects_carries_consent(store: Store) -> None:
+def test_a_persons_version_within_the_effects_still_asks(store: Store) -> None:
     store.install(tool(1, None, "tasks.list", "tasks.create"))
     store.enable("demo.tool", consent=True)
     store.install(tool(2, 1, "tasks.create"))
-    status = store.enable("demo.tool")
-    assert not status.needed and status.basis == 1
-    assert store.has_consent("demo.tool")
+    with pytest.raises(ConsentRequired):
+        store.enable("demo.tool")
+    assert not store.has_consent("demo.tool")
 
 
 def test_a_new_trigger_asks_again(store: Store) -> None:
@@ -154,7 +154,7 @@ def test_a_models_version_never_inherits_consent(store: Store) -> None:
     store.install(tool(2, 1, "tasks.list"), author="model")  # does less than v1
     store.accept("demo.tool", 2)
     status = store.consent_status("demo.tool")
-    assert status.needed and status.reason == "author" and status.basis == 1
+    assert status.needed and status.reason == "changed" and status.basis == 1
     with pytest.raises(ConsentRequired, match="written by a model"):
         store.enable("demo.tool")
     store.enable("demo.tool", consent=True)  # a person's explicit yes
@@ -360,7 +360,9 @@ def test_a_schema_1_store_is_upgraded_in_place(tmp_path: Path) -> None:
             ("person", "previous", None),
             ("person", "current", None),
         ]
-        assert s.has_consent("demo.tool")  # the consent carried over, bound to the new hash
+        # v1's consent is bound to its new hash; v2's was only carried (the old rule): not one
+        assert s.has_consent("demo.tool", 1) and not s.has_consent("demo.tool")
+        assert s.consent_status("demo.tool").reason == "changed"
         assert s.get("demo.tool").effects["operations"] == [["tasks.list", "tasks.list"]]
         assert [v.tool_id for v in s.enabled_versions()] == ["demo.tool"]
     conn = sqlite3.connect(db)
@@ -404,10 +406,15 @@ def test_review_json_and_list_show_the_waiting_proposal(tmp_path: Path, capsys: 
     assert review["current"]["version"] == 1 and review["current"]["status"] == "current"
     assert review["proposal"]["version"] == 2 and review["proposal"]["status"] == "proposed"
     assert review["proposal"]["card"]["author"] == "a model (persona scout)"
-    assert review["proposal"]["consent"]["reason"] == "author"
-    assert review["changes"] == {
-        "added": {"operations": ["tasks.setStatus"]},
-        "removed": {"operations": ["tasks.create"]},
+    assert review["proposal"]["consent"]["reason"] == "changed"
+    assert review["diff"]["effects"] == {
+        "gained": [{"kind": "operation", "text": "tasks.setStatus"}],
+        "lost": [{"kind": "operation", "text": "tasks.create"}],
+    }
+    assert review["diff"]["to"] == {
+        "version": 2,
+        "hash": review["proposal"]["hash"],
+        "author": "model",
     }
     code, out, err = _cli(capsys, "tools", "show", "demo.tool", "--version", "2", *store)
     assert code == 0 and "Author   a model (persona scout)" in out
@@ -425,8 +432,9 @@ def test_enable_names_the_new_operation_of_a_persons_upgrade(tmp_path: Path, cap
         s.enable("demo.tool", consent=True)
         s.install(_set_status(2, 1))
     code, out, err = _cli(capsys, "tools", "enable", "demo.tool", "--store", str(db))
-    assert code == 1 and "nothing grew" not in out + err
-    assert "may do more than v1" in err and "new operations: tasks.setStatus" in err
+    assert code == 1 and "nothing" not in out + err
+    assert "What changed from v1 (a person) to v2 (a person)" in err
+    assert "+ operation: tasks.setStatus" in err
 
 
 _CAPS = st.sampled_from(["memory.access", "tasks.list", "net.http"])

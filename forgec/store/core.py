@@ -16,12 +16,12 @@ Rules, in the order a person meets them:
   what is wrong with its own numbers, never which numbers the store holds.
 - **Rollback** makes the highest stored, non-proposed, non-rejected version below the current
   one current and turns the tool off; at the first version it is refused.
-- **Consent** is recorded per tool version and bound to its content hash. Enabling a version
-  needs consent unless (a) that version, with this hash, already has it, or (b) its author is a
-  person and its effects (`forgec.store.effects`) and marks do not grow over those of the
-  version most recently consented to — then the consent is carried and recorded as such. A
-  model's version never inherits consent. An R4 tool's consent is never recorded: enabling it
-  asks, and so does every run.
+- **Consent** is bound to a version's content hash, and only to it. Enabling a version whose
+  hash has no consent always asks, whoever wrote it: nothing carries from an earlier version,
+  however small the change (the prompt shows what changed since the last consent,
+  `forgec.store.diff`). Only a person's `granted` consent counts; a `carried` record an older
+  forgec wrote is not a consent. An R4 tool's consent is never recorded: enabling it asks, and
+  so does every run.
 - **Integrity**: every read that could lead to running, enabling, showing or serving a version
   recomputes its hash (`forgec.store.integrity`); a changed or damaged row is `StoreDamaged`.
 
@@ -110,7 +110,7 @@ class VersionInfo:
     current: bool
     hash: str
     installed_at: str
-    consent: str | None  # "granted" | "carried" | None
+    consent: str | None  # "granted" (a person's, for this very hash) | None
     author: str = "person"
     author_name: str | None = None
     status: str = "previous"  # "current" | "proposed" | "rejected" | "previous"
@@ -174,10 +174,11 @@ class StoredVersion:
 class ConsentStatus:
     """Whether turning a version on (or running it) needs a person to say yes, and why.
 
-    `reason`: "first" (no consent on record), "grown" (more than the consent on record covers;
-    `growth` says exactly what), "author" (a model wrote it: it never inherits consent; `growth`
-    is what it adds over the consent on record, or everything), "always" (R4: asked every
-    time), or "covered" (no need: `basis` is the version whose consent covers it).
+    `reason`: "first" (no consent on record for the tool), "changed" (this version's hash has
+    no consent; `basis` is the version last consented to, the one the prompt's diff starts
+    from), "always" (R4: asked every time), or "covered" (no need: this very hash has the
+    person's consent). `growth` says, in words, what the version may do beyond `basis` (or
+    everything for a first consent): shown, never a reason to skip asking.
     """
 
     tool_id: str
@@ -530,7 +531,9 @@ class Store:
                     current=version == current,
                     hash=str(fields["hash"]),
                     installed_at=str(fields["installed_at"]),
-                    consent=kind if kind and consent_hash == fields["hash"] else None,
+                    consent=(
+                        kind if kind == "granted" and consent_hash == fields["hash"] else None
+                    ),
                     author=str(fields["author"]),
                     author_name=fields["author_name"],
                     status=_status(fields["status"], version == current),
@@ -654,10 +657,12 @@ class Store:
         return self._consent_status(self._conn, stored)
 
     def _basis(self, conn: sqlite3.Connection, tool_id: str) -> StoredVersion | None:
-        """The version most recently consented to, when its row is intact and still the one
-        consented to (the consent's hash); else None, so nothing is carried."""
+        """The version most recently consented to (a person's `granted` consent), when its row
+        is intact and still the one consented to; else None. It is where the prompt's diff
+        starts, never a consent for another version."""
         row = conn.execute(
-            "SELECT version, hash FROM consents WHERE tool_id = ? ORDER BY rowid DESC LIMIT 1",
+            "SELECT version, hash FROM consents WHERE tool_id = ? AND kind = 'granted'"
+            " ORDER BY rowid DESC LIMIT 1",
             (tool_id,),
         ).fetchone()
         if row is None:
@@ -670,36 +675,36 @@ class Store:
 
     def _consent_status(self, conn: sqlite3.Connection, stored: StoredVersion) -> ConsentStatus:
         tid, ver = stored.tool_id, stored.version
-        basis = self._basis(conn, tid)
-        growth: dict[str, list[str]] = {}
-        if basis is not None:
-            growth = growth_between(stored, basis)
         if stored.marks.always_asks:
-            return ConsentStatus(
-                tid, ver, needed=True, reason="always", growth=growth, basis=None, always_asks=True
-            )
-        if self._own_consent(conn, stored):
-            return ConsentStatus(tid, ver, needed=False, reason="covered", basis=stored.version)
-        if stored.author != "person":
+            basis = self._basis(conn, tid)
             return ConsentStatus(
                 tid,
                 ver,
                 needed=True,
-                reason="author",
-                growth=growth if basis is not None else _everything(stored),
+                reason="always",
+                growth=growth_between(stored, basis or _NOTHING),
                 basis=basis.version if basis is not None else None,
+                always_asks=True,
             )
+        if self._own_consent(conn, stored):
+            return ConsentStatus(tid, ver, needed=False, reason="covered", basis=stored.version)
+        basis = self._basis(conn, tid)
         if basis is None:
             return ConsentStatus(tid, ver, needed=True, reason="first", growth=_everything(stored))
-        if growth:
-            return ConsentStatus(
-                tid, ver, needed=True, reason="grown", growth=growth, basis=basis.version
-            )
-        return ConsentStatus(tid, ver, needed=False, reason="covered", basis=basis.version)
+        return ConsentStatus(
+            tid,
+            ver,
+            needed=True,
+            reason="changed",
+            growth=growth_between(stored, basis),
+            basis=basis.version,
+        )
 
     def _own_consent(self, conn: sqlite3.Connection, stored: StoredVersion) -> bool:
+        """A person's consent for this very hash (a `carried` record is not one)."""
         row = conn.execute(
-            "SELECT 1 FROM consents WHERE tool_id = ? AND version = ? AND hash = ?",
+            "SELECT 1 FROM consents WHERE tool_id = ? AND version = ? AND hash = ?"
+            " AND kind = 'granted'",
             (stored.tool_id, stored.version, stored.hash),
         ).fetchone()
         return row is not None
@@ -713,22 +718,13 @@ class Store:
             status = self._consent_status(conn, stored)
             if status.needed and not consent:
                 raise ConsentRequired(_consent_message(stored, status), status)
-            if not status.always_asks and not self._own_consent(conn, stored):
-                kind = "granted" if status.needed else "carried"
+            if status.needed and not status.always_asks:
                 self._write(
                     conn,
                     "consents",
                     "INSERT OR REPLACE INTO consents (tool_id, version, kind, carried_from,"
-                    " marks, granted_at, hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        tool_id,
-                        stored.version,
-                        kind,
-                        status.basis if kind == "carried" else None,
-                        dumps(stored.marks.to_json()),
-                        _now(),
-                        stored.hash,
-                    ),
+                    " marks, granted_at, hash) VALUES (?, ?, 'granted', NULL, ?, ?, ?)",
+                    (tool_id, stored.version, dumps(stored.marks.to_json()), _now(), stored.hash),
                 )
             self._write(
                 conn,
@@ -885,11 +881,11 @@ def _consent_message(stored: StoredVersion, status: ConsentStatus) -> str:
     name = f"{stored.name} v{stored.version}"
     if status.reason == "always":
         return f"{name} is R4: it asks before it is turned on and before every run"
-    grown = "; ".join(f"{k}: {', '.join(v)}" for k, v in status.growth.items())
-    if status.reason == "author":
-        return f"{name} was written by {stored.author_words}; it needs your own consent: {grown}"
-    if status.reason == "grown":
-        return f"{name} may do more than the version you agreed to (v{status.basis}): {grown}"
+    if status.reason == "changed":
+        return (
+            f"{name} (written by {stored.author_words}) is not the version you agreed to "
+            f"(v{status.basis}); it needs your consent"
+        )
     return f"{name} has never been turned on; it needs your consent"
 
 

@@ -19,8 +19,9 @@ Tables:
   become, current by rollback), `proposed` (a model's version waiting for a person) or
   `rejected`.
 - `consents(tool_id, version, kind, carried_from, marks, granted_at, hash)`: the consent a
-  person gave (`granted`) or that an upgrade kept because nothing grew (`carried`), bound to
-  the version's content hash; never for an R4 tool.
+  person gave (`granted`), bound to the version's content hash; never for an R4 tool. Older
+  forgec also wrote `carried` records (consent kept across an upgrade whose effects did not
+  grow); they are kept as history and are not a consent: that version asks again.
 """
 
 from __future__ import annotations

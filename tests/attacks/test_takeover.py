@@ -185,7 +185,7 @@ def test_a_model_cannot_take_over_a_persons_tool(person_tool: Path, tmp_path: Pa
     # a plain enable (no --yes, no terminal) keeps v1 and never carries consent to v2
     plain = forgec("tools", "enable", "weekly-review", store=store)
     assert plain.returncode == 0, plain.stderr
-    assert "v1 is on" in plain.stdout and "nothing grew" not in plain.stdout + plain.stderr
+    assert "v1 is on" in plain.stdout and "nothing" not in plain.stdout + plain.stderr
     assert listed(store)["version"] == 1
 
     # a person reviews: both cards, and what v2 adds, capability by capability
@@ -194,8 +194,8 @@ def test_a_model_cannot_take_over_a_persons_tool(person_tool: Path, tmp_path: Pa
     assert "dynamic:weekly-review v1" in review.stdout
     assert "dynamic:weekly-review v2" in review.stdout
     assert "Author   a model" in review.stdout and "Author   a person" in review.stdout
-    assert "new operations: tasks.setStatus" in review.stdout
-    assert "drops:\n    operations: notes.create" in review.stdout
+    assert "+ operation: tasks.setStatus" in review.stdout
+    assert "- operation: notes.create" in review.stdout
 
     # accepted, it is current and off; turning it on off a terminal asks and is refused
     accept = forgec("tools", "accept", "weekly-review", "2", store=store)
