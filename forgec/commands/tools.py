@@ -69,14 +69,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         _store_options(sp)
         if name == "show":
             sp.add_argument("--version", dest="tool_version", type=int, default=None)
+            sp.add_argument(
+                "--proposal", dest="proposal", type=int, default=None, help="a proposal instead"
+            )
         if name == "enable":
             sp.add_argument("--yes", action="store_true", help="consent without asking")
         sp.set_defaults(handler=globals()[handler])
 
-    rev = sub.add_parser("review", help="a proposed version beside the current one")
+    rev = sub.add_parser("review", help="a model's proposal beside the current version")
     rev.add_argument("tool", metavar="ID", help="the tool id, or dynamic:<id>")
     rev.add_argument(
-        "--version", dest="tool_version", type=int, default=None, help="default: the latest"
+        "--proposal",
+        "--version",
+        dest="tool_version",
+        metavar="N",
+        type=int,
+        default=None,
+        help="the proposal's number (default: the latest waiting)",
     )
     _store_options(rev)
     rev.set_defaults(handler=cmd_review)
@@ -84,17 +93,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "diff", help="what changed between two versions: effects, behaviour step by step, text"
     )
     dif.add_argument("tool", metavar="ID", help="the tool id, or dynamic:<id>")
-    dif.add_argument("old", metavar="A", type=int, help="the version compared from")
-    dif.add_argument("new", metavar="B", type=int, help="the version compared to")
+    dif.add_argument("old", metavar="A", help="the version compared from (N, or pN: proposal N)")
+    dif.add_argument("new", metavar="B", help="the version compared to (N, or pN: proposal N)")
     _store_options(dif)
     dif.set_defaults(handler=cmd_diff)
     for name, helptext, handler in (
-        ("accept", "make a proposed version current (off)", "cmd_accept"),
-        ("reject", "reject a proposed version (kept, never current)", "cmd_reject"),
+        ("accept", "make a proposal the next version, current (off)", "cmd_accept"),
+        ("reject", "reject a proposal (kept, never current)", "cmd_reject"),
     ):
         sp = sub.add_parser(name, help=helptext)
         sp.add_argument("tool", metavar="ID", help="the tool id, or dynamic:<id>")
-        sp.add_argument("tool_version", metavar="N", type=int, help="the proposed version")
+        sp.add_argument("tool_version", metavar="N", type=int, help="the proposal's number")
         _store_options(sp)
         sp.set_defaults(handler=globals()[handler])
 
@@ -206,12 +215,10 @@ def cmd_list(args: argparse.Namespace) -> int:
         (
             t.name,
             f"v{t.version}"
+            + (f" (latest v{t.latest_version})" if t.latest_version != t.version else "")
             + (
-                f" (latest v{t.latest_version})"
-                if t.latest_version != t.version and t.latest_version not in t.proposed
-                else ""
-            )
-            + (f" (proposed: {', '.join(f'v{n}' for n in t.proposed)})" if t.proposed else ""),
+                f" (proposal {', '.join(str(n) for n in t.proposed)} waiting)" if t.proposed else ""
+            ),
             "on" if t.enabled else "off",
             t.risk,
             ", ".join(t.powers) or "-",
@@ -252,7 +259,7 @@ def cmd_versions(args: argparse.Namespace) -> int:
         state = "" if v.status in ("current", "previous") else f"  {v.status.upper()}"
         damaged = "  CHANGED OUTSIDE FORGEC" if v.problem else ""
         line = (
-            f" {mark} v{v.version}  parent {parent}  {v.hash[:19]}…  by {by}  "
+            f" {mark} {v.label}  parent {parent}  {v.hash[:19]}…  by {by}  "
             f"installed {v.installed_at}  {consent}{state}{damaged}"
         )
         print(safe_text(line))  # a persona's name and a stored row are data
@@ -265,7 +272,8 @@ def _show_json(stored: Any, status: Any) -> dict[str, Any]:
 
     return {
         "card": consent_card_json(stored.manifest, stored.marks, author=stored.author_words),
-        "version": stored.version,
+        "version": None if stored.proposal is not None else stored.version,
+        "proposal": stored.proposal,
         "current": stored.current,
         "enabled": stored.enabled,
         "hash": stored.hash,
@@ -293,7 +301,10 @@ def _card(stored: Any) -> str:
 @_guard
 def cmd_show(args: argparse.Namespace) -> int:
     with _open(args) as store:
-        stored = store.get(args.tool, args.tool_version)
+        if args.proposal is not None:
+            stored = store.get_proposal(args.tool, args.proposal)
+        else:
+            stored = store.get(args.tool, args.tool_version)
         status = store.consent_status(args.tool, stored.version)
     if args.format == "json":
         emit_json(_show_json(stored, status))
@@ -303,7 +314,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     where = {"current": "current", "proposed": "proposed by a model, not current"}.get(
         _status_word(stored), f"{_status_word(stored)}, not current"
     )
-    print(safe_text(f"version {stored.version} ({where}, {state}), {stored.hash}"))
+    what = f"proposal {stored.proposal}" if stored.proposal is not None else "version"
+    number = "" if stored.proposal is not None else f" {stored.version}"
+    print(safe_text(f"{what}{number} ({where}, {state}), {stored.hash}"))
     if status.always_asks:
         print("consent: asked before every run (R4), never remembered")
     elif status.needed:
@@ -398,10 +411,11 @@ def cmd_review(args: argparse.Namespace) -> int:
             if not proposals:
                 raise StoreError(f"dynamic:{store.tool(args.tool).id} has no proposed version")
             wanted = proposals[-1]
-        proposal = store.get(args.tool, wanted)
+        proposal = store.get_proposal(args.tool, wanted)
         current = store.get(args.tool)
         status = store.consent_status(args.tool, proposal.version)
-        diff = diff_versions(store, proposal.tool_id, current.version, proposal.version)
+        current_latest = store.tool(args.tool).latest_version
+        diff = diff_versions(store, proposal.tool_id, current.version, f"p{wanted}")
     if args.format == "json":
         emit_json(
             {
@@ -414,17 +428,29 @@ def cmd_review(args: argparse.Namespace) -> int:
     print(f"current: v{current.version} ({'on' if current.enabled else 'off'})")
     print(_card(current))
     print()
-    print(f"proposal: v{proposal.version} ({_status_word(proposal)})")
+    print(f"{proposal.label} ({_status_word(proposal)})")
     print(_card(proposal))
     print()
     print(render_diff(diff))
     if proposal.status == "proposed":
         print(
-            f"accept: `forgec tools accept {proposal.tool_id} {proposal.version}` (it becomes "
-            f"current, off; turning it on asks your consent); reject: "
-            f"`forgec tools reject {proposal.tool_id} {proposal.version}`"
+            f"accept: `forgec tools accept {proposal.tool_id} {proposal.proposal}` (it becomes "
+            f"v{current_latest + 1}, current and off; turning it on asks your consent); "
+            f"reject: `forgec tools reject {proposal.tool_id} {proposal.proposal}`"
         )
     return 0
+
+
+def _which(text: str) -> int | str:
+    """`3` (version 3) or `p2` (proposal 2), as `diff_versions` takes them."""
+    from forgec.commands import UsageError
+
+    body = text[1:] if text[:1] in ("p", "P") else text
+    if not body.isdigit() or not body.isascii():
+        raise UsageError(
+            f"{safe_text(text)!s} is not a version (N) or a proposal (pN), e.g. 3 or p2"
+        )
+    return f"p{int(body)}" if body != text else int(body)
 
 
 @_guard
@@ -433,7 +459,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     from forgec.store.diff import diff_versions
 
     with _open(args) as store:
-        diff = diff_versions(store, args.tool, args.old, args.new)
+        diff = diff_versions(store, args.tool, _which(args.old), _which(args.new))
     if args.format == "json":
         emit_json(diff)
     else:
@@ -453,11 +479,19 @@ def cmd_accept(args: argparse.Namespace) -> int:
     with _open(args) as store:
         stored = store.accept(args.tool, args.tool_version)
     if args.format == "json":
-        emit_json({"name": stored.name, "version": stored.version, "enabled": False})
+        emit_json(
+            {
+                "name": stored.name,
+                "proposal": args.tool_version,
+                "version": stored.version,
+                "enabled": False,
+            }
+        )
     else:
         print(
-            f"{stored.name} v{stored.version} is current, and the tool is off; turn it on with "
-            f"`forgec tools enable {stored.tool_id}` (it asks your consent)"
+            f"{stored.name} proposal {args.tool_version} is now v{stored.version}, current, "
+            f"and the tool is off; turn it on with `forgec tools enable {stored.tool_id}` "
+            "(it asks your consent)"
         )
     return 0
 
@@ -470,9 +504,12 @@ def cmd_reject(args: argparse.Namespace) -> int:
         store.reject(args.tool, args.tool_version)
     name = f"dynamic:{normalize_id(args.tool)}"
     if args.format == "json":
-        emit_json({"name": name, "version": args.tool_version, "status": "rejected"})
+        emit_json({"name": name, "proposal": args.tool_version, "status": "rejected"})
     else:
-        print(f"{name} v{args.tool_version} is rejected; it is kept but never becomes current")
+        print(
+            f"{name} proposal {args.tool_version} is rejected; it is kept but never becomes "
+            "current, and holds no version number"
+        )
     return 0
 
 

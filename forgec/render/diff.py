@@ -19,7 +19,8 @@ MARKS = {"added": "+", "removed": "-", "changed": "~"}
 
 def _who(side: dict[str, Any]) -> str:
     author = AUTHOR_WORDS.get(str(side.get("author")), str(side.get("author")))
-    return f"v{side.get('version')} ({author})"
+    number = side.get("version")
+    return f"{'v' + str(number) if number is not None else 'the proposal'} ({author})"
 
 
 def render_diff(diff: dict[str, Any], *, indent: str = "") -> str:

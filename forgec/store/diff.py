@@ -64,17 +64,27 @@ ONLY_TEXT = "Only text changed."
 FIRST = "First consent: nothing was agreed to before, so everything this version does is new."
 
 
-def diff_versions(store: Any, tool_id: str, a: int | None, b: int | None) -> dict[str, Any]:
-    """The change from version A (None: nothing consented yet) to version B (None: the
-    current one) of TOOL_ID in STORE, both read with their hashes verified."""
-    new = store.get(tool_id, b)
-    old = store.get(tool_id, a) if a is not None else None
+Which = int | str | None  # a version N, "pN" (proposal N), or None
+
+
+def diff_versions(store: Any, tool_id: str, a: Which, b: Which) -> dict[str, Any]:
+    """The change from A (None: nothing consented yet) to B (None: the current version) of
+    TOOL_ID in STORE, both read with their hashes verified. Each is a version number or
+    "pN" for proposal N."""
+    new = _read(store, tool_id, b)
+    old = _read(store, tool_id, a) if a is not None else None
     return diff_stored(
         old,
         new,
         old_ir=store.checked_ir(old) if old is not None else None,
         new_ir=store.checked_ir(new),
     )
+
+
+def _read(store: Any, tool_id: str, which: Which) -> Any:
+    if isinstance(which, str):
+        return store.get_proposal(tool_id, int(which.removeprefix("p")))
+    return store.get(tool_id, which)
 
 
 def diff_stored(old: Any, new: Any, *, old_ir: Any, new_ir: Any) -> dict[str, Any]:
@@ -124,7 +134,9 @@ def _count(k: int, one: str, many: str) -> str:
 
 
 def _header(stored: Any) -> dict[str, Any]:
-    return {"version": stored.version, "hash": stored.hash, "author": stored.author}
+    # a proposal holds no version number: its `version` is null (it was asked for as "pN")
+    version = None if getattr(stored, "proposal", None) is not None else stored.version
+    return {"version": version, "hash": stored.hash, "author": stored.author}
 
 
 # -- 1. effects -----------------------------------------------------------------------------------
