@@ -471,3 +471,28 @@ def test_nothing_grows_exactly_when_every_effect_is_covered(
     subset = all(_covers(old, i, k) for k in ("operations", "hosts", "flows") for i in new[k])
     assert (fx.growth(new, old) == {}) is subset
     assert fx.growth(new, new) == {}
+
+
+def test_a_schema_2_store_moves_its_proposals_out_of_the_version_numbers(tmp_path: Path) -> None:
+    db = tmp_path / "two.db"
+    with open_store(db) as s:
+        install(s, 1, None, "tasks.list")
+    conn = sqlite3.connect(db)
+    with conn:  # as schema 2 kept them: proposals under the numbers a model wrote
+        for version, status in ((2, "proposed"), (3, "rejected"), (2147483647, "proposed")):
+            conn.execute(
+                "INSERT INTO versions SELECT tool_id, ?, 1, target, manifest, program, marks,"
+                " hash, forgec_version, installed_at, author, NULL, ?, effects FROM versions"
+                " WHERE version = 1",
+                (version, status),
+            )
+        conn.execute("ALTER TABLE tools DROP COLUMN last_proposal")
+        conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema'")
+    conn.close()
+    with open_store(db) as s:
+        assert s.proposals("demo.tool") == [1, 3]  # waiting; 2 was the rejected one
+        assert s.get_proposal("demo.tool", 2).status == "rejected"
+        assert s.tool("demo.tool").latest_version == 1
+        assert install(s, 2, 1, "tasks.list").installed == ("demo.tool", 2)
+        s.install(tool(9, 8, "tasks.list"), author="model")
+        assert s.proposals("demo.tool") == [1, 3, 4]

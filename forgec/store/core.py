@@ -58,6 +58,7 @@ from forgec.store.integrity import (
     check_row,
     dumps,
     hash_texts,
+    label,
     legacy_hash,
     loads,
     manifest_text,
@@ -127,7 +128,7 @@ class VersionInfo:
 
     @property
     def label(self) -> str:
-        return f"proposal {self.proposal}" if self.proposal is not None else f"v{self.version}"
+        return label(self.version)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -176,7 +177,7 @@ class StoredVersion:
     @property
     def label(self) -> str:
         """How a person reads which one it is: `v3`, or `proposal 2`."""
-        return f"proposal {self.proposal}" if self.proposal is not None else f"v{self.version}"
+        return label(self.version)
 
     @property
     def program(self) -> dict[str, Any]:
@@ -906,12 +907,12 @@ def _decode(tool_id: str, row: dict[str, Any], current: int, enabled: bool) -> S
     marks = loads(tool_id, v, "marks", row["marks"])
     effects = loads(tool_id, v, "effects", row["effects"])
     if not all(isinstance(x, dict) for x in (manifest, marks, effects)):
-        raise StoreDamaged(f"the stored version of dynamic:{tool_id} v{v} is damaged")
+        raise StoreDamaged(f"the stored version of dynamic:{tool_id} {label(v)} is damaged")
     try:
         parsed_marks = Marks.from_json(marks)
     except (TypeError, ValueError, AttributeError):
         raise StoreDamaged(
-            f"the stored version of dynamic:{tool_id} v{v} is damaged (unreadable marks)"
+            f"the stored version of dynamic:{tool_id} {label(v)} is damaged (unreadable marks)"
         ) from None
     is_current = v == current
     return StoredVersion(
