@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from loopback import serving
+from loopback import serving, tls_server_context
 
 from forgec.host import HostOptions, open_host
 from forgec.host.config import HostConfig
@@ -69,7 +69,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 {"Content-Type": "application/json", "X-Custom": "Yes"},
             )
         elif self.path == "/to-evil":
-            self._send(302, b"", {"Location": f"http://{EVIL}:{port}/steal"})
+            scheme = self.server.scheme  # type: ignore[attr-defined]
+            self._send(302, b"", {"Location": f"{scheme}://{EVIL}:{port}/steal"})
+        elif self.path == "/to-http":
+            self._send(302, b"", {"Location": f"http://{API}:{port}/ok"})
         elif self.path == "/to-same":
             self._send(301, b"", {"Location": "/ok"})
         elif self.path == "/loop":
@@ -105,7 +108,17 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[http.server.ThreadingHTTPServer]:
-    with serving(_Handler, seen=[]) as srv:
+    with serving(_Handler, seen=[], scheme="http") as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def tls_server(tmp_path_factory) -> Iterator[http.server.ThreadingHTTPServer]:
+    """The same server behind TLS for api.example.com and evil.example.net: credentials travel
+    only over https (SPEC §14), so their tests run here."""
+    pytest.importorskip("cryptography")
+    context, ca_file = tls_server_context(tmp_path_factory.mktemp("tls"), (API, EVIL))
+    with serving(_Handler, tls=context, seen=[], scheme="https", ca_file=ca_file) as srv:
         yield srv
 
 
@@ -113,6 +126,12 @@ def server() -> Iterator[http.server.ThreadingHTTPServer]:
 def seen(server) -> list[dict]:
     server.seen.clear()
     return server.seen
+
+
+@pytest.fixture
+def tls_seen(tls_server) -> list[dict]:
+    tls_server.seen.clear()
+    return tls_server.seen
 
 
 def _host(
@@ -128,7 +147,7 @@ def _host(
     return open_host(
         HostOptions(
             db=tmp_path / "h.db",
-            config=HostConfig(allow_hosts=allow),
+            config=HostConfig(allow_hosts=allow, ca_file=getattr(server, "ca_file", None)),
             persona_labels=labels,
             resolve=(f"{API}:{port}:127.0.0.1", f"{EVIL}:{port}:127.0.0.1"),
             environ=env if env is not None else {env_name("api-key"): SECRET},
@@ -150,7 +169,7 @@ def _ctx(hosts=(API,), cred_hosts=(API,)) -> CallContext:
 
 
 def _url(server, host: str, path: str) -> str:
-    return f"http://{host}:{server.server_address[1]}{path}"
+    return f"{server.scheme}://{host}:{server.server_address[1]}{path}"
 
 
 def test_get_through_the_override_is_real_http(tmp_path, server, seen) -> None:
@@ -207,7 +226,8 @@ def test_redirect_on_the_allowlist_is_followed(tmp_path, server, seen) -> None:
             h.call("net.http", {"method": "GET", "url": _url(server, API, "/loop")}, _ctx())
 
 
-def test_credential_sent_to_its_host_only(tmp_path, server, seen) -> None:
+def test_credential_sent_to_its_host_only(tmp_path, tls_server, tls_seen) -> None:
+    server, seen = tls_server, tls_seen
     headers = {"Authorization": {"$credential": "api-key"}, "X-Trace": "1"}
     with _host(tmp_path, server) as h:
         # both hosts allowed by the manifest, the credential only for API
@@ -246,7 +266,8 @@ def test_credential_sent_to_its_host_only(tmp_path, server, seen) -> None:
             )
 
 
-def test_credential_from_file_and_missing(tmp_path, server, seen) -> None:
+def test_credential_from_file_and_missing(tmp_path, tls_server, tls_seen) -> None:
+    server, seen = tls_server, tls_seen
     cred_file = tmp_path / "creds.toml"
     cred_file.write_text('"api-key" = "Token from-file"\n')
     headers = {"Authorization": {"$credential": "api-key"}}
@@ -267,6 +288,30 @@ def test_credential_from_file_and_missing(tmp_path, server, seen) -> None:
                 _ctx(),
             )
         assert info.value.code == "RUN_CREDENTIAL_MISSING"
+
+
+def test_a_credential_never_travels_over_plain_http(tmp_path, server, seen) -> None:
+    """SPEC §14: the declared host, its own credential, but `http:` — refused before any
+    connection, naming the credential and never its value."""
+    headers = {"Authorization": {"$credential": "api-key"}}
+    with _host(tmp_path, server) as h, pytest.raises(HostError) as info:
+        h.call(
+            "net.http",
+            {"method": "GET", "url": _url(server, API, "/ok"), "headers": headers},
+            _ctx(),
+        )
+    assert info.value.code == "RUN_NETWORK_DENIED" and "https" in info.value.message
+    assert "'api-key'" in info.value.message and SECRET not in info.value.message
+    assert seen == []
+
+
+def test_a_redirect_to_http_with_the_credential_is_refused(tmp_path, tls_server, tls_seen) -> None:
+    headers = {"Authorization": {"$credential": "api-key"}}
+    with _host(tmp_path, tls_server) as h, pytest.raises(HostError) as info:
+        url = _url(tls_server, API, "/to-http")
+        h.call("net.http", {"method": "GET", "url": url, "headers": headers}, _ctx())
+    assert info.value.code == "RUN_NETWORK_DENIED" and "plain http" in info.value.message
+    assert [r["path"] for r in tls_seen] == ["/to-http"]  # the http hop was never sent
 
 
 def test_host_side_allowlist_must_pass_too(tmp_path, server, seen) -> None:

@@ -336,6 +336,7 @@ class ReferenceHost:
                 resolve=self.resolve,
                 max_redirects=self.config.max_redirects,
                 ca_file=self.config.ca_file,
+                allow_private=self.config.allow_private,
             )
         if capability == "channel.send":
             return channels.send(
