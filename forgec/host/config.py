@@ -173,7 +173,9 @@ def parse_config(data: Mapping[str, Any], *, base: Path) -> HostConfig:
         kw["channels"] = parsed
     if "network" in top:
         net = _expect(
-            top["network"], "[network]", {"allow", "resolve", "max_redirects", "ca_file", "allow_private"}
+            top["network"],
+            "[network]",
+            {"allow", "resolve", "max_redirects", "ca_file", "allow_private"},
         )
         if "ca_file" in net:
             kw["ca_file"] = _path(net["ca_file"], "network.ca_file", base)

@@ -40,8 +40,7 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Callable
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
