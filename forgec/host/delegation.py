@@ -105,6 +105,9 @@ class DelegationContext:
     file_roots: tuple[Path, ...] = ()
     spark_base_url: str = "https://api.openai.com/v1"
     spark_model: str = "gpt-5.4-spark"
+    # variable name → the key the host read when it opened (`CredentialStore.key`): checked,
+    # and scrubbed from everything the host lets out; a sub-agent never reads os.environ
+    key: Callable[[str], str | None] = lambda name: None
 
 
 SubagentFn = Callable[[dict[str, Any], DelegationContext], Any]
@@ -287,7 +290,7 @@ def spark_coder(inp: dict[str, Any], ctx: DelegationContext) -> Any:
     from forgec.host.models import OpenAIProvider, _parse_json, validate_output
 
     name = "spark-coder"
-    key = os.environ.get("OPENAI_API_KEY")
+    key = ctx.key("OPENAI_API_KEY")
     if not key:
         v.fail(f"{name} needs OPENAI_API_KEY, which is not set in the host's environment")
     f = v.fields(name, inp, allowed={"task", "files"}, required=("task",))
