@@ -80,6 +80,9 @@ class HostConfig:
     allow_hosts: tuple[str, ...] = ()  # host-side allowlist; empty = the manifest's only
     resolve: tuple[str, ...] = ()  # curl-style HOST:PORT:ADDR overrides
     max_redirects: int = 5
+    # SPEC §14: net.http may connect to loopback/private/link-local addresses only for hosts
+    # the operator mapped (`resolve`), unless this is set
+    allow_private: bool = False
     ca_file: Path | None = None  # an extra trusted CA for https (PEM)
     credentials_file: Path | None = None
     model: ModelConfig | None = None
@@ -205,13 +208,21 @@ def parse_config(data: Mapping[str, Any], *, base: Path) -> HostConfig:
             )
         kw["channels"] = parsed
     if "network" in top:
-        net = _expect(top["network"], "[network]", {"allow", "resolve", "max_redirects", "ca_file"})
+        net = _expect(
+            top["network"],
+            "[network]",
+            {"allow", "resolve", "max_redirects", "ca_file", "allow_private"},
+        )
         if "ca_file" in net:
             kw["ca_file"] = _path(net["ca_file"], "network.ca_file", base)
         if "allow" in net:
             kw["allow_hosts"] = tuple(h.lower() for h in _strs(net["allow"], "network.allow"))
         if "resolve" in net:
             kw["resolve"] = _strs(net["resolve"], "network.resolve")
+        if "allow_private" in net:
+            if not isinstance(net["allow_private"], bool):
+                raise ConfigError("network.allow_private must be true or false")
+            kw["allow_private"] = net["allow_private"]
         if "max_redirects" in net:
             kw["max_redirects"] = _int(net["max_redirects"], "network.max_redirects", 0, 20)
     if "credentials" in top:

@@ -112,6 +112,9 @@ class DelegationContext:
     file_roots: tuple[Path, ...] = ()
     spark_base_url: str = "https://api.openai.com/v1"
     spark_model: str = "gpt-5.4-spark"
+    # variable name → the key the host read when it opened (`CredentialStore.key`): checked,
+    # and scrubbed from everything the host lets out; a sub-agent never reads os.environ
+    key: Callable[[str], str | None] = lambda name: None
     config: Any = None  # the HostConfig (a profile's model and provider)
     a2a_depth: int = 0  # depth of the A2A task the current turn runs for (0: none)
 
@@ -321,7 +324,7 @@ def spark_coder(inp: dict[str, Any], ctx: DelegationContext) -> Any:
     from forgec.host.models import OpenAIProvider, _parse_json, validate_output
 
     name = "spark-coder"
-    key = os.environ.get("OPENAI_API_KEY")
+    key = ctx.key("OPENAI_API_KEY")
     if not key:
         v.fail(f"{name} needs OPENAI_API_KEY, which is not set in the host's environment")
     f = v.fields(name, inp, allowed={"task", "files"}, required=("task",))
