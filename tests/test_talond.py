@@ -842,3 +842,57 @@ def test_no_send_deeper_than_the_bound_ever_reaches_a_persona(
             assert status == "failed" and "bound of 4" in error
         else:
             assert status == "queued"
+
+
+class KeyedModel(http.server.BaseHTTPRequestHandler):
+    """Records the Authorization header; answers 500 quoting it (a careless server)."""
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["content-length"]))
+        srv: Any = self.server
+        srv.auth.append(self.headers.get("authorization"))
+        data = f"upstream refused {self.headers.get('authorization')}".encode()
+        self.send_response(500)
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def test_a_persona_providers_api_key_is_sent_and_never_shown(tmp_path: Path) -> None:
+    from forgec.daemon.agent import Agents, TurnFailed
+    from forgec.daemon.queue import Work
+    from forgec.host.config import load_config
+    from forgec.mcp.policy import ConsentPolicy
+
+    secret = "sk-test-abcdefghijklmnopqrstuvwx0123456789"
+    write_personas(tmp_path, {"alpha": ()})
+    with serving(KeyedModel, auth=[]) as srv:
+        url = f"http://127.0.0.1:{srv.server_port}/v1"
+        path = write_config(
+            tmp_path,
+            None,
+            f'[providers.hosted]\nbase_url = "{url}"\nmodel = "m"\napi_key_env = "HOSTED_KEY"\n'
+            '\n[personas.alpha]\nprovider = "hosted"\n',
+        )
+        environ = {"HOSTED_KEY": secret}
+        agents = Agents(
+            load_config(path),
+            db_path=tmp_path / "host.db",
+            store_path=None,
+            policy=ConsentPolicy(),
+            environ=environ,
+        )
+        work = Work(kind="a2a", id="a2a_x", persona="alpha", thread="main", prompt="hi", attempts=1)
+        persona = agents.personas["alpha"]
+        host = agents._open_host(persona, work)
+        try:
+            provider, _model = agents.provider_for(persona, work, host)
+            with pytest.raises(TurnFailed) as info:
+                agents._ask(provider, None, [{"role": "user", "content": "hi"}], [], 10, host)
+        finally:
+            host.close()
+    assert srv.auth == [f"Bearer {secret}"]
+    assert secret not in str(info.value) and "HTTP 500" in str(info.value)
