@@ -896,3 +896,36 @@ def test_a_persona_providers_api_key_is_sent_and_never_shown(tmp_path: Path) -> 
             host.close()
     assert srv.auth == [f"Bearer {secret}"]
     assert secret not in str(info.value) and "HTTP 500" in str(info.value)
+
+
+def test_a_background_task_cancelled_while_it_runs_stops_its_turn(tmp_path: Path) -> None:
+    import threading as _threading
+
+    from forgec.daemon.agent import Agents, keep_leased
+    from forgec.daemon.queue import LeaseLost
+    from forgec.host.config import load_config
+    from forgec.mcp.policy import ConsentPolicy
+
+    write_personas(tmp_path, {"alpha": ("subagent.background",)})
+    config = load_config(write_config(tmp_path, "http://127.0.0.1:9"))
+    db = tmp_path / "host.db"
+    labels = ("subagent.background",)
+    with open_host(HostOptions(config=config, db=db, persona="alpha", persona_labels=labels)) as h:
+        task = h.call("subagent.background", {"action": "spawn", "prompt": "long"}, CTX)["taskId"]
+        q = Queue(db, owner="d", clock=FixedClock(START), lease_seconds=60)
+        (work,) = q.claim(["alpha"], 1)
+        h.call("subagent.background", {"action": "cancel", "taskId": task}, CTX)
+    done, lost = _threading.Event(), _threading.Event()
+    beat = _threading.Thread(target=keep_leased, args=(q, work, 0.01, done, lost))
+    beat.start()
+    assert lost.wait(10)  # the heartbeat found the row cancelled
+    done.set()
+    beat.join()
+    provider = ScriptedProvider(3)
+    agents = Agents(config, db_path=db, store_path=None, policy=ConsentPolicy())
+    agents.provider_for = lambda persona, work, host: (provider, None)  # type: ignore[method-assign]
+    with pytest.raises(LeaseLost):
+        agents.run(work, q, _threading.Event(), lost)
+    assert provider.asked == []  # the model was not asked again
+    assert not q.complete(work, {"answer": "late"})
+    q.close()
