@@ -929,3 +929,36 @@ def test_a_background_task_cancelled_while_it_runs_stops_its_turn(tmp_path: Path
     assert provider.asked == []  # the model was not asked again
     assert not q.complete(work, {"answer": "late"})
     q.close()
+
+
+def test_an_r4_forged_tool_runs_only_under_a_policy_pinned_to_its_version(tmp_path: Path) -> None:
+    from test_store import install, open_store
+
+    from forgec.daemon.agent import Agents
+    from forgec.host.config import load_config
+    from forgec.mcp.policy import Allow, ConsentPolicy
+
+    store = tmp_path / "tools.db"
+    with open_store(store) as s:
+        install(s, 1, None, "net.http", tool_id="web.fetch")
+        s.enable("web.fetch", consent=True)
+        digest = s.get("web.fetch").hash
+    write_personas(tmp_path, {"alpha": ("net.http:egress",)})
+    config = load_config(write_config(tmp_path, "http://127.0.0.1:9"))
+    labels = ("net.http:egress",)
+
+    def answer(policy: ConsentPolicy) -> str:
+        agents = Agents(config, db_path=tmp_path / "host.db", store_path=store, policy=policy)
+        offered = agents.offered(labels)
+        with open_host(
+            HostOptions(config=config, db=tmp_path / "host.db", persona_labels=labels)
+        ) as h:
+            return str(
+                json.loads(agents.call_tool(offered, "dynamic_web_Dfetch", "{}", h))["error"]
+            )
+
+    assert "is R4" in answer(ConsentPolicy())
+    assert "is R4" in answer(ConsentPolicy((Allow(tool="dynamic:web.fetch", version=2),)))
+    assert "is R4" in answer(ConsentPolicy((Allow(tool="dynamic:web.fetch", hash="sha256:0"),)))
+    allowed = answer(ConsentPolicy((Allow(tool="dynamic:web.fetch", hash=digest),)))
+    assert "is R4" not in allowed  # past consent: the run itself answers (no network here)
