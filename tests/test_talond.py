@@ -310,7 +310,7 @@ def _host(tmp_path: Path, **kw: Any) -> Any:
     assert folder.is_dir()
     opts: dict[str, Any] = {
         "host_config": config,
-        "persona_labels": ("schedule.manage:own", "subagent.background"),
+        "persona_labels": ("schedule.manage:own", "subagent.background", "memory.access:thread"),
         **kw,
     }
     return open_host(HostOptions(**opts))
@@ -410,7 +410,27 @@ def _claims() -> list[tuple[str, str, Callable[[Any], None]]]:
         ]
         assert names == ["alpha", "beta"]
 
+    def generated_key(h: Any) -> None:
+        import uuid
+
+        made = h.call("memory.access", {"operation": "write", "value": "v"}, CTX)
+        uuid.UUID(made["key"])
+
+    def stringified(h: Any) -> None:
+        h.call("memory.access", {"operation": "write", "key": "k", "value": {"a": 1}}, CTX)
+        read = h.call("memory.access", {"operation": "read", "key": "k"}, CTX)
+        assert json.loads(read["value"]) == {"a": 1}
+
+    def unknown_namespace(h: Any) -> None:
+        made = h.call(
+            "memory.access", {"operation": "write", "key": "n", "value": "v", "namespace": "x"}, CTX
+        )
+        assert made["namespace"] == "note"
+
     return [
+        ("memory.access", "without it a new UUID key\n  is generated", generated_key),
+        ("memory.access", "anything that is not a string is stored as its JSON text", stringified),
+        ("memory.access", "any other value silently becomes `note`", unknown_namespace),
         (
             "schedule.manage",
             "`update` changes its fields but never turns it\n  back on",
