@@ -205,7 +205,12 @@ def test_a_schedule_made_over_mcp_fires_and_its_turn_calls_host_and_forged_tools
         ][n]
 
     with fake_model(script) as srv:
-        config = write_config(tmp_path, f"http://127.0.0.1:{srv.server_port}")
+        # alpha's own model id on the host's endpoint (SPEC §19: per persona, else [model])
+        config = write_config(
+            tmp_path,
+            f"http://127.0.0.1:{srv.server_port}",
+            '[personas.alpha]\nmodel = "alpha-model"\n',
+        )
         t0 = now_utc()
         slot = (t0 + dt.timedelta(minutes=1)).replace(second=0, microsecond=0)
         set_clock(clock, t0)
@@ -254,6 +259,7 @@ def test_a_schedule_made_over_mcp_fires_and_its_turn_calls_host_and_forged_tools
     # the turn was told: the label as the prompt, the tools under their MCP names and the MCP
     # server's schemas, those tools' instruction files in the system prompt
     first = srv.seen[0]
+    assert first["model"] == "alpha-model"
     assert first["messages"][1] == {"role": "user", "content": "tick"}
     offered = {t["function"]["name"]: t["function"] for t in first["tools"]}
     assert set(offered) == {"schedule_manage", "memory_access", "dynamic_add_Dtask"}
