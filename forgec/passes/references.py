@@ -38,6 +38,7 @@ from typing import Any, cast
 import attrs
 
 from forgec.frontend.names import NAME_RE, RESERVED, parse_path
+from forgec.ir.diagnostics import Fix, insert_fix
 from forgec.ir.nodes import (
     NODE_TYPES,
     CapabilityNode,
@@ -179,6 +180,7 @@ def _check_target(ctx: PassContext, node: Node, state_fields: set[str]) -> None:
             f"(declared: {declared})",
             hint=_did_you_mean(str(field), sorted(state_fields), "state.")
             or "declare the field in `state.fields`",
+            fixes=declare_state_field(ctx, str(field)),
         )
         return
     ctx.report(
@@ -513,6 +515,7 @@ class _Analysis:
             f"(declared: {declared})",
             hint=_did_you_mean(str(field), sorted(self.state_fields), "state.")
             or "declare the field in `state.fields`",
+            fixes=declare_state_field(self.ctx, str(field)),
         )
 
     def suggest(self, root: str, loop_vars: frozenset[str], known: set[str]) -> str | None:
@@ -533,6 +536,15 @@ def _successors(node: Node) -> tuple[str, ...]:
         return tuple([t for t in (node.then, node.else_) if t is not None])
     nxt = getattr(node, "next", None)
     return (nxt,) if type(nxt) is str else ()
+
+
+def declare_state_field(ctx: PassContext, field: str) -> tuple[Fix, ...]:
+    """The fix that declares a state field: in `state.fields`, or a new `state` holding it."""
+    title = f"Declare the state field `{field}`"
+    if ctx.manifest.state is None:
+        state = {"maxBytes": 4096, "fields": {field: {}}}
+        return (insert_fix("", "state", state, title=title),)
+    return (insert_fix("/state/fields", field, {}, title=title),)
 
 
 def _did_you_mean(name: str, candidates: list[str], prefix: str = "") -> str | None:
