@@ -19,7 +19,7 @@ TABLES = {
     "forgec.passes.references": True,
     "forgec.passes.value_size": True,
     "forgec.passes.flows": False,
-    "forgec.passes.folding": False,
+    "forgec.passes.folding": True,
 }
 
 
