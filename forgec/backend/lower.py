@@ -31,6 +31,7 @@ import orjson
 
 from forgec.ir import nodes as ir
 from forgec.runtime.opcodes import OPS, Op, OperandKind
+from forgec.runtime.pools import LOWERED_POOLS
 from forgec.runtime.program import Program, ProgramError, stack_depths
 
 
@@ -53,14 +54,9 @@ class Block:
 
 @attrs.define
 class _Pools:
-    consts: list[Any] = attrs.field(factory=list)
-    paths: list[list[str | int]] = attrs.field(factory=list)
-    values: list[Any] = attrs.field(factory=list)
-    calls: list[dict[str, Any]] = attrs.field(factory=list)
-    models: list[dict[str, Any]] = attrs.field(factory=list)
-    conds: list[dict[str, Any]] = attrs.field(factory=list)
-    loops: list[dict[str, Any]] = attrs.field(factory=list)
-    fails: list[dict[str, Any]] = attrs.field(factory=list)
+    """The pools lowering interns into, by name (`forgec.runtime.pools.LOWERED_POOLS`)."""
+
+    lists: dict[str, list[Any]] = attrs.field(factory=lambda: {n: [] for n in LOWERED_POOLS})
     index: dict[tuple[str, bytes], int] = attrs.field(factory=dict)
 
     def intern(self, pool: str, item: Any) -> int:
@@ -68,7 +64,7 @@ class _Pools:
         found = self.index.get(key)
         if found is not None:
             return found
-        items: list[Any] = getattr(self, pool)
+        items = self.lists[pool]
         items.append(item)
         self.index[key] = len(items) - 1
         return len(items) - 1
@@ -315,7 +311,7 @@ def lower_manifest(
     for node_id in _layout(m.flow.entry, top):
         lowerer.emit_node(top[node_id], None)
     code = linearize(lowerer.blocks)
-    pools = lowerer.pools
+    pool_lists: dict[str, Any] = dict(lowerer.pools.lists)
     network = m.network
     program = Program(
         id=m.id,
@@ -324,14 +320,7 @@ def lower_manifest(
         max_transitions=m.flow.max_transitions or 256,
         code=code,
         nodes=lowerer.nodes,
-        consts=pools.consts,
-        paths=pools.paths,
-        values=pools.values,
-        calls=pools.calls,
-        models=pools.models,
-        conds=pools.conds,
-        loops=pools.loops,
-        fails=pools.fails,
+        **pool_lists,
         input_schema=m.input_schema,
         output_schema=m.output_schema,
         state=(

@@ -41,8 +41,8 @@ from forgec.ir.rules import (
 )
 from forgec.ir.rules import MAX_TRANSITIONS as _TRANSITIONS
 from forgec.runtime.opcodes import OPS, Op, OperandKind
+from forgec.runtime.pools import FORMAT, POOLS
 
-FORMAT = "forgec.program.v1"
 # A Program with schema keywords outside the manifest's subset (SPEC §2.2) is refused, so a
 # hand-made Program cannot smuggle anything unexpected into the schema validator.
 _SCHEMA_KEYWORDS = frozenset(SCHEMA_KEYWORDS)
@@ -112,15 +112,7 @@ class Program:
             "marks": self.marks,
             "ui": self.ui,
             "flow": self.flow,
-            "nodes": self.nodes,
-            "consts": self.consts,
-            "paths": self.paths,
-            "values": self.values,
-            "calls": self.calls,
-            "models": self.models,
-            "conds": self.conds,
-            "loops": self.loops,
-            "fails": self.fails,
+            **{pool.name: getattr(self, pool.name) for pool in POOLS},
             "code": self.code,
         }
 
@@ -151,15 +143,7 @@ class Program:
                 title=_typed(data, "title", str),
                 max_transitions=_typed(data, "maxTransitions", int),
                 code=_typed(data, "code", list),
-                nodes=_typed(data, "nodes", list),
-                consts=_typed(data, "consts", list),
-                paths=_typed(data, "paths", list),
-                values=_typed(data, "values", list),
-                calls=_typed(data, "calls", list),
-                models=_typed(data, "models", list),
-                conds=_typed(data, "conds", list),
-                loops=_typed(data, "loops", list),
-                fails=_typed(data, "fails", list),
+                **{pool.name: _typed(data, pool.name, list) for pool in POOLS},
                 input_schema=_typed(data, "inputSchema", dict, optional=True),
                 output_schema=_typed(data, "outputSchema", dict, optional=True),
                 state=_typed(data, "state", dict, optional=True),
@@ -283,15 +267,8 @@ def verify(program: Program) -> None:
         for field, schema in p.state["fields"].items():
             verify_schema(schema, f"state.fields.{field}")
     sizes = {
-        OperandKind.NODE: len(p.nodes),
-        OperandKind.VALUE: len(p.values),
-        OperandKind.PATH: len(p.paths),
-        OperandKind.CALL: len(p.calls),
-        OperandKind.MODEL: len(p.models),
-        OperandKind.COND: len(p.conds),
-        OperandKind.LOOP: len(p.loops),
+        **{pool.operand: len(getattr(p, pool.name)) for pool in POOLS if pool.operand},
         OperandKind.LABEL: len(p.code),
-        OperandKind.FAIL: len(p.fails),
     }
     for pc, ins in enumerate(p.code):
         if not (isinstance(ins, list) and len(ins) == 3 and all(type(x) is int for x in ins)):
