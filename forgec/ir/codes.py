@@ -236,10 +236,12 @@ _ENTRIES: list[tuple[str, Severity, str, str]] = [
     (
         "FORGE_CREDENTIAL_SCOPE",
         E,
-        "A credential may reach a host the network list does not allow.",
+        "A credential may reach a host the network list does not allow, or travel over plain http.",
         "Every host of a credential must be in the network allowlist, so a key can only travel to "
         'a host the tool may reach. Example: credential hosts `["api.example.org"]` with '
-        "network forbidden.",
+        "network forbidden. A step that sends a credential to a literal `http:` URL is refused "
+        "too: a credential is only attached to an https request (a computed http URL is "
+        "refused at run time with RUN_NETWORK_DENIED).",
     ),
     (
         "FORGE_SECRET_FOUND",
