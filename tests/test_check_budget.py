@@ -278,3 +278,14 @@ async def test_hover_is_answered_while_a_slow_document_is_analysed(
     # the slow one ends at the budget with the budget error, not after the 30 s delay
     diags = await _diagnostics_of(client, slow, 20)
     assert [d.code for d in diags] == ["FORGEC_CHECK_BUDGET"]
+
+
+def test_the_language_server_takes_its_budget_from_options_and_settings() -> None:
+    from forgec.lsp.server import ForgeLanguageServer
+
+    ls = ForgeLanguageServer()
+    assert ls.budget_s == 5.0
+    assert ls.set_budget({"forgec": {"checkBudget": 2}}) and ls.budget_s == 2.0
+    assert ls.set_budget({"checkBudget": 0.5}) and ls.budget_s == 0.5
+    for bad in ({"checkBudget": True}, {"checkBudget": -1}, {"checkBudget": "9"}, {}):
+        assert not ls.set_budget(bad) and ls.budget_s == 0.5
