@@ -129,3 +129,24 @@ def _digits(n: int) -> str:
         return str(n)
     finally:
         _sys.set_int_max_str_digits(old)
+
+
+def test_tool_create_refuses_an_integer_past_64_bits_at_its_path(tmp_path: Path) -> None:
+    """Through the real `mcp` client: the server re-writes the manifest object it received, and
+    orjson cannot write such an integer; it must still be refused as written, not crash."""
+    from test_check_budget import run_mcp
+
+    m = example("note-updater")
+    m["flow"]["nodes"][0]["input"]["extra"] = 2**64
+
+    async def body(session: Any) -> Any:
+        return await session.call_tool("tool_create", {"manifest": m, "target": "talos"})
+
+    result = run_mcp(tmp_path / "tools.db", tmp_path, body, budget="60")
+    assert result.is_error
+    found = [
+        (d["code"], d["path"])
+        for d in result.structured_content["report"]["diagnostics"]
+        if "is outside ±(2^53 − 1)" in d["message"]
+    ]
+    assert found == [("FORGE_MANIFEST_STRUCTURE", PLACES[0])]
