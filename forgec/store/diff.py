@@ -120,6 +120,13 @@ def summary(diff: dict[str, Any]) -> str:
     e = diff["effects"]
     if not (e["gained"] or e["lost"] or diff["behaviour"]):
         return ONLY_TEXT
+    if not (e["gained"] or e["lost"]):
+        # said first: the same effects are exactly what hid such a change before (SPEC §14)
+        parts = [
+            _count(len(diff["behaviour"]), "change in behaviour", "changes in behaviour"),
+            _count(len(diff["text"]), "text change", "text changes"),
+        ]
+        return "Same effects, but it behaves differently: " + ", ".join(p for p in parts if p) + "."
     parts = [
         _count(len(e["gained"]), "effect gained", "effects gained"),
         _count(len(e["lost"]), "effect lost", "effects lost"),
