@@ -189,3 +189,10 @@ def test_tools_diff_refuses_what_is_not_a_version(tmp_path: Path, capsys: Any, a
     err = capsys.readouterr().err
     assert code == 2 and "is not a version (N) or a proposal (pN)" in err
     assert err.count("\n") == 1
+
+
+def test_every_node_type_has_a_row() -> None:
+    from forgec.ir.rules import NODE_TYPE_NAMES
+    from forgec.store.diff import NODE_TABLE
+
+    assert set(NODE_TABLE) == set(NODE_TYPE_NAMES)

@@ -295,7 +295,9 @@ def _status_word(stored: Any) -> str:
 def _card(stored: Any) -> str:
     from forgec.render.consent import render_consent_card
 
-    return render_consent_card(stored.manifest, stored.marks, author=stored.author_words)
+    return render_consent_card(
+        stored.manifest, stored.marks, author=stored.author_words, which=stored.label
+    )
 
 
 @_guard
