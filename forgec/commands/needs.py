@@ -39,6 +39,7 @@ COMMAND_NEEDS: dict[str, tuple[str, ...]] = {
     "tools": ("compiler", "host"),
     "mcp": ("compiler", "host", "mcp"),
     "lsp": ("compiler", "lsp"),
+    "talond": ("compiler", "host", "mcp"),
 }
 
 

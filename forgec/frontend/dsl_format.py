@@ -20,6 +20,7 @@ import re
 from typing import Any
 
 from forgec.ir.rules import EXECUTION, INSTALL_SCOPE, NODE_ORDER, OP_SYMBOLS, SCHEMA_ID
+from forgec.ir.text_rules import ESCAPED_ON_OUTPUT_CHARS
 from forgec.runtime.jsontext import format_float
 
 WIDTH = 100
@@ -106,8 +107,9 @@ def _escape(s: str, braces: bool, newlines: bool = True) -> str:
             out.append("\\{")
         elif ch == "\n" and not newlines:
             out.append("\n")
-        elif ch < " " or ch == "\x7f" or "\u2028" <= ch <= "\u2029" or "\ud800" <= ch <= "\udfff":
-            # control characters, line separators and (unencodable) lone surrogates as escapes
+        elif ch in ESCAPED_ON_OUTPUT_CHARS:
+            # SPEC §14: control (C0, DEL, C1) and bidi characters, line separators and
+            # (unencodable) lone surrogates are spelled as escapes, never written raw
             out.append(
                 {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\b": "\\b", "\f": "\\f"}.get(
                     ch, f"\\u{ord(ch):04x}"

@@ -60,6 +60,8 @@ class ServeOptions:
     db: Path | None = None
     policy: ConsentPolicy = attrs.field(factory=ConsentPolicy)
     templates: Path | None = None  # the folder holding `tool-instructions/`; None: the defaults
+    # seconds a `tool_create` check may take, in a worker process (SPEC §16; forgec.budget)
+    check_budget: float = 5.0
 
 
 @attrs.define
@@ -175,9 +177,15 @@ class ForgeServer:
         self._reader.close()
 
     def _store(self) -> Any:
+        import functools
+
+        from forgec.budget import check_with_budget
         from forgec.store import Store
 
-        return Store(self.options.store)
+        # the check of a model's manifest runs in a worker process within the budget: a
+        # hostile input costs that worker, never this server (SPEC §16)
+        checker = functools.partial(check_with_budget, budget_s=self.options.check_budget)
+        return Store(self.options.store, checker=checker)
 
     # -- what is visible ------------------------------------------------------------------
 
@@ -278,7 +286,8 @@ class ForgeServer:
         if problem is not None:
             return _refusal(f"invalid input for `{name}`: {problem}")
         if visible.entry.kind == "create":
-            return self._tool_create(args)
+            # off the event loop: every other request is answered while this one checks
+            return await _in_thread(self._tool_create, args)
         if visible.entry.kind == "host":
             return await self._host_call(ctx, visible.entry, args)
         return await self._forged_call(ctx, visible, args)
@@ -806,6 +815,8 @@ async def serve_stdio(options: ServeOptions, *, interval: float = POLL_INTERVAL_
     from mcp.server.lowlevel.server import NotificationOptions
     from mcp.server.stdio import stdio_server
 
+    from forgec.budget import close_workers, warm_up
+
     forge = ForgeServer(options)
     announcer = Announcer()
     server = build_server(forge, announcer)
@@ -813,7 +824,9 @@ async def serve_stdio(options: ServeOptions, *, interval: float = POLL_INTERVAL_
     try:
         async with stdio_server() as (read_stream, write_stream), anyio.create_task_group() as tg:
             tg.start_soon(watch_store, forge, announcer, interval)
+            tg.start_soon(_in_thread, warm_up)  # the first tool_create need not start a worker
             await server.run(read_stream, write_stream, init)
             tg.cancel_scope.cancel()  # the client went away: stop polling
     finally:
         forge.close()
+        close_workers()

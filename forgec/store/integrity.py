@@ -107,9 +107,10 @@ def legacy_hash(manifest: str, program: str, forgec_version: str) -> str | None:
     digest = hashlib.sha256()
     for part in (
         LEGACY_DOMAIN,
-        # schema 1 hashed orjson's text as orjson < 3.13 wrote it: exactly jsontext's
-        jsontext.dumps(canonical_manifest(m)),
-        jsontext.dumps(p),
+        # schema 1 hashed orjson's text as orjson < 3.13 wrote it: exactly jsontext's, with
+        # orjson's own strings (before the SPEC §14 escapes)
+        jsontext.dumps(canonical_manifest(m), escape=False),
+        jsontext.dumps(p, escape=False),
         forgec_version.encode(),
     ):
         digest.update(part)
