@@ -146,7 +146,8 @@ def test_values_are_in_forge_notation_and_control_characters_are_escaped() -> No
     diff = _diff(a, b)
     [entry] = [e for e in diff["behaviour"] if e["what"] == "input.title"]
     assert "\x1b" not in entry["new"] and "\u202e" not in entry["new"]
-    assert "\\u001b" in entry["new"] and "\\u202e" in entry["new"] and "\\x9b" in entry["new"]
+    assert "\\u001b" in entry["new"] and "\\u202e" in entry["new"]
+    assert "\\x9b" in entry["new"] or "\\u009b" in entry["new"]
     assert not CONTROL_OR_BIDI_RE.search(render_diff(diff).replace("\n", ""))
 
 
