@@ -197,3 +197,15 @@ def test_every_node_type_has_a_row() -> None:
     from forgec.store.diff import NODE_TABLE
 
     assert set(NODE_TABLE) == set(NODE_TYPE_NAMES)
+
+
+def test_a_renamed_step_is_matched_by_its_place_and_a_moved_one_by_its_id() -> None:
+    a = orjson.loads(tool(1, None, "tasks.list", "tasks.create"))
+    b = copy.deepcopy(a)
+    first = b["flow"]["nodes"][0]
+    first["id"], b["flow"]["entry"] = "fetch", "fetch"
+    diff = _diff(a, b)
+    whats = {(e["change"], e["node"], e["what"]) for e in diff["behaviour"]}
+    assert ("changed", "fetch", "id") in whats  # not a step removed and another added
+    assert not any(e["change"] in ("added", "removed") for e in diff["behaviour"])
+    assert ("changed", None, "entry") in whats
