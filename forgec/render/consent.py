@@ -73,11 +73,13 @@ def _grouped(pairs: tuple[tuple[str, str], ...]) -> list[dict[str, Any]]:
 
 
 def render_consent_card(
-    manifest: dict[str, Any], marks: Marks, *, author: str | None = None
+    manifest: dict[str, Any], marks: Marks, *, author: str | None = None, which: str | None = None
 ) -> str:
+    """WHICH: how the store names this row (`v3`, `proposal 2`) when it is not the manifest's
+    own number: a proposal's file may claim any version; the store's name is what counts."""
     card = consent_card_json(manifest, marks, author=author)
     rows: list[tuple[str, str]] = [
-        ("Tool", f"{card['name']} v{card['version']}"),
+        ("Tool", f"{card['name']} {which or 'v' + str(card['version'])}"),
         *([("Author", str(author))] if author else []),
         ("Risk", f"{card['risk']} — {card['riskMeaning']}"),
         ("Can", ", ".join(card["powers"]) or "nothing beyond computing a result"),
