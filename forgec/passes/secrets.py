@@ -358,11 +358,15 @@ def _pair_name(obj: dict[Any, Any], name: str | None = None) -> str | None:
 
 
 def _child_name(key: str, name: str | None, pair: str | None) -> str | None:
-    """The name a member is judged under: its pair's name for a pair's `value`, its object's
+    """The name a member is judged under: its pair's name for a pair's `value` (and none for
+    the member naming the pair), its object's
     name through `default`, `const`, ... (`_PASSTHROUGH`), `HEADER_USE + key` for a member of
     a `headers` object (a value judged by its use), else its key."""
-    if key == "value" and pair is not None:
-        return pair
+    if pair is not None:
+        if key == "value":
+            return pair
+        if key in _PAIR_NAME_KEYS:
+            return None  # the pair's name is a name (`{"key": "apiKey", ...}`), not a value
     if name is not None:
         if key in _PASSTHROUGH:
             return name
