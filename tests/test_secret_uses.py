@@ -85,3 +85,14 @@ def _documents(draw: st.DrawFn) -> Any:
 @given(_documents())
 def test_screen_matches_walk_on_uses(raw: Any) -> None:
     assert find_secrets(raw) == walk_secrets(raw)
+
+
+def test_every_text_keyword_holds_a_screen_stem() -> None:
+    """The screen finds a string only by a stem, a literal or a long run: a `name=value`
+    keyword without a stem would be a finding the screen never looks at."""
+    from forgec.secretscan.names import SCREEN_STEMS
+    from forgec.secretscan.rules import _MORE_KEYWORDS
+
+    for keyword in _MORE_KEYWORDS:
+        low = keyword.encode().lower()
+        assert any(stem.encode() in low for stem in SCREEN_STEMS), keyword

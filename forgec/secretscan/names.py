@@ -32,14 +32,14 @@ import unicodedata
 
 # Lower-case stems, one of which every secret-meaning name holds (as `bytes.lower()` leaves
 # it: ASCII lower-cased, everything else as written). Non-ASCII stems skip a letter the
-# lower-casing would not touch (`ароль` for `Пароль`, `ifre` for `Şifre`).
+# lower-casing would not touch (`ароль` for `Пароль`).
 ASCII_STEMS: tuple[str, ...] = (
     "pass", "pw", "secret", "cred", "key", "token", "auth", "cookie", "session", "header",
     "contrase", "clave", "mdp", "jeton", "kennw", "geheim", "senha", "segret", "chiave",
-    "wachtw", "salasan", "ifre", "jelsz", "sifre", "haslo", "parol", "losen",
+    "wachtw", "salasan", "jelsz", "sifre", "haslo", "parol",
 )  # fmt: skip
 OTHER_STEMS: tuple[str, ...] = (
-    "clé", "schlüssel", "senord", "hasł", "ароль", "окен", "люч", "密码", "口令", "密钥",
+    "clé", "schlüssel", "senord", "hasł", "şifre", "ароль", "окен", "люч", "密码", "口令", "密钥",
     "秘钥", "令牌", "パスワード", "トークン", "暗号", "비밀번호", "암호", "토큰", "كلمة", "סיסמ",
 )  # fmt: skip
 SCREEN_STEMS: tuple[str, ...] = ASCII_STEMS + OTHER_STEMS
