@@ -321,13 +321,8 @@ class Agents:
         if endpoint.api_key_credential:
             key = host.credentials.get(endpoint.api_key_credential)
         elif endpoint.api_key_env:
-            import os
-
-            key = (self.environ if self.environ is not None else os.environ).get(
-                endpoint.api_key_env
-            )
-        if key:
-            host.credentials.add_secret(key, "the model API key")
+            # read (and checked) when the host opened, in the registry its scrub reads
+            key = host.credentials.key(endpoint.api_key_env)
         local = None if endpoint.locality is None else endpoint.locality == "local"
         provider = OpenAIProvider(
             endpoint.base_url,
