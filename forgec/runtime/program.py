@@ -81,8 +81,9 @@ class Program:
     marks: dict[str, Any] = attrs.field(factory=dict)
     ui: dict[str, Any] | None = None  # {"title", "values": [{"label", "path", "segments"}]}
     # SPEC §15, what the VM needs to track control labels like the flow pass does:
-    # {"joins": {if id: join node id | null}, "exitLoops": [loop ids]}. Absent (a hand-made
-    # or older Program): every `if` decides the rest of the run (or of the iteration).
+    # {"joins": {if id: join node id | null}, "exitLoops": [loop ids], "mayFail": [node ids]}.
+    # Absent (a hand-made or older Program): every `if` decides the rest of the run (or of
+    # the iteration) and every node may fail.
     flow: dict[str, Any] = attrs.field(factory=lambda: {"joins": {}, "exitLoops": []})
     # What the VM derives once per Program (compiled values, schema validators); never JSON.
     cache: dict[str, Any] = attrs.field(factory=dict, repr=False)
@@ -190,7 +191,13 @@ def _flow_info(value: Any) -> dict[str, Any]:
         raise ProgramError("flow.joins must map node ids to a node id or null")
     if not isinstance(loops, list) or not all(isinstance(x, str) for x in loops):
         raise ProgramError("flow.exitLoops must be a list of node ids")
-    return {"joins": dict(joins), "exitLoops": list(loops)}
+    out = {"joins": dict(joins), "exitLoops": list(loops)}
+    fails = value.get("mayFail")
+    if fails is not None:  # absent: every node may fail (the VM's sound default)
+        if not isinstance(fails, list) or not all(isinstance(x, str) for x in fails):
+            raise ProgramError("flow.mayFail must be a list of node ids")
+        out["mayFail"] = list(fails)
+    return out
 
 
 def _typed(data: dict[str, Any], key: str, kind: type, *, optional: bool = False) -> Any:
