@@ -177,6 +177,16 @@ class Program:
         return program
 
 
+def _path(value: Any) -> bool:
+    """A read path as the Program writes it: a name, then names and indexes."""
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and isinstance(value[0], str)
+        and all(type(x) is str or (type(x) is int and x >= 0) for x in value)
+    )
+
+
 def _flow_info(value: Any) -> dict[str, Any]:
     """The optional `flow` member, checked: the VM trusts its ids only as lookup keys."""
     if value is None:
@@ -194,9 +204,12 @@ def _flow_info(value: Any) -> dict[str, Any]:
     out = {"joins": dict(joins), "exitLoops": list(loops)}
     fails = value.get("mayFail")
     if fails is not None:  # absent: every node may fail (the VM's sound default)
-        if not isinstance(fails, list) or not all(isinstance(x, str) for x in fails):
-            raise ProgramError("flow.mayFail must be a list of node ids")
-        out["mayFail"] = list(fails)
+        if not isinstance(fails, dict) or not all(
+            isinstance(k, str) and isinstance(v, list) and all(_path(p) for p in v)
+            for k, v in fails.items()
+        ):
+            raise ProgramError("flow.mayFail must map node ids to lists of paths")
+        out["mayFail"] = {k: [list(p) for p in v] for k, v in fails.items()}
     return out
 
 
