@@ -40,7 +40,6 @@ two `FORGEC_FLOW_*` warnings. The pass stands down when the graph is not well fo
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -400,16 +399,6 @@ def _outside(name: str) -> bool:
     )
 
 
-def _query_tables(sql: Any) -> tuple[str, ...]:
-    """The tables a `db.query` may read: those named in a literal SQL text (a word match,
-    which can only over-count), every allowed table when the SQL is computed."""
-    if type(sql) is not str:
-        return fl.QUERY_TABLES
-    return tuple(
-        t for t in fl.QUERY_TABLES if re.search(rf"(?<![A-Za-z0-9_]){t}(?![A-Za-z0-9_])", sql, re.I)
-    )
-
-
 def _all_nodes(nodes: tuple[Node, ...]) -> list[Node]:
     out: list[Node] = []
     todo = list(nodes)
@@ -470,7 +459,7 @@ class _Analysis:
         out = set(fl.source_labels(name, host))
         if name == "db.query":
             sql = literal_fields(node.input).get("sql")
-            if any(t in fl.UNTRUSTED_TABLES for t in _query_tables(sql)):
+            if any(t in fl.UNTRUSTED_TABLES for t in fl.query_tables(sql)):
                 out.add(fl.TALON)
         return frozenset(out)
 
@@ -770,7 +759,7 @@ class _Analysis:
         read = fl.STORE_READS.get(name)
         reads: tuple[str, ...] = (read,) if read is not None else ()
         if name == "db.query":
-            reads = _query_tables(fields.get("sql"))
+            reads = fl.query_tables(fields.get("sql"))
         for table in reads:
             stored = self.cell(f"table:{table}", node.id)
             if stored is not None:

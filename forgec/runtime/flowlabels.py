@@ -78,6 +78,17 @@ STORE_READS: dict[str, str] = {
 # the tables db.query may read, and those whose rows other people write (untrusted at origin)
 QUERY_TABLES = ("memory_items", "messages", "schedules", "threads")
 UNTRUSTED_TABLES = frozenset({"messages", "threads"})
+# table → the result field that names a row (in a result, or in each of its `items` /
+# `schedules`): how a host finds the rows a call wrote or read
+ROW_KEYS = {
+    "tasks": "id",
+    "notes": "id",
+    "memories": "id",
+    "memory_items": "key",
+    "schedules": "scheduleId",
+    "messages": "messageId",
+}
+_LISTS = ("items", "schedules")
 
 # `[flows] deny` rules of the reference host: rule → (label test, sink kind)
 DENY_RULES = ("private->egress", "untrusted->write", "untrusted->egress")
@@ -120,6 +131,48 @@ def tables_written(capability: str, operation: Any, known: bool = True) -> tuple
     if tables and rule is not None and known and operation not in rule[1]:
         return ()
     return tables
+
+
+def tables_read(capability: str, input: Any) -> tuple[str, ...]:
+    """The tables a call's result reads (db.query: those its SQL names)."""
+    if capability == "db.query":
+        return query_tables(input.get("sql") if type(input) is dict else None)
+    table = STORE_READS.get(capability)
+    return (table,) if table is not None else ()
+
+
+def query_tables(sql: Any) -> tuple[str, ...]:
+    """The tables a `db.query` may read: those named in its SQL text (a word match, which
+    can only over-count), every allowed table when the SQL is not known."""
+    if type(sql) is not str:
+        return QUERY_TABLES
+    import re
+
+    lowered = sql.lower()
+    return tuple(t for t in QUERY_TABLES if re.search(rf"(?<![a-z0-9_]){t}(?![a-z0-9_])", lowered))
+
+
+def row_keys(table: str, result: Any) -> list[str]:
+    """The keys of the rows of `table` a result names (see `ROW_KEYS`)."""
+    field = ROW_KEYS.get(table)
+    if field is None or type(result) is not dict:
+        return []
+    out: list[str] = []
+    key = result.get(field)
+    if type(key) is str:
+        out.append(key)
+    for name in _LISTS:
+        items = result.get(name)
+        if type(items) is list:
+            out.extend(i[field] for i in items if type(i) is dict and type(i.get(field)) is str)
+    return out
+
+
+def call_tables_written(capability: str, input: Any) -> tuple[str, ...]:
+    """The tables an actual call writes (its operation read from the evaluated input)."""
+    rule = WRITE_WHEN.get(capability)
+    operation = input.get(rule[0]) if rule and type(input) is dict else None
+    return tables_written(capability, operation)
 
 
 def sink_of(capability: str, operation: Any, host: str | None) -> str | None:
