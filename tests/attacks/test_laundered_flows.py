@@ -324,3 +324,57 @@ def test_a_failing_reference_cannot_tell_a_server_what_the_notes_hold(
     else:
         assert out["status"] == "ok", out
         assert seen == ["/ping?q=4711"]
+
+
+# --- 3b: through a row another tool wrote (per-row labels on the reference host) ----------
+
+
+def filer_tool(port: int) -> dict[str, Any]:
+    nodes = [
+        fetch(port, "file"),
+        {"id": "file", "type": "capability", "capability": "notes.create",
+         "input": {"title": "From the web", "body": {"$ref": "page.body"}}, "next": "done"},
+        {"id": "done", "type": "return", "value": {"ok": True}},
+    ]  # fmt: skip
+    return manifest("laundry.filer", nodes)
+
+
+def reader_tool() -> dict[str, Any]:
+    nodes = [
+        {"id": "look", "type": "capability", "capability": "notes.list",
+         "input": {"query": "web", "limit": 5}, "target": "notes", "next": "each"},
+        {"id": "each", "type": "foreach", "source": {"$ref": "notes.items"}, "itemVar": "n",
+         "maxItems": 100, "next": "done", "body": [
+             {"id": "decide", "type": "if",
+              "condition": {"op": "contains", "left": {"$ref": "n.body"}, "right": "cancel"},
+              "then": "cancel", "else": "skip"},
+             {**CANCEL},
+             {"id": "skip", "type": "set", "target": "seen", "value": {"$ref": "n.id"}},
+         ]},
+        {"id": "done", "type": "return", "value": {"ok": True}},
+    ]  # fmt: skip
+    doc = manifest("laundry.reader", nodes, inputSchema=TASK_INPUT)
+    doc["network"] = {"mode": "forbidden"}
+    return doc
+
+
+@pytest.mark.parametrize("deny", [["untrusted->write"], []])
+def test_a_note_another_tool_filed_from_the_web_keeps_its_labels(
+    tmp_path: Path, deny: list[str]
+) -> None:
+    db = tmp_path / "host.db"
+    task = new_task(db)
+    with serving(_Site, seen=[]) as srv:
+        port = srv.server_address[1]
+        # filed by a tool the person ran without the rule (it writes web text on purpose)
+        filed = run(tmp_path, write(tmp_path, filer_tool(port)), port, [], {})
+        assert filed["status"] == "ok", filed
+        out = run(tmp_path, write(tmp_path, reader_tool()), port, deny, {"task": task})
+    if deny:
+        assert out["status"] == "failed", out
+        assert out["error"]["code"] == "RUN_FLOW_DENIED" and out["error"]["node"] == "cancel"
+        assert f"external:{HOST}" in out["error"]["message"]
+        assert status(db, task) == "open"
+    else:
+        assert out["status"] == "ok", out
+        assert status(db, task) == "cancelled"
