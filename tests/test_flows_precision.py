@@ -240,3 +240,44 @@ def test_inspect_json_lists_the_flows_through_the_cli(tmp_path) -> None:  # type
         "path": ["recall", "post"],
     } in flows
     assert all(set(f) == {"source", "sink", "node", "argument", "via", "path"} for f in flows)
+
+
+def test_rows_other_people_write_are_untrusted_and_the_tools_own_rows_are_not() -> None:
+    def flow(sql: Any) -> dict[str, Any]:
+        return tool(
+            [
+                {"id": "q", "type": "capability", "capability": "db.query",
+                 "input": {"sql": sql}, "target": "rows", "next": "save"},
+                {"id": "save", "type": "capability", "capability": "notes.create",
+                 "input": {"title": "t", "body": {"$template": "{{rows.rows}}"}},
+                 "next": "done"},
+                DONE,
+            ]
+        )  # fmt: skip
+
+    talon = ("external:talon", "write:notes.create")
+    assert talon in pairs(flow("SELECT content FROM messages"))
+    assert talon in pairs(flow("SELECT title FROM threads"))
+    assert talon not in pairs(flow("SELECT key, value FROM memory_items"))
+    assert talon in pairs(flow({"$template": "SELECT * FROM {{input.table}}"}))  # computed
+
+
+def test_a_sub_agents_answer_is_untrusted() -> None:
+    def flow(capability: str, nid: str = "ask") -> dict[str, Any]:
+        inputs = {
+            "subagent.invoke": {"name": "researcher", "input": {"q": "hi"}},
+            "memory.access": {"operation": "list"},
+        }
+        return tool(
+            [
+                {"id": nid, "type": "capability", "capability": capability,
+                 "input": inputs[capability], "target": "answer", "next": "save"},
+                {"id": "save", "type": "capability", "capability": "notes.create",
+                 "input": {"title": "t", "body": {"$template": "{{answer}}"}}, "next": "done"},
+                DONE,
+            ]
+        )  # fmt: skip
+
+    talon = ("external:talon", "write:notes.create")
+    assert talon in pairs(flow("subagent.invoke"))
+    assert talon not in pairs(flow("memory.access"))
