@@ -290,3 +290,32 @@ def test_every_run_time_pair_is_a_static_pair_through_storage_and_state(
             host.state_labels,
             host.row_labels,
         )
+
+
+def test_a_program_without_failure_facts_counts_every_value_a_node_evaluates() -> None:
+    """A hand-made or older Program has no `flow.mayFail`: the VM must not take that as
+    "nothing may fail" (a missing `$notes.items[0]` decides the ping either way)."""
+    nodes = [
+        {"id": "look", "type": "capability", "capability": "notes.list",
+         "input": {"query": "pin"}, "target": "notes", "next": "hit"},
+        {"id": "hit", "type": "set", "target": "first", "value": {"$ref": "notes.items[0].id"},
+         "next": "ping"},
+        {"id": "ping", "type": "capability", "capability": "net.http",
+         "input": {"method": "GET", "url": "https://a.example.com/ping"}, "next": "done"},
+        {"id": "done", "type": "return", "value": None},
+    ]  # fmt: skip
+    manifest = full({"id": "old.program", "title": "Old", "flow": {
+        "entry": "look", "maxTransitions": 16, "nodes": nodes}})  # fmt: skip
+    manifest["network"] = {"mode": "allowlist", "hosts": ["a.example.com"]}
+    report = forgec.check(orjson.dumps(manifest), target="talon")
+    program = lower_report(report)
+    assert program.flow["mayFail"] == {"hit": [["notes", "items", 0, "id"]]}
+    for flow in (program.flow, {k: v for k, v in program.flow.items() if k != "mayFail"}):
+        host = NetHost(clock=lambda: "2026-01-01T00:00:00Z", flow_deny=["private->egress"])
+        host.notes["note-1"] = {"id": "note-1", "title": "pin", "body": "4711",
+                                "createdAt": "2026-01-01T00:00:00Z",
+                                "updatedAt": "2026-01-01T00:00:00Z"}  # fmt: skip
+        copy_ = type(program).from_json(program.to_json() | {"flow": flow})
+        result = run(copy_, {}, host=host, consent=lambda r: True)
+        assert result.error is not None and result.error.code == "RUN_FLOW_DENIED", result
+        assert result.error.node == "ping"
