@@ -144,6 +144,9 @@ class ReferenceHost:
         self.subagents = {**delegation.builtin_subagents(), **(subagents or {})}
         self.persona_handlers = dict(persona_handlers or {})
         self.background_runner = background_runner
+        # the depth of the A2A task this host's calls are made for (the daemon sets it on the
+        # host of a turn that runs one); a send is one deeper, bounded (SPEC §19)
+        self.a2a_depth = 0
         self.conn = connect(self.db_path)
         # one connection, callers possibly on several threads (an MCP server): one at a time
         self._lock = threading.RLock()
@@ -277,8 +280,7 @@ class ReferenceHost:
             spark_model=self.config.spark_coder_model,
             key=self.credentials.key,
             config=self.config,
-            # set by the daemon on the host of a turn that runs an A2A task (chain bound)
-            a2a_depth=getattr(self, "a2a_depth", 0),
+            a2a_depth=self.a2a_depth,
         )
 
     def record_memory_undo(
