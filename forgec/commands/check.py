@@ -38,9 +38,9 @@ def run(args: argparse.Namespace) -> int:
 
     if args.format == "json":
         from forgec.runtime.jsontext import dumps_text
+        from forgec.shapes import check_json
 
-        doc = {"files": [r.to_json() for r in reports]}
-        sys.stdout.write(dumps_text(doc, indent=True) + "\n")
+        sys.stdout.write(dumps_text(check_json(reports), indent=True) + "\n")
     elif args.format == "sarif":
         from forgec.render.sarif import to_sarif
         from forgec.runtime.jsontext import dumps_text

@@ -72,10 +72,10 @@ def _grouped(pairs: tuple[tuple[str, str], ...]) -> list[dict[str, Any]]:
     ]
 
 
-def render_consent_card(
-    manifest: dict[str, Any], marks: Marks, *, author: str | None = None
-) -> str:
-    card = consent_card_json(manifest, marks, author=author)
+def card_rows(card: dict[str, Any]) -> list[tuple[str, str]]:
+    """The card's rows (label, value) in order, from `consent_card_json`: the terminal card and
+    the screen's card both lay out these, so they say the same words."""
+    author = card.get("author")
     rows: list[tuple[str, str]] = [
         ("Tool", f"{card['name']} v{card['version']}"),
         *([("Author", str(author))] if author else []),
@@ -105,6 +105,14 @@ def render_consent_card(
         because = card["alwaysAsksBecause"]
         consent = f"asked before every run: {because}" if because else "asked before every run"
     rows.append(("Consent", consent))
+    return rows
+
+
+def render_consent_card(
+    manifest: dict[str, Any], marks: Marks, *, author: str | None = None
+) -> str:
+    card = consent_card_json(manifest, marks, author=author)
+    rows = card_rows(card)
     width = max(len(label) for label, _ in rows)
     # Every value is one line of the card: a newline or an escape sequence in a title, a
     # purpose or an id must not forge or hide a line (SPEC §14). Only the description is laid
