@@ -9,6 +9,7 @@ on the next load, and the event loop keeps answering.
 
 from __future__ import annotations
 
+import base64
 import functools
 from collections.abc import Awaitable, Callable
 from pathlib import PurePath
@@ -83,6 +84,7 @@ class Page:
             "import.html",
             result=result,
             source=views.source_text(source),
+            exact=base64.b64encode(source).decode("ascii"),
             name=name or "",
             target=target,
         )
@@ -107,6 +109,7 @@ class Page:
                 status=422,
                 result=result,
                 source=views.source_text(source),
+                exact=base64.b64encode(source).decode("ascii"),
                 name=name or "",
                 target=target,
                 problem="not installed: see the issues below",
@@ -204,6 +207,10 @@ class Page:
         return self.render("result.html", result=result, **data)
 
 
+async def _no_icon(request: Request) -> Response:
+    return Response(status_code=204)
+
+
 def _see(location: str) -> Response:
     return RedirectResponse(location, status_code=303)
 
@@ -224,8 +231,18 @@ async def _source_of(form: FormData) -> tuple[bytes, str | None] | str:
         data = await upload.read(MAX_BODY + 1)
         base = PurePath(upload.filename.replace("\\", "/")).name or "upload"
         return data, base
+    exact = form.get("source_b64")  # the install form: the very bytes that were checked
+    if isinstance(exact, str) and exact:
+        try:
+            data = base64.b64decode(exact, validate=True)
+        except ValueError:
+            return "the checked source did not come back intact: check it again"
+        name = form.get("name")
+        return data, (PurePath(name).name if isinstance(name, str) and name else None)
     text = form.get("source")
     if isinstance(text, str) and text.strip():
+        # a textarea submits its lines with CRLF whatever the person typed
+        text = text.replace("\r\n", "\n")
         kind = form.get("kind")
         name = form.get("name")
         if isinstance(name, str) and name.endswith((".forge", ".talostool")):
@@ -274,6 +291,7 @@ def routes(config: ScreenConfig, templates: Environment) -> list[Route]:
     tool = "/tools/{tool:str}"
     return [
         Route("/", guarded(p, p.tools), methods=["GET"]),
+        Route("/favicon.ico", _no_icon, methods=["GET"]),
         Route("/import", guarded(p, p.import_form), methods=["GET"]),
         Route("/import", action(p, p.import_check), methods=["POST"]),
         Route("/install", action(p, p.install), methods=["POST"]),

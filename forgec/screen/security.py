@@ -17,7 +17,7 @@ the token leaves the address bar and the history at once). In order, each reques
 
 Every answer carries the Content-Security-Policy (scripts and styles from this origin only, no
 inline script or style, no frame, no form to another origin), `X-Frame-Options: DENY`,
-`Referrer-Policy: no-referrer`, `Cache-Control: no-store` and `nosniff`.
+`Referrer-Policy: same-origin`, `Cache-Control: no-store` and `nosniff`.
 """
 
 from __future__ import annotations
@@ -45,7 +45,8 @@ HEADERS = (
     (b"content-security-policy", CSP.encode()),
     (b"x-frame-options", b"DENY"),
     (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),
+    # not no-referrer: with it Chromium sends `Origin: null` on a same-origin form POST
+    (b"referrer-policy", b"same-origin"),
     (b"cache-control", b"no-store"),
     (b"cross-origin-opener-policy", b"same-origin"),
     (b"cross-origin-resource-policy", b"same-origin"),

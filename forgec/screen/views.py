@@ -28,8 +28,9 @@ def json_ascii(value: Any) -> Lines:
     return Lines(json.dumps(value, ensure_ascii=True, indent=2))
 
 
-def source_text(source: bytes) -> str:
-    return source.decode("utf-8", "replace")
+def source_text(source: bytes) -> Lines:
+    """A source for the paste box: its lines kept, every other control shown escaped."""
+    return Lines(source.decode("utf-8", "replace"))
 
 
 # -- Tools -------------------------------------------------------------------------------------
