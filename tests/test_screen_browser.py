@@ -20,7 +20,6 @@ from typing import Any
 import anyio
 import orjson
 import pytest
-from manifests import manifest_with_nodes
 from test_screen import ROOT, Screen, echo_tool, forgec, write
 
 from forgec.render.safe import UNSAFE_CHARACTERS
@@ -131,7 +130,13 @@ def two_steps(version: int, *, next_id: str = "done", title: str = "Echo") -> di
     """Version VERSION of echo.tool with a `set` step first; NEXT_ID names its successor."""
     m = echo_tool(version, version - 1, title=title)
     m["flow"]["nodes"] = [
-        {"id": "keep", "type": "set", "target": "said", "value": {"$ref": "input.text"}, "next": next_id},
+        {
+            "id": "keep",
+            "type": "set",
+            "target": "said",
+            "value": {"$ref": "input.text"},
+            "next": next_id,
+        },
         {"id": "done", "type": "return", "value": {"said": {"$ref": "said"}}},
     ]
     m["flow"]["entry"] = "keep"
@@ -219,8 +224,16 @@ def _propose(store: Path, tmp_path: Path, manifest: dict[str, Any]) -> Any:
     params = StdioServerParameters(
         command=sys.executable,
         args=[
-            "-m", "forgec", "mcp", "serve", "--store", str(store),
-            "--db", str(tmp_path / "mcp-host.db"), "--persona-labels", "tool.create",
+            "-m",
+            "forgec",
+            "mcp",
+            "serve",
+            "--store",
+            str(store),
+            "--db",
+            str(tmp_path / "mcp-host.db"),
+            "--persona-labels",
+            "tool.create",
         ],
         env={"PYTHONPATH": str(ROOT), "NO_COLOR": "1"},
         cwd=str(ROOT),
@@ -275,18 +288,24 @@ def test_a_model_proposal_is_reviewed_accepted_then_enabled(
     page.check("#confirm")
     page.locator("#confirm-enable").click()
     assert "Turned on." in page.inner_text("main")
-    assert listed(store)["echo.tool"] == {**listed(store)["echo.tool"], "version": 2, "enabled": True}
+    assert listed(store)["echo.tool"] == {
+        **listed(store)["echo.tool"],
+        "version": 2,
+        "enabled": True,
+    }
     person.inert()
 
 
 # -- text from a tool or a run is data -------------------------------------------------------------
 
-SCRIPT = "<script>window.__pwned=1</script><img src=x onerror=\"window.__pwned=2\">"
+SCRIPT = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
 LINK = '<a href="javascript:window.__pwned=3">click</a> javascript:window.__pwned=4'
 
 
 def test_tool_and_run_text_render_inert(person: Person, store: Path, tmp_path: Path) -> None:
-    hostile = echo_tool(title="T " + SCRIPT, description="D " + LINK + "\nsecond line", ui_title=SCRIPT)
+    hostile = echo_tool(
+        title="T " + SCRIPT, description="D " + LINK + "\nsecond line", ui_title=SCRIPT
+    )
     install(store, tmp_path, hostile, enable=True)
     page = person.page
     for path in ("/", "/tools/echo.tool", "/tools/echo.tool/enable", "/tools/echo.tool/run"):
@@ -441,7 +460,10 @@ def test_enable_with_the_keyboard_alone(person: Person, store: Path, tmp_path: P
     def tab_to(element_id: str) -> None:
         for _ in range(60):
             page.keyboard.press("Tab")
-            if page.evaluate("() => document.activeElement && document.activeElement.id") == element_id:
+            if (
+                page.evaluate("() => document.activeElement && document.activeElement.id")
+                == element_id
+            ):
                 return
         raise AssertionError(f"Tab never reached #{element_id}")
 

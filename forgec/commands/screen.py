@@ -22,6 +22,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("--host-config", default=None, metavar="FILE", help="TOML host config for runs")
     p.add_argument("--port", type=int, default=0, metavar="N", help="port (default 0: a free one)")
     p.add_argument("--no-open", action="store_true", help="do not open a browser")
+    p.add_argument(
+        "--check-budget",
+        metavar="SECONDS",
+        type=float,
+        default=5.0,
+        help="how long one check of an imported file may take (default: 5)",
+    )
     p.set_defaults(handler=run)
 
 
@@ -32,6 +39,8 @@ def run(args: argparse.Namespace) -> int:
     from forgec.screen.server import serve
     from forgec.store import Store, StoreError
 
+    if not 0 < args.check_budget <= 3600:
+        raise UsageError(f"--check-budget {args.check_budget:g}: not between 0 and 3600 seconds")
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port {args.port}: not a port (0 to 65535)")
     store = Path(args.store) if args.store else None
@@ -49,7 +58,11 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(str(exc)) from None
     try:
         return serve(
-            store=store, host_config=host_config, port=args.port, open_browser=not args.no_open
+            store=store,
+            host_config=host_config,
+            port=args.port,
+            open_browser=not args.no_open,
+            check_budget=args.check_budget,
         )
     except OSError as exc:
         raise UsageError(f"cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}") from None

@@ -80,7 +80,7 @@ def routes(config: ScreenConfig) -> list[Route]:
         name = request.query_params.get("path")
         path = PurePath(name).name if name else None
         target = "talon" if request.query_params.get("target") == "talon" else "talos"
-        return await check_off_loop(body, path=path, target=target)
+        return await check_off_loop(body, path=path, target=target, budget=config.check_budget)
 
     async def check(request: Request) -> Response:
         from forgec.shapes import check_json

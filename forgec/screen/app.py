@@ -35,6 +35,7 @@ class ScreenConfig:
     store: Path | None = None
     host_config: Path | None = None
     keys: Secrets = attrs.field(factory=Secrets)
+    check_budget: float = 5.0  # seconds (SPEC §16), `forgec screen --check-budget`
 
 
 def _finalize(value: Any) -> Any:

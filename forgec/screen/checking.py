@@ -1,16 +1,17 @@
 """A check off the event loop, within a budget (SPEC §16): the one function the screen checks
 through, so a slow or hostile file never stalls the pages of everyone else.
 
-`check_off_loop` runs `forgec.api.check` — the function `forgec check` calls — in a worker
-thread and waits at most the budget (`FORGEC_CHECK_BUDGET` seconds, default 5). Past it the
-answer is `BudgetExceeded` and nothing is installed; the abandoned thread finishes on its own
-(the checker's own caps bound it). When the shared budgeted check (`check_with_budget`) is in
-`forgec.api`, this function is where the screen switches to it.
+`check_off_loop` waits, in a worker thread, on the shared budgeted check
+(`forgec.budget.check_with_budget`: `forgec.check` in a worker process killed at the budget;
+over it, a report whose one error is `FORGEC_CHECK_BUDGET`, which the import page shows like any
+issue, and nothing installs). A forgec without that module checks in the worker thread and
+stops waiting at the budget (`BudgetExceeded`); the abandoned thread ends on the checker's own
+caps.
 """
 
 from __future__ import annotations
 
-import os
+import importlib
 from typing import Any
 
 import anyio
@@ -24,27 +25,20 @@ class BudgetExceeded(Exception):
 
     def __init__(self, budget: float) -> None:
         super().__init__(
-            f"FORGEC_CHECK_BUDGET: the check took longer than {budget:g} s; nothing was installed"
+            f"FORGEC_CHECK_BUDGET: the check did not finish within {budget:g} s "
+            "(the check budget); the tool was not checked, so it cannot be installed"
         )
         self.budget = budget
 
 
-def budget_seconds() -> float:
-    """FORGEC_CHECK_BUDGET (seconds) when it is a positive number, else 5."""
-    try:
-        value = float(os.environ.get("FORGEC_CHECK_BUDGET", ""))
-    except ValueError:
-        return DEFAULT_BUDGET
-    return value if value > 0 else DEFAULT_BUDGET
-
-
-async def check_off_loop(source: bytes, *, path: str | None, target: str) -> Any:
-    """`forgec.api.check(source, path=, target=)` in a worker thread, within the budget."""
-    budget = budget_seconds()
+async def check_off_loop(
+    source: bytes, *, path: str | None, target: str, budget: float = DEFAULT_BUDGET
+) -> Any:
+    """`forgec.api.check(source, path=, target=)` off the event loop, within BUDGET seconds."""
     shared = _shared_budgeted_check()
     if shared is not None:
         return await anyio.to_thread.run_sync(
-            lambda: shared(source, path=path, target=target, budget=budget),
+            lambda: shared(source, path=path, target=target, budget_s=budget),
             abandon_on_cancel=True,
         )
     from forgec.api import check
@@ -57,8 +51,11 @@ async def check_off_loop(source: bytes, *, path: str | None, target: str) -> Any
 
 
 def _shared_budgeted_check() -> Any:
-    """`forgec.api.check_with_budget` when this forgec has it (it returns a Report carrying
-    FORGEC_CHECK_BUDGET itself), else None."""
-    from forgec import api
-
-    return getattr(api, "check_with_budget", None)
+    """`forgec.budget.check_with_budget` when this forgec has it, else None."""
+    try:
+        module = importlib.import_module("forgec.budget")
+    except ModuleNotFoundError as exc:
+        if exc.name != "forgec.budget":
+            raise
+        return None
+    return module.check_with_budget

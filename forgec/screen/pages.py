@@ -76,7 +76,9 @@ class Page:
         source, name = got
         target = _target(form)
         try:
-            report = await check_off_loop(source, path=name, target=target)
+            report = await check_off_loop(
+                source, path=name, target=target, budget=self.config.check_budget
+            )
         except BudgetExceeded as exc:
             return self.render("import.html", status=422, result=None, problem=str(exc))
         result = views.report_view(report, source)
@@ -96,7 +98,9 @@ class Page:
         source, name = got
         target = _target(form)
         try:
-            report = await check_off_loop(source, path=name, target=target)
+            report = await check_off_loop(
+                source, path=name, target=target, budget=self.config.check_budget
+            )
         except BudgetExceeded as exc:
             return self.render("import.html", status=422, result=None, problem=str(exc))
         installed = await anyio.to_thread.run_sync(

@@ -39,6 +39,7 @@ def serve(
     host_config: Path | None,
     port: int,
     open_browser: bool,
+    check_budget: float = 5.0,
     out: TextIO = sys.stdout,
 ) -> int:
     import signal
@@ -52,7 +53,12 @@ def serve(
         signal.signal(signum, stop)
     sock = bind(port)
     try:
-        _run(sock, store=store, host_config=host_config, open_browser=open_browser, out=out)
+        _run(
+            sock,
+            ScreenConfig(store=store, host_config=host_config, check_budget=check_budget),
+            open_browser=open_browser,
+            out=out,
+        )
     except _Stop:
         pass
     finally:
@@ -60,18 +66,10 @@ def serve(
     return 0
 
 
-def _run(
-    sock: socket.socket,
-    *,
-    store: Path | None,
-    host_config: Path | None,
-    open_browser: bool,
-    out: TextIO,
-) -> None:
+def _run(sock: socket.socket, config: ScreenConfig, *, open_browser: bool, out: TextIO) -> None:
     import uvicorn
 
-    keys = Secrets(port=sock.getsockname()[1])
-    config = ScreenConfig(store=store, host_config=host_config, keys=keys)
+    config.keys = keys = Secrets(port=sock.getsockname()[1])
     app = build_app(config)
     url = f"http://{LOOPBACK}:{keys.port}/?token={keys.token}"
     out.write(f"Tool Forge screen: {url}\n")
