@@ -363,3 +363,31 @@ def test_r4_consent_over_the_multi_round_protocol(store_path: Path, tmp_path: Pa
     assert isinstance(first, types.InputRequiredResult)
     assert once.meta["forgec/run"]["status"] == "failed"  # ran (and failed at the network)
     assert isinstance(again, types.InputRequiredResult)  # the used token is forgotten: ask again
+
+
+def test_an_r3_host_tool_runs_without_asking_and_r4_asks(store_path: Path, tmp_path: Path) -> None:
+    # subagent_invoke is R3 in its row: over MCP it runs on the persona's labels alone, as the
+    # catalog says (it used to ask for consent and refuse, saying it was R4); background_agent
+    # is R4 and asks
+    asked: list[str] = []
+
+    async def decline(context: Any, params: Any) -> Any:
+        import mcp_types as types
+
+        asked.append(params.message)
+        return types.ElicitResult(action="decline")
+
+    async def body(session: Any) -> Any:
+        invoke = await session.call_tool(
+            "subagent_invoke", {"name": "memory-retriever", "input": {"query": "x"}}
+        )
+        background = await session.call_tool("background_agent", {"action": "profiles"})
+        return invoke, background
+
+    labels = "subagent.invoke,subagent.background"
+    args = serve_args(store_path, tmp_path, "--persona-labels", labels)
+    invoke, background = run_client(args, body, elicitation=decline)
+    assert not invoke.is_error, _text(invoke)
+    assert "R4" not in _text(invoke)
+    assert len(asked) == 1 and "background_agent" in asked[0]
+    assert background.is_error and "did not consent" in _text(background)

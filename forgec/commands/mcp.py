@@ -46,15 +46,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def known_label(label: str) -> bool:
-    """A label some tool can need: a Talon host tool's, `tool.create`, or a channel's."""
-    from forgec.catalog.talon import check_channel_name
-    from forgec.host.bridge import TALON_LABELS
+    """A label some tool can need: a capability row's (a channel's too), or `tool.create`."""
+    from forgec.ir.capabilities import known_label as row_label
     from forgec.mcp.listing import TOOL_CREATE_LABEL
 
-    if label in TALON_LABELS.values() or label == TOOL_CREATE_LABEL:
-        return True
-    prefix = "channel.send:"
-    return label.startswith(prefix) and not check_channel_name(label[len(prefix) :])
+    return label == TOOL_CREATE_LABEL or row_label(label)
+
+
+def label_words() -> str:
+    """Every label a tool can need, for help and warnings (from the rows)."""
+    from forgec.ir.capabilities import label_list
+    from forgec.mcp.listing import TOOL_CREATE_LABEL
+
+    return ", ".join([*label_list(), TOOL_CREATE_LABEL])
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -76,7 +80,7 @@ def serve(args: argparse.Namespace) -> int:
         if not known_label(label):
             print(
                 f"forgec mcp: warning: persona label {label!r} is not one any tool needs "
-                "(a typo grants nothing)",
+                f"(a typo grants nothing; known: {label_words()})",
                 file=sys.stderr,
             )
     if args.templates and not (Path(args.templates) / "tool-instructions").is_dir():

@@ -20,6 +20,7 @@ from typing import Any
 from forgec.host import validate as v
 from forgec.host.config import ChannelConfig
 from forgec.host.db import Tx, new_id, now_iso
+from forgec.host.handlers import HostCall, handles
 
 CAP = "channel.send"
 
@@ -129,18 +130,16 @@ def _render_blocks(tokens: list[Any], slack: bool) -> str:
 
 def send(
     conn: sqlite3.Connection,
-    inp: Any,
+    inp: Mapping[str, Any],
     *,
     channels: Mapping[str, ChannelConfig],
     persona: str,
     thread: str,
 ) -> dict[str, Any]:
-    f = v.fields(
-        CAP, inp, allowed={"channelId", "content", "replyTo"}, required=("channelId", "content")
-    )
-    channel_id = v.req_string(CAP, f, "channelId", min_len=1, max_len=128)
-    content = v.req_string(CAP, f, "content", min_len=1)
-    reply_to = v.string(CAP, f, "replyTo", max_len=256)
+    f = inp  # checked at the bridge by the row's shape
+    channel_id = f["channelId"]
+    content = f["content"]
+    reply_to = f.get("replyTo")
     channel = channels.get(channel_id)
     if channel is None:
         known = (
@@ -174,3 +173,14 @@ def send(
             ),
         )
     return {"messageId": mid, "channelId": channel_id}
+
+
+@handles(CAP)
+def handle(call: HostCall) -> dict[str, Any]:
+    return send(
+        call.conn,
+        call.input,
+        channels=call.host.config.channels,
+        persona=call.persona,
+        thread=call.thread,
+    )

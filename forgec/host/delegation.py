@@ -36,6 +36,7 @@ import attrs
 from forgec.host import db as dbm
 from forgec.host import validate as v
 from forgec.host.db import Tx, new_id, now_iso
+from forgec.host.handlers import HostCall, handles
 from forgec.runtime.host import HostError
 
 
@@ -327,13 +328,13 @@ def builtin_subagents() -> dict[str, SubagentFn]:
     }
 
 
-def invoke(inp: Any, registry: Mapping[str, SubagentFn], ctx: DelegationContext) -> dict[str, Any]:
+def invoke(
+    inp: Mapping[str, Any], registry: Mapping[str, SubagentFn], ctx: DelegationContext
+) -> dict[str, Any]:
     cap = "subagent.invoke"
-    f = v.fields(cap, inp, allowed={"name", "input"}, required=("name",))
-    name = v.req_string(cap, f, "name", min_len=1, max_len=128)
+    f = inp  # checked at the bridge by the row's shape
+    name = f["name"]
     payload = f.get("input") or {}
-    if not isinstance(payload, Mapping):
-        v.fail(f"{cap}: `input` must be an object")
     fn = registry.get(name)
     if fn is None:
         known = ", ".join(sorted(registry)) or "none"
@@ -416,35 +417,18 @@ def _finish_bg(
 
 def background(
     conn: Any,
-    inp: Any,
+    inp: Mapping[str, Any],
     *,
     runner: BackgroundRunner | None,
     personas: Mapping[str, Persona],
     ctx: DelegationContext,
 ) -> dict[str, Any]:
-    f = v.fields(
-        BG,
-        inp,
-        allowed={
-            "action",
-            "prompt",
-            "taskId",
-            "provider",
-            "profile",
-            "workingDirectory",
-            "timeoutMinutes",
-        },
-        required=("action",),
-    )
-    action = v.req_string(
-        BG, f, "action", choices=("spawn", "status", "cancel", "result", "profiles")
-    )
+    f = inp  # checked at the bridge by the row's shape
+    action = f["action"]
     if action == "profiles":
         return {"profiles": [p.card() for p in personas.values()]}
     if action != "spawn":
-        task_id = v.string(BG, f, "taskId", min_len=1, max_len=200)
-        if task_id is None:
-            v.fail(f"{BG}: `taskId` is required for {action}")
+        task_id = f["taskId"]
         _expire(conn)
         row = conn.execute(
             "SELECT * FROM background_tasks WHERE id = ? AND persona = ?", (task_id, ctx.persona)
@@ -463,11 +447,11 @@ def background(
         if action == "status":
             out.pop("result", None)
         return out
-    prompt = v.req_string(BG, f, "prompt", min_len=1, max_len=64 * 1024)
-    provider = v.string(BG, f, "provider", max_len=128)
-    profile = v.string(BG, f, "profile", max_len=128)
-    workdir = v.string(BG, f, "workingDirectory", max_len=4096)
-    minutes = v.integer(BG, f, "timeoutMinutes", default=15, low=0, high=24 * 60, cap=True)
+    prompt = f["prompt"]
+    provider = f.get("provider")
+    profile = f.get("profile")
+    workdir = f.get("workingDirectory")
+    minutes = min(v.whole(f.get("timeoutMinutes"), 15), 24 * 60)
     minutes = max(minutes, 15)  # the seed: the minimum effective value is 15
     if profile is not None and profile not in personas:
         known = ", ".join(sorted(personas)) or "none are loaded"
@@ -600,7 +584,7 @@ def _wait(conn: Any, task_id: str, wait_ms: int) -> Any:
 
 def persona_send(
     conn: Any,
-    inp: Any,
+    inp: Mapping[str, Any],
     *,
     personas: Mapping[str, Persona],
     handlers: Mapping[str, PersonaHandler],
@@ -608,15 +592,10 @@ def persona_send(
     await_ms: int,
 ) -> dict[str, Any]:
     cap = "persona.send"
-    f = v.fields(
-        cap,
-        inp,
-        allowed={"target_persona", "message", "await_reply"},
-        required=("target_persona", "message"),
-    )
-    target = v.req_string(cap, f, "target_persona", min_len=1, max_len=128)
-    message = v.req_string(cap, f, "message", min_len=1, max_len=64 * 1024)
-    await_reply = v.boolean(cap, f, "await_reply", default=False)
+    f = inp  # checked at the bridge by the row's shape
+    target = f["target_persona"]
+    message = f["message"]
+    await_reply = bool(f.get("await_reply", False))
     if target == ctx.persona:
         v.fail(f"{cap}: a persona cannot send a task to itself")
     if target not in personas and target not in handlers:
@@ -642,11 +621,11 @@ def persona_send(
     return _a2a_json(_wait(conn, task_id, await_ms))
 
 
-def task_status(conn: Any, inp: Any, *, ctx: DelegationContext) -> dict[str, Any]:
+def task_status(conn: Any, inp: Mapping[str, Any], *, ctx: DelegationContext) -> dict[str, Any]:
     cap = "persona.task_status"
-    f = v.fields(cap, inp, allowed={"task_id", "wait_ms"}, required=("task_id",))
-    task_id = v.req_string(cap, f, "task_id", min_len=1, max_len=200)
-    wait_ms = v.integer(cap, f, "wait_ms", default=0, low=0, high=120_000, cap=True)
+    f = inp  # checked at the bridge by the row's shape
+    task_id = f["task_id"]
+    wait_ms = min(v.whole(f.get("wait_ms"), 0), 120_000)
     row = conn.execute("SELECT from_persona FROM a2a_tasks WHERE id = ?", (task_id,)).fetchone()
     if row is None or row["from_persona"] != ctx.persona:
         v.fail(f"{cap}: no A2A task {task_id!r} sent by this persona")
@@ -673,3 +652,48 @@ def resume_queued(db_path: Path, conn: Any, handlers: Mapping[str, PersonaHandle
         handler = handlers.get(row["target_persona"])
         if handler is not None:
             start_worker(db_path, row["id"], handler)
+
+
+# --- the handlers the bridge calls by name (`forgec.host.handlers`) --------------------------
+
+
+@handles("subagent.invoke")
+def handle_invoke(call: HostCall) -> dict[str, Any]:
+    host = call.host
+    return invoke(call.input, host.subagents, host.delegation_context(call.context))
+
+
+@handles(BG)
+def handle_background(call: HostCall) -> dict[str, Any]:
+    host = call.host
+    return background(
+        call.conn,
+        call.input,
+        runner=host.background_runner,
+        personas=host.personas,
+        ctx=host.delegation_context(call.context),
+    )
+
+
+@handles("persona.send")
+def handle_persona_send(call: HostCall) -> dict[str, Any]:
+    host = call.host
+    return persona_send(
+        call.conn,
+        call.input,
+        personas=host.personas,
+        handlers=host.persona_handlers,
+        ctx=host.delegation_context(call.context),
+        await_ms=host.config.a2a_await_ms,
+    )
+
+
+@handles("persona.task_status")
+def handle_task_status(call: HostCall) -> dict[str, Any]:
+    return task_status(call.conn, call.input, ctx=call.host.delegation_context(call.context))
+
+
+@handles("persona.list")
+def handle_persona_list(call: HostCall) -> list[dict[str, Any]]:
+    host = call.host
+    return persona_list(host.personas, host.persona_handlers, host.persona)

@@ -35,12 +35,11 @@ from typing import Any
 from forgec.catalog.urls import parse_url
 from forgec.host import validate as v
 from forgec.host.credentials import CredentialStore
+from forgec.host.handlers import HostCall, handles
 from forgec.runtime.host import CallContext, HostError
 
 CAP = "net.http"
-METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD")
 DEFAULT_TIMEOUT_MS = 30_000
-MAX_TIMEOUT_MS = 120_000
 MAX_BODY = 256 * 1024
 DENIED = "RUN_NETWORK_DENIED"
 _TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$")
@@ -223,7 +222,7 @@ def _headers(inp: Mapping[str, Any], context: CallContext) -> tuple[dict[str, st
 
 
 def request(
-    inp: Any,
+    inp: Mapping[str, Any],
     context: CallContext,
     *,
     credentials: CredentialStore,
@@ -234,20 +233,11 @@ def request(
 ) -> dict[str, Any]:
     import httpx
 
-    f = v.fields(
-        CAP,
-        inp,
-        allowed={"method", "url", "headers", "body", "timeoutMs"},
-        required=("method", "url"),
-    )
-    method = v.req_string(CAP, f, "method")
-    if method.upper() not in METHODS or method != method.upper():
-        v.fail(f"{CAP}: `method` must be one of {', '.join(METHODS)}, not {method!r}")
-    url_text = v.req_string(CAP, f, "url", min_len=1, max_len=8192)
-    body = v.string(CAP, f, "body")
-    timeout_ms = v.integer(
-        CAP, f, "timeoutMs", default=DEFAULT_TIMEOUT_MS, low=1, high=MAX_TIMEOUT_MS, cap=True
-    )
+    f = inp  # checked at the bridge by the row's shape (method, URL, caps applied)
+    method = f["method"]
+    url_text = f["url"]
+    body = f.get("body")
+    timeout_ms = v.whole(f.get("timeoutMs"), DEFAULT_TIMEOUT_MS)
     plain, cred_headers = _headers(f, context)
     first_host = check_url(url_text, context, host_allow, what=CAP)
     url = httpx.URL(url_text)  # parse_url read it with this same parser: it cannot fail now
@@ -369,3 +359,17 @@ def _decode(data: bytes, encoding: str) -> bytes:
             "RUN_RESULT_TOO_LARGE", f"{CAP}: the decoded response body is larger than 256 KiB"
         )
     return out
+
+
+@handles(CAP, own_connection=True)
+def handle(call: HostCall) -> dict[str, Any]:
+    host = call.host
+    return request(
+        call.input,
+        call.context,
+        credentials=host.credentials,
+        host_allow=host.config.allow_hosts,
+        resolve=host.resolve,
+        max_redirects=host.config.max_redirects,
+        ca_file=host.config.ca_file,
+    )

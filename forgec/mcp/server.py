@@ -443,7 +443,9 @@ class ForgeServer:
             problem = await _in_thread(_host_problem, entry, args, host)
             if problem is not None:
                 return _refusal(problem)
-            if entry.annotations.open_world or _host_risk(entry) == "R4":
+            # the row's risk decides, as for a forged tool: R4 asks every time; an R3 tool
+            # (subagent_invoke, persona_send) runs on the persona's labels alone
+            if _host_risk(entry) == "R4":
                 names = (entry.name, entry.internal)
                 if not self.options.policy.allows(names):
                     refusal = await self._ask(ctx, entry, f"`{entry.name}`")
@@ -528,10 +530,11 @@ class ForgeServer:
 
 
 def _host_risk(entry: ToolEntry) -> str:
-    from forgec.catalog import get_catalog
+    """The worst-case risk of a host tool, from its row (R4 for anything without one)."""
+    from forgec.ir.capabilities import BY_NAME
 
-    spec = get_catalog("talon").get(entry.internal)
-    return spec.marks({}).risk if spec is not None else "R4"
+    row = BY_NAME.get(entry.internal)
+    return row.marks.risk if row is not None else "R4"
 
 
 CONSENT_KEY = "forgec_consent"

@@ -28,7 +28,6 @@ from __future__ import annotations
 from typing import Any
 
 ANY = "*"
-SELECTORS = ("action", "operation")
 # less strict is more: a version that may use a remote model reaches further than a local one
 PRIVACY_REACH = ("local-only", "local-preferred", "remote-allowed", None)
 EFFORT_COST = (None, "low", "medium", "high")
@@ -80,12 +79,15 @@ def effects_from_marks(marks: Any, manifest: dict[str, Any]) -> dict[str, Any]:
 
 
 def _operation(spec: Any, literal: Any) -> str:
-    properties = (spec.input_schema or {}).get("properties") or {}
-    for field in SELECTORS:
-        if field in properties:
-            value = literal.get(field) if hasattr(literal, "get") else None
-            return value if isinstance(value, str) else ANY
-    return str(spec.name)
+    """The operation of a step: its selector's literal value (from the capability's row)."""
+    from forgec.ir.capabilities import BY_NAME
+
+    row = BY_NAME.get(str(spec.name))
+    selector = row.selector if row is not None else None
+    if selector is None:
+        return str(spec.name)
+    value = literal.get(selector) if hasattr(literal, "get") else None
+    return value if isinstance(value, str) else ANY
 
 
 def _effects(
