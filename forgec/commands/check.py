@@ -37,8 +37,8 @@ def run(args: argparse.Namespace) -> int:
         reports.append(check(data, path=None if path == "-" else path, target=args.target))
 
     if args.format == "json":
+        from forgec.answers import check_json
         from forgec.runtime.jsontext import dumps_text
-        from forgec.shapes import check_json
 
         sys.stdout.write(dumps_text(check_json(reports), indent=True) + "\n")
     elif args.format == "sarif":

@@ -23,8 +23,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def inspect_json(report: Any) -> dict[str, Any]:
-    """The one shape (`forgec.shapes`), also what the screen's `/api/inspect` serves."""
-    from forgec.shapes import inspect_json as shape
+    """The one shape (`forgec.answers`), also what the screen's `/api/inspect` serves."""
+    from forgec.answers import inspect_json as shape
 
     return shape(report)
 

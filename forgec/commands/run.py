@@ -129,8 +129,8 @@ def render_text(program: Any, result: Any) -> str:
 
 def render_card(ui: dict[str, Any], output: Any) -> list[str]:
     """The tool's summary card: its title, then `label: value` per ui path into the output."""
+    from forgec.answers import ui_card
     from forgec.render.safe import safe_text
-    from forgec.shapes import ui_card
 
     card = ui_card(ui, output)
     # one line per value: a newline or an escape sequence in the run's output stays visible text

@@ -83,7 +83,7 @@ def routes(config: ScreenConfig) -> list[Route]:
         return await check_off_loop(body, path=path, target=target, budget=config.check_budget)
 
     async def check(request: Request) -> Response:
-        from forgec.shapes import check_json
+        from forgec.answers import check_json
 
         try:
             report = await checked(request)
@@ -92,7 +92,7 @@ def routes(config: ScreenConfig) -> list[Route]:
         return _json(check_json([report]))
 
     async def inspect(request: Request) -> Response:
-        from forgec.shapes import inspect_json
+        from forgec.answers import inspect_json
 
         try:
             report = await checked(request)

@@ -55,8 +55,8 @@ def tools_page(store: Any) -> dict[str, Any]:
 def report_view(report: Any, source: bytes) -> dict[str, Any]:
     """The import page's result: each issue (code, message, pointer, line:col, the excerpt as
     `forgec check` prints it) and, when clean, inspect's facts and the graph."""
+    from forgec.answers import inspect_json
     from forgec.render.text import render_diagnostic
-    from forgec.shapes import inspect_json
 
     text = report.source_map.text if report.source_map is not None else source_text(source)
     issues = [
@@ -302,9 +302,9 @@ def run_current(
 ) -> dict[str, Any]:
     """Run the current version (`forgec.store.running.run_stored`, what `forgec tools run`
     calls) if it is the one the page showed; the person's yes covers this run only."""
+    from forgec.answers import ui_card
     from forgec.host import ConfigError
     from forgec.runtime import Program
-    from forgec.shapes import ui_card
     from forgec.store import Store
     from forgec.store.running import open_host_for, run_stored
 

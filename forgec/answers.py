@@ -1,4 +1,4 @@
-"""The JSON shapes forgec answers in, one function each, read by every face that shows them.
+"""The JSON answers forgec gives, one function each, read by every face that shows them.
 
 `forgec inspect --format json` prints `inspect_json`, `forgec check --format json` prints
 `check_json`, and the Tool Forge screen (`forgec.screen`) serves the very same dicts from its
