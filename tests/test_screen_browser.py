@@ -82,10 +82,11 @@ class Person:
         assert self.page.locator('a[href^="javascript"], [onerror], [onclick], iframe').count() == 0
         assert self.page.locator("main img, main script").count() == 0
 
-    def shot(self, name: str) -> None:
+    def shot(self, name: str, selector: str | None = None) -> None:
         if SHOTS:
             Path(SHOTS).mkdir(parents=True, exist_ok=True)
-            self.page.screenshot(path=str(Path(SHOTS) / f"{name}.png"))
+            where = self.page.locator(selector).first if selector else self.page
+            where.screenshot(path=str(Path(SHOTS) / f"{name}.png"))
 
     def close(self) -> None:
         self.context.close()
@@ -145,6 +146,42 @@ def two_steps(version: int, *, next_id: str = "done", title: str = "Echo") -> di
 
 def pretty(m: dict[str, Any]) -> str:
     return orjson.dumps(m, option=orjson.OPT_INDENT_2).decode()
+
+
+# -- where data goes, and the R4 ask ----------------------------------------------------------------
+
+
+def test_an_uploaded_file_shows_its_flows_dashed_and_an_r4_run_asks_in_the_page(
+    person: Person, store: Path
+) -> None:
+    page = person.page
+    person.go("/import")
+    page.set_input_files("#file", str(ROOT / "examples" / "flows" / "notes-web-answer.talostool"))
+    page.select_option("#target", "talon")
+    page.get_by_role("button", name="Check").click()
+    assert page.locator(".issue-error").count() == 0
+    flows = page.locator("svg path.flow")
+    assert flows.count() == 2
+    assert {flows.nth(i).get_attribute("stroke-dasharray") for i in range(2)} == {"6 4"}
+    labels = page.locator("svg text.flow-label").all_text_contents()
+    assert sorted(labels) == ["private: notes.list", "untrusted: desk.example.com"]
+    assert "private:notes.list" in page.locator("table.flows").inner_text()
+    person.shot("import-graph", "figure.graph")
+    page.locator("#install").click()
+    assert "Installed, off." in page.inner_text("main")
+    assert page.locator("svg path.flow").count() == 2  # the tool's page draws the same facts
+    page.locator("#enable").click()
+    assert "R4" in page.inner_text("main")
+    page.check("#confirm")
+    page.locator("#confirm-enable").click()
+    page.locator("#run").click()
+    page.locator("#run-submit").click()  # no input schema: the input is {}
+    # R4: the card again and one button for this run; nothing ran yet
+    assert "it asks before every run" in page.inner_text("main")
+    assert page.locator("#run-once").is_visible()
+    assert page.locator("pre.json").inner_text().strip() == "{}"
+    person.shot("run-ask")
+    person.inert()
 
 
 # -- a person's whole path ------------------------------------------------------------------------

@@ -77,8 +77,8 @@ def _effects_only(store: Any, tool_id: str, a: int | None, b: int) -> dict[str, 
     }
     if old is not None and new.hash == old.hash:
         summary = "No change."
-    elif not effects["gained"] and not effects["lost"] and text:
-        summary = "Only text changed."
+    elif not effects["gained"] and not effects["lost"]:
+        summary = "No effect gained or lost."
     elif old is None:
         summary = "Nothing consented yet: everything this version may do is new."
     else:
@@ -91,4 +91,6 @@ def _effects_only(store: Any, tool_id: str, a: int | None, b: int) -> dict[str, 
         "behaviour": [],
         "text": text,
         "summary": summary,
+        # no step-by-step part here: the page says so instead of "no step changed"
+        "partial": True,
     }

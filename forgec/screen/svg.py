@@ -54,18 +54,18 @@ def layout(parts: dict[str, Any]) -> dict[str, Any]:
             height = max(height, h)
         width = max(width, x)
         y += height + ROW_GAP
-    right = width + 40
-    edges = [
-        _edge(boxes, e, right) for e in parts["edges"] if e["src"] in boxes and e["dst"] in boxes
-    ]
+    edges = [_edge(boxes, e) for e in parts["edges"] if e["src"] in boxes and e["dst"] in boxes]
     flows = [
-        {**_edge(boxes, {**f, "dotted": True}, right + 30), "kind": f["kind"], "label": f["label"]}
-        for f in parts["flows"]
-        if f["src"] in boxes and f["dst"] in boxes
+        {**_around(boxes[f["src"]], boxes[f["dst"]], width + 20 + 26 * i), **f}
+        for i, f in enumerate(x for x in parts["flows"] if x["src"] in boxes and x["dst"] in boxes)
     ]
+    # room on the right for the side curves and their labels
+    right = (
+        width + 40 + 26 * len(flows) + max((len(f["label"]) + 12 for f in flows), default=0) * 6.6
+    )
     entry = boxes.get(parts["entry"]) if parts["entry"] else None
     return {
-        "width": round(right + 120),
+        "width": round(right + 20),
         "height": round(y),
         "nodes": list(boxes.values()),
         "edges": edges,
@@ -75,7 +75,7 @@ def layout(parts: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _edge(boxes: dict[str, Any], e: dict[str, Any], right: float) -> dict[str, Any]:
+def _edge(boxes: dict[str, Any], e: dict[str, Any]) -> dict[str, Any]:
     a, b = boxes[e["src"]], boxes[e["dst"]]
     if b["y"] > a["y"]:  # downwards: bottom of A to top of B
         x1, y1, x2, y2 = a["cx"], a["y"] + a["h"], b["cx"], b["y"]
@@ -83,9 +83,15 @@ def _edge(boxes: dict[str, Any], e: dict[str, Any], right: float) -> dict[str, A
         d = f"M{x1:.1f},{y1:.1f} C{x1:.1f},{mid:.1f} {x2:.1f},{mid:.1f} {x2:.1f},{y2:.1f}"
         lx, ly = (x1 + x2) / 2 + 4, mid
     else:  # back up, or within a row: around the right side
-        x1, y1 = a["x"] + a["w"], a["y"] + a["h"] / 2
-        x2, y2 = b["x"] + b["w"], b["y"] + b["h"] / 2
-        bend = max(x1, x2) + 30 + (right - max(x1, x2)) * 0.3
-        d = f"M{x1:.1f},{y1:.1f} C{bend:.1f},{y1:.1f} {bend:.1f},{y2:.1f} {x2:.1f},{y2:.1f}"
-        lx, ly = bend - 10, (y1 + y2) / 2
+        a_side = max(a["x"] + a["w"], b["x"] + b["w"])
+        return {**_around(a, b, a_side + 30), "label": e["label"], "dotted": e["dotted"]}
     return {"d": d, "label": e["label"], "dotted": e["dotted"], "lx": lx, "ly": ly}
+
+
+def _around(a: dict[str, Any], b: dict[str, Any], bend: float) -> dict[str, Any]:
+    """A curve from A's right side out to x = BEND and back into B's right side."""
+    x1, y1 = a["x"] + a["w"], a["y"] + a["h"] / 2
+    x2, y2 = b["x"] + b["w"], b["y"] + b["h"] / 2
+    d = f"M{x1:.1f},{y1:.1f} C{bend:.1f},{y1:.1f} {bend:.1f},{y2:.1f} {x2:.1f},{y2:.1f}"
+    # the curve's farthest point is at 3/4 of the bend plus 1/8 of each end: its label beside it
+    return {"d": d, "lx": bend * 0.75 + (x1 + x2) / 8 + 6, "ly": (y1 + y2) / 2}
