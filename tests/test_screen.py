@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import html
 import importlib.util
+import math
 import os
 import re
 import signal
@@ -25,6 +26,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from manifests import manifest_with_nodes
+from strategies import manifests
 
 from forgec.render.safe import UNSAFE_CHARACTERS, safe_text
 
@@ -413,3 +415,131 @@ def test_over_budget_through_the_real_server(store: Path) -> None:
             assert "No tool is installed yet" in c.get("/").text
     finally:
         s.stop()
+
+
+# -- any tool, any file: the pages hold ------------------------------------------------------------
+
+
+def _page_of(template: str, **context: Any) -> str:
+    from forgec.screen.app import make_templates
+
+    return make_templates().get_template(template).render(csrf="t", **context)
+
+
+def _clean(page: str) -> None:
+    assert not (set(page) & (UNSAFE_CHARACTERS - {"\n"}))
+    assert "<script" not in page.split("</head>", 1)[1]
+
+
+@settings(max_examples=40, deadline=None)
+@given(manifests(), st.sampled_from(["T <script>alert(1)</script>", "\u202ex", "a\u2028b", "ok"]))
+def test_any_valid_tool_renders_its_import_result(manifest: dict[str, Any], title: str) -> None:
+    # a random valid tool, its title hostile: the import page's result (issues, card, facts,
+    # graph as SVG) renders, every number in the SVG is finite, nothing unsafe reaches the page
+    from forgec.api import check
+    from forgec.screen import views
+
+    manifest = {**manifest, "title": title}
+    source = orjson.dumps(manifest)
+    result = views.report_view(check(source), source)
+    page = _page_of("import.html", result=result, source=views.source_text(source), exact="")
+    _clean(page)
+    if result["ok"]:
+        graph = result["graph"]
+        assert len(graph["nodes"]) >= 1
+        for n in graph["nodes"]:
+            assert all(map(math.isfinite, (n["x"], n["y"], n["w"], n["h"])))
+        assert page.count('class="node ') == len(graph["nodes"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.binary(max_size=300) | st.text(max_size=200).map(str.encode))
+def test_any_bytes_render_as_issues(source: bytes) -> None:
+    from forgec.api import check
+    from forgec.screen import views
+
+    result = views.report_view(check(source, path="x.talostool"), source)
+    _clean(_page_of("import.html", result=result, source=views.source_text(source), exact=""))
+    for issue in result["issues"]:
+        assert issue["code"] and issue["message"]
+
+
+# -- what the person saw is what is turned on, and what runs ---------------------------------------
+
+
+def test_enable_turns_on_only_the_version_whose_card_was_shown(
+    screen: Screen, store: Path, tmp_path: Path
+) -> None:
+    _install(store, tmp_path, echo_tool(), "v1.talostool")
+    with screen.client() as c:
+        page = c.get("/tools/echo.tool/enable").text
+        shown = re.search(r'name="hash" value="([^"]+)"', page)
+        assert shown
+        token = screen.csrf(c)
+        # meanwhile, another shell installs a version that sends data away
+        v2 = echo_tool(2, 1, title="Echo v2")
+        _install(store, tmp_path, v2, "v2.talostool")
+        form = {"csrf": token, "hash": shown.group(1), "confirm": "yes"}
+        r = c.post("/tools/echo.tool/enable", data=form, headers={"Origin": screen.origin})
+        assert r.status_code == 409 and "changed since the page was shown" in r.text
+        assert "Echo v2" in r.text  # the new card, to read again
+        assert not _enabled(store)
+        # and without the confirm box nothing happens either
+        r = c.post(
+            "/tools/echo.tool/enable",
+            data={"csrf": token, "hash": shown.group(1)},
+            headers={"Origin": screen.origin},
+        )
+        assert r.status_code == 422 and not _enabled(store)
+
+
+def test_an_r4_run_asks_in_the_page_and_runs_only_the_version_shown(
+    screen: Screen, store: Path, tmp_path: Path
+) -> None:
+    r4 = echo_tool()
+    r4["flow"]["nodes"] = [
+        {
+            "id": "ask",
+            "type": "capability",
+            "capability": "net.http",
+            "input": {"method": "GET", "url": "https://api.example.com/x"},
+            "target": "got",
+            "next": "done",
+        },
+        {"id": "done", "type": "return", "value": {"said": {"$ref": "input.text"}}},
+    ]
+    r4["flow"]["entry"] = "ask"
+    r4["network"] = {"mode": "allowlist", "hosts": ["api.example.com"]}
+    path = write(tmp_path, "r4.talostool", r4)
+    assert (
+        forgec("tools", "install", str(path), "--store", str(store), "--target", "talon").returncode
+        == 0
+    )
+    assert forgec("tools", "enable", "echo.tool", "--yes", "--store", str(store)).returncode == 0
+    with screen.client() as c:
+        token = screen.csrf(c)
+        post = {"csrf": token, "in.text": "hi"}
+        ask = c.post("/tools/echo.tool/run", data=post, headers={"Origin": screen.origin})
+        assert ask.status_code == 200 and 'id="run-once"' in ask.text
+        assert "it asks before every run" in ask.text
+        # a confirm bound to another hash is asked again, never run
+        again = c.post(
+            "/tools/echo.tool/run",
+            data={**post, "confirm": "yes", "hash": "sha256:" + "0" * 64},
+            headers={"Origin": screen.origin},
+        )
+        assert 'id="run-once"' in again.text and "Status" not in again.text
+
+
+def test_a_missing_screen_extra_is_one_line() -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['starlette'] = None\n"
+        "from forgec.cli import main\n"
+        "sys.exit(main(['screen', '--no-open']))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "forgec: error: forgec screen needs the Tool Forge screen: pip install 'forgec[screen]'"
+    ]
