@@ -11,6 +11,7 @@ import http.server
 import importlib.util
 import os
 import shutil
+import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -47,7 +48,9 @@ def browser() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
-        args = ["--no-sandbox"] if os.geteuid() == 0 else []
+        # rebind.example resolves to 127.0.0.1, as a DNS-rebinding attacker's name would
+        args = ["--host-resolver-rules=MAP rebind.example 127.0.0.1"]
+        args += ["--no-sandbox"] if os.geteuid() == 0 else []
         b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=args)
         yield b
         b.close()
@@ -86,7 +89,23 @@ class Person:
         if SHOTS:
             Path(SHOTS).mkdir(parents=True, exist_ok=True)
             where = self.page.locator(selector).first if selector else self.page
-            where.screenshot(path=str(Path(SHOTS) / f"{name}.png"))
+            path = Path(SHOTS) / f"{name}.png"
+            where.screenshot(path=str(path))
+            if shutil.which("pngquant"):  # keep the checked-in pictures small
+                subprocess.run(
+                    [
+                        "pngquant",
+                        "--force",
+                        "--skip-if-larger",
+                        "--quality",
+                        "60-85",
+                        "--ext",
+                        ".png",
+                        str(path),
+                    ],
+                    check=False,
+                    timeout=60,
+                )
 
     def close(self) -> None:
         self.context.close()
@@ -430,6 +449,17 @@ def test_a_cross_origin_post_is_refused(
     finally:
         stranger.close()
     assert not listed(store)["echo.tool"]["enabled"]
+
+
+def test_a_rebound_name_is_refused_even_with_the_token(browser: Any, screen: Screen) -> None:
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        answer = page.goto(f"http://rebind.example:{screen.port}/?token={screen.token}")
+        assert answer is not None and answer.status == 421
+        assert context.cookies() == []  # no cookie was handed to the other name
+    finally:
+        context.close()
 
 
 # -- accessibility ---------------------------------------------------------------------------------
