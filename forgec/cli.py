@@ -33,6 +33,7 @@ COMMAND_MODULES = (
     "mcp",
     "lsp",
     "screen",
+    "talond",
 )
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import html
-import importlib.util
 import math
 import os
 import re
@@ -341,77 +340,35 @@ def test_every_printed_value_is_safe_text_then_escaped(text: str) -> None:
 # -- the check budget ----------------------------------------------------------------------------
 
 
-def test_a_slow_check_is_over_budget_and_the_pages_keep_answering(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    # in process, on the screen's own thread fallback: the import waits at most the budget, and
-    # another page is answered meanwhile (the check is off the event loop)
-    import anyio
-
-    import forgec.api
-    from forgec.screen import checking
-    from forgec.screen.app import ScreenConfig, build_app
-    from forgec.screen.security import Secrets
-
-    real = forgec.api.check
-
-    def slow(source: Any, **kw: Any) -> Any:
-        if b"slow-check-on-purpose" in source:
-            time.sleep(3)
-        return real(source, **kw)
-
-    monkeypatch.setattr(forgec.api, "check", slow)
-    monkeypatch.setattr(checking, "_shared_budgeted_check", lambda: None)
-    keys = Secrets(port=8)
-    app = build_app(ScreenConfig(store=tmp_path / "t.db", keys=keys, check_budget=0.5))
-    origin = "http://127.0.0.1:8"
-
-    async def main() -> tuple[Any, float, Any]:
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url=origin) as c:
-            c.cookies.set(keys.cookie_name, keys.token)
-            source = orjson.dumps(echo_tool(description="slow-check-on-purpose"))
-            form = {"csrf": keys.csrf, "source": source.decode(), "kind": "auto"}
-            answered: list[float] = []
-
-            async def other() -> None:
-                await anyio.sleep(0.1)
-                t = time.monotonic()
-                assert (await c.get("/")).status_code == 200
-                answered.append(time.monotonic() - t)
-
-            started = time.monotonic()
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(other)
-                imported = await c.post(
-                    "/import", data=form, headers={"Origin": origin}, files={"file": ("", b"")}
-                )
-            return imported, time.monotonic() - started, answered
-
-    imported, took, answered = anyio.run(main)
-    assert imported.status_code == 422
-    assert "FORGEC_CHECK_BUDGET" in imported.text
-    assert took < 2.5  # the budget (0.5 s), not the 3 s check
-    assert answered and answered[0] < 2.0
-
-
 def test_over_budget_through_the_real_server(store: Path) -> None:
     # the shared budgeted check (a worker process killed at the budget), its test hook making
-    # one file slow: the import answers FORGEC_CHECK_BUDGET at the budget, nothing is installed
-    if importlib.util.find_spec("forgec.budget") is None:
-        pytest.skip("this checkout has no forgec.budget (the shared budgeted check) yet")
-    s = Screen(store, "--check-budget", "1", env={"FORGEC_TEST_CHECK_DELAY_S": "4"})
+    # one file slow: the import answers FORGEC_CHECK_BUDGET at the budget, nothing is
+    # installed, and another page is answered while the slow check runs
+    s = Screen(store, "--check-budget", "2", env={"FORGEC_TEST_CHECK_DELAY_S": "6"})
     try:
-        with s.client() as c:
+        with s.client() as c, s.client() as other:
             token = s.csrf(c)
             source = orjson.dumps(echo_tool(description="slow-check-on-purpose"))
             form = {"csrf": token, "source": source.decode(), "kind": "auto"}
+            answered: list[float] = []
+
+            def meanwhile() -> None:
+                time.sleep(0.5)
+                t = time.monotonic()
+                assert other.get("/").status_code == 200
+                answered.append(time.monotonic() - t)
+
+            side = threading.Thread(target=meanwhile)
             started = time.monotonic()
+            side.start()
             r = c.post(
                 "/install", data=form, headers={"Origin": s.origin}, files={"file": ("", b"")}
             )
-            assert time.monotonic() - started < 3.5
-            assert "FORGEC_CHECK_BUDGET" in r.text
+            took = time.monotonic() - started
+            side.join(30)
+            assert took < 5.5  # the budget (2 s) on a loaded machine, not the 6 s check
+            assert r.status_code == 422 and "FORGEC_CHECK_BUDGET" in r.text
+            assert answered and answered[0] < 1.5
             assert "No tool is installed yet" in c.get("/").text
     finally:
         s.stop()

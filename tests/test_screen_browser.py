@@ -328,13 +328,14 @@ def test_a_model_proposal_is_reviewed_accepted_then_enabled(
     assert not result.is_error, result
     page = person.page
     person.go("/")
-    assert "v2" in page.get_by_role("row", name="Echo").inner_text()  # proposals waiting
+    assert "proposal 1" in page.get_by_role("row", name="Echo").inner_text()  # waiting
     person.go("/tools/echo.tool")
-    page.locator("#review-2").click()
+    page.locator("#review-1").click()
     body = page.inner_text("main")
     assert "Proposed by a model" in body and "2. Behaviour, step by step" in body
-    if importlib.util.find_spec("forgec.store.diff") is not None:
-        assert page.locator("table.behaviour").inner_text().count("done") >= 1
+    # the behaviour diff: the return step's value, old → new
+    behaviour = page.locator("table.behaviour").inner_text()
+    assert "done" in behaviour and "always this" in behaviour
     person.shot("review")
     page.locator("#accept").click()
     assert "The proposal is current now" in page.inner_text("main")
@@ -486,8 +487,8 @@ def test_axe_finds_no_serious_violation_on_the_main_pages(
             "/import",
             "/tools/echo.tool",
             "/tools/echo.tool/run",
-            "/tools/echo.tool/review/2",
-            "/tools/echo.tool/diff?a=1&b=2",
+            "/tools/echo.tool/review/1",
+            "/tools/echo.tool/diff?a=1&b=p1",
         ):
             p.go(path)
             checked.append(_axe(page, path))

@@ -6,7 +6,17 @@ import argparse
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg,unused-ignore]
+    from forgec.commands.mcp import seconds
+
     p = subparsers.add_parser("lsp", help="run the language server (stdio) for editors")
+    p.add_argument(
+        "--check-budget",
+        metavar="SECONDS",
+        type=seconds,
+        default=None,
+        help="how long a document's check may take before it is reported as "
+        "FORGEC_CHECK_BUDGET (default 5; also the `checkBudget` setting)",
+    )
     p.set_defaults(handler=run)
 
 
@@ -21,5 +31,5 @@ def run(args: argparse.Namespace) -> int:
                 "forgec lsp needs the language server: pip install 'forgec[lsp]'"
             ) from None
         raise
-    main()
+    main(args.check_budget)
     return 0

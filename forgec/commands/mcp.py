@@ -42,7 +42,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="folder holding tool-instructions/<name>.md (default: the instructions shipped "
         "with forgec for the host tools)",
     )
+    s.add_argument(
+        "--check-budget",
+        metavar="SECONDS",
+        type=seconds,
+        default=5.0,
+        help="how long a tool_create check may take before it is refused as "
+        "FORGEC_CHECK_BUDGET (default 5)",
+    )
     s.set_defaults(handler=serve)
+
+
+def seconds(text: str) -> float:
+    """A check budget in seconds: a positive number (argparse turns a ValueError into a usage
+    error of one line)."""
+    value = float(text)
+    if not 0 < value <= 3600:
+        raise ValueError(text)
+    return value
 
 
 def known_label(label: str) -> bool:
@@ -96,6 +113,7 @@ def serve(args: argparse.Namespace) -> int:
         db=Path(args.db) if args.db else None,
         policy=policy,
         templates=Path(args.templates) if args.templates else None,
+        check_budget=args.check_budget,
     )
     try:
         Store(args.store).close()  # refuse a foreign or damaged store before serving

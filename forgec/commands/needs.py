@@ -42,6 +42,7 @@ COMMAND_NEEDS: dict[str, tuple[str, ...]] = {
     "mcp": ("compiler", "host", "mcp"),
     "lsp": ("compiler", "lsp"),
     "screen": ("compiler", "host", "screen"),
+    "talond": ("compiler", "host", "mcp"),
 }
 
 

@@ -196,8 +196,9 @@ class ReferenceHost:
     @contextmanager
     def _boundary(self, code: str, what: str) -> Iterator[None]:
         """Every error that leaves the host passes here: a `HostError` keeps its code with its
-        message scrubbed of every credential value and the API key; anything else (a library's
-        exception, whose text may quote a header) becomes a scrubbed `HostError` too."""
+        message scrubbed of every secret the credential store holds (credentials and every key
+        the host read); anything else (a library's exception, whose text may quote a header)
+        becomes a scrubbed `HostError` too. Results leave through `scrub_value` the same way."""
         try:
             yield
         except HostError as exc:
@@ -222,7 +223,7 @@ class ReferenceHost:
 
     def call(self, capability: str, input: Any, context: CallContext) -> Any:
         with self._boundary("RUN_CAPABILITY_FAILED", capability):
-            return self._call(capability, input, context)
+            return self.credentials.scrub_value(self._call(capability, input, context))
 
     def _call(self, capability: str, input: Any, context: CallContext) -> Any:
         input = apply_caps(capability, input)
@@ -258,6 +259,10 @@ class ReferenceHost:
             file_roots=self.config.file_searcher_roots,
             spark_base_url=self.config.spark_coder_base_url,
             spark_model=self.config.spark_coder_model,
+            key=self.credentials.key,
+            config=self.config,
+            # set by the daemon on the host of a turn that runs an A2A task (chain bound)
+            a2a_depth=getattr(self, "a2a_depth", 0),
         )
 
     def record_memory_undo(
@@ -279,7 +284,8 @@ class ReferenceHost:
         context: CallContext,
     ) -> Any:
         with self._boundary("RUN_MODEL_FAILED", "the model step"):
-            return self.router.answer(op, input, requirements, output_schema, context)
+            answer = self.router.answer(op, input, requirements, output_schema, context)
+            return self.credentials.scrub_value(answer)
 
     def has_credential(self, credential_id: str) -> bool:
         return self.credentials.has(credential_id)
@@ -306,7 +312,9 @@ class ReferenceHost:
         context: CallContext,
     ) -> Any:
         with self._boundary("RUN_CAPABILITY_FAILED", capability):
-            return self._compensate(capability, step_capability, step_input, step_result, context)
+            return self.credentials.scrub_value(
+                self._compensate(capability, step_capability, step_input, step_result, context)
+            )
 
     def _compensate(
         self,

@@ -5,7 +5,9 @@ Channels are configured by name, each with a connector that decides the stored f
 - `outbox`: the Markdown as written;
 - `plain`: rendered to plain text (emphasis marks dropped, links as `text (url)`, list bullets);
 - `html`: rendered with markdown-it-py, raw HTML in the Markdown escaped, not passed through;
-- `slack`: Slack mrkdwn (`*bold*`, `_italic_`, `~strike~`, `<url|text>`, `&`, `<`, `>` escaped).
+- `slack`: Slack mrkdwn (`*bold*`, `_italic_`, `~strike~`, `<url|text>`, `&`, `<`, `>` escaped);
+- `webhook`: converted by the channel's `format` (one of the above), then POSTed to its `url` by
+  the daemon's connector worker (`forgec.daemon.connectors`), at most once per message id.
 
 The thread is the host's choice (the channel's configured thread, else the current one); the
 caller never names it. Unknown channels are an error listing the configured ones.
@@ -148,7 +150,9 @@ def send(
         )
         v.fail(f"{CAP}: unknown channel {channel_id!r} (configured: {known})")
     thread_id = channel.thread or thread
-    rendered = render(content, channel.connector)
+    # a webhook stores what it will POST: the Markdown converted by its `format`
+    fmt = channel.format if channel.connector == "webhook" else channel.connector
+    rendered = render(content, fmt)
     mid = new_id("msg")
     now = now_iso()
     with Tx(conn):

@@ -10,13 +10,18 @@
   runner callable the embedder registers, on a worker thread with its own connection. They end
   `completed` or `failed` (a cancel or an overrun deadline is `failed` with the reason); the
   completion is posted into the originating thread's messages. `timeoutMinutes` below 15 is
-  raised to 15. Without a runner, `spawn` is an error saying so.
+  raised to 15. Without a runner the task is `queued` for the daemon (`forgec talond`), which
+  runs it as a turn of its profile's whole persona. A profile is the persona's whole self:
+  prompt, skills, labels, model and provider (`profile_of`), never only its card.
 - **Personas** load from a folder: `<folder>/<name>/persona.md` (first line, `#` stripped, is
   the description), `skills/` (one entry per skill) and/or `skills.txt`, `labels.txt`
   (capability labels, one per line) and `prompts/`.
 - **A2A** (`persona.send`, `persona.task_status`): durable rows in `a2a_tasks`
   (`queued` → `running` → `completed` | `failed`), processed by the handler registered for the
-  target persona on a worker thread; `await_reply` and `wait_ms` poll the row.
+  target persona on a worker thread, or — with no handler, for a persona of the folder — left
+  `queued` for the daemon; `await_reply` and `wait_ms` poll the row. A chain of sends (A → B →
+  A …) is bounded: a send made by a turn that itself runs an A2A task of depth `MAX_DEPTH` is
+  stored `failed` with an error saying so, and never reaches its target.
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ class Persona:
     skills: tuple[str, ...] = ()
     labels: tuple[str, ...] = ()
     folder: Path | None = None
+    prompt: str = ""  # persona.md, the system prompt
 
     @property
     def prompts_dir(self) -> Path | None:
@@ -89,6 +95,7 @@ def load_personas(folder: Path | None) -> dict[str, Persona]:
             skills=tuple(dict.fromkeys(skills)),
             labels=tuple(_lines(sub / "labels.txt")),
             folder=sub,
+            prompt=text,
         )
     return personas
 
@@ -105,6 +112,36 @@ class DelegationContext:
     file_roots: tuple[Path, ...] = ()
     spark_base_url: str = "https://api.openai.com/v1"
     spark_model: str = "gpt-5.4-spark"
+    # variable name → the key the host read when it opened (`CredentialStore.key`): checked,
+    # and scrubbed from everything the host lets out; a sub-agent never reads os.environ
+    key: Callable[[str], str | None] = lambda name: None
+    config: Any = None  # the HostConfig (a profile's model and provider)
+    a2a_depth: int = 0  # depth of the A2A task the current turn runs for (0: none)
+
+
+MAX_DEPTH = 4  # sends in one A2A chain (SPEC §19)
+
+
+def profile_of(persona: Persona, config: Any = None) -> dict[str, Any]:
+    """A persona as a background profile: everything it is (the seed: "a profile uses another
+    loaded persona's prompt, skills, model, provider, and capabilities")."""
+    chosen = (getattr(config, "persona_models", None) or {}).get(persona.name)
+    provider = chosen.provider if chosen is not None else None
+    model = chosen.model if chosen is not None else None
+    if model is None:
+        endpoint = (
+            (getattr(config, "providers", None) or {}).get(provider)
+            if provider is not None
+            else getattr(config, "model", None)
+        )
+        model = getattr(endpoint, "model", None)
+    return {
+        **persona.card(),
+        "prompt": persona.prompt,
+        "labels": list(persona.labels),
+        "model": model,
+        "provider": provider,
+    }
 
 
 SubagentFn = Callable[[dict[str, Any], DelegationContext], Any]
@@ -287,7 +324,7 @@ def spark_coder(inp: dict[str, Any], ctx: DelegationContext) -> Any:
     from forgec.host.models import OpenAIProvider, _parse_json, validate_output
 
     name = "spark-coder"
-    key = os.environ.get("OPENAI_API_KEY")
+    key = ctx.key("OPENAI_API_KEY")
     if not key:
         v.fail(f"{name} needs OPENAI_API_KEY, which is not set in the host's environment")
     f = v.fields(name, inp, allowed={"task", "files"}, required=("task",))
@@ -370,7 +407,7 @@ def _expire(conn: Any) -> None:
     with Tx(conn):
         conn.execute(
             "UPDATE background_tasks SET status = 'failed', error = 'timed out', updated_at = ?"
-            " WHERE status = 'running' AND deadline < ?",
+            " WHERE status IN ('queued', 'running') AND deadline < ?",
             (now, now),
         )
 
@@ -415,6 +452,26 @@ def _finish_bg(
         conn.close()
 
 
+def background_job(
+    task_id: str,
+    prompt: str,
+    provider: str | None,
+    profile: Persona | None,
+    workdir: str | None,
+    minutes: int,
+    ctx: DelegationContext,
+) -> dict[str, Any]:
+    """What a background runner is handed: the task and its profile's whole persona."""
+    return {
+        "taskId": task_id,
+        "prompt": prompt,
+        "provider": provider,
+        "profile": profile_of(profile, ctx.config) if profile is not None else None,
+        "workingDirectory": workdir,
+        "timeoutMinutes": minutes,
+    }
+
+
 def background(
     conn: Any,
     inp: Mapping[str, Any],
@@ -426,7 +483,8 @@ def background(
     f = inp  # checked at the bridge by the row's shape
     action = f["action"]
     if action == "profiles":
-        return {"profiles": [p.card() for p in personas.values()]}
+        # wrapped like every delegation answer (SPEC §13), so it matches the outputSchema
+        return {"result": [p.card() for p in personas.values()]}
     if action != "spawn":
         task_id = f["taskId"]
         _expire(conn)
@@ -458,11 +516,9 @@ def background(
         v.fail(f"{BG}: unknown profile {profile!r} (personas: {known})")
     if workdir is not None and not Path(workdir).expanduser().is_dir():
         v.fail(f"{BG}: workingDirectory {workdir!r} is not a directory")
-    if runner is None:
-        v.fail(
-            f"{BG}: no background agent runner is registered in this host "
-            "(HostOptions.background_runner)"
-        )
+    if provider is not None and ctx.config is not None and provider not in ctx.config.providers:
+        known = ", ".join(sorted(ctx.config.providers)) or "none are configured"
+        v.fail(f"{BG}: unknown provider {provider!r} ([providers.NAME]: {known})")
     task_id = new_id("bg")
     now = _dt.datetime.now(_dt.UTC)
     deadline = (now + _dt.timedelta(minutes=minutes)).isoformat(timespec="milliseconds")
@@ -470,7 +526,7 @@ def background(
         conn.execute(
             "INSERT INTO background_tasks (id, persona, thread_id, prompt, provider, profile,"
             " working_directory, timeout_minutes, status, created_at, updated_at, deadline)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)",
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 task_id,
                 ctx.persona,
@@ -480,19 +536,17 @@ def background(
                 profile,
                 workdir,
                 minutes,
+                "running" if runner is not None else "queued",
                 now_iso(),
                 now_iso(),
                 deadline.replace("+00:00", "Z"),
             ),
         )
-    job = {
-        "taskId": task_id,
-        "prompt": prompt,
-        "provider": provider,
-        "profile": personas[profile].card() if profile else None,
-        "workingDirectory": workdir,
-        "timeoutMinutes": minutes,
-    }
+    if runner is None:  # the daemon takes it from the queue
+        return {"taskId": task_id, "status": "queued"}
+    job = background_job(
+        task_id, prompt, provider, personas[profile] if profile else None, workdir, minutes, ctx
+    )
 
     def work() -> None:
         try:
@@ -602,20 +656,38 @@ def persona_send(
         known = ", ".join(sorted((set(personas) | set(handlers)) - {ctx.persona})) or "none"
         v.fail(f"{cap}: unknown persona {target!r} (available: {known})")
     handler = handlers.get(target)
-    if handler is None:
-        v.fail(
-            f"{cap}: persona {target!r} has no A2A handler registered in this host "
-            "(HostOptions.persona_handlers)"
-        )
     task_id = new_id("a2a")
     now = now_iso()
+    depth = ctx.a2a_depth + 1
+    too_deep = depth > MAX_DEPTH
+    error = (
+        f"refused: the A2A chain is over its bound of {MAX_DEPTH} sends "
+        f"(this send would be number {depth}); the task never reached {target!r}"
+        if too_deep
+        else None
+    )
     with Tx(conn):
         conn.execute(
-            "INSERT INTO a2a_tasks (id, from_persona, target_persona, message, status,"
-            " created_at, updated_at) VALUES (?, ?, ?, ?, 'queued', ?, ?)",
-            (task_id, ctx.persona, target, message, now, now),
+            "INSERT INTO a2a_tasks (id, from_persona, target_persona, message, status, error,"
+            " depth, thread_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                task_id,
+                ctx.persona,
+                target,
+                message,
+                "failed" if too_deep else "queued",
+                error,
+                depth,
+                ctx.thread,
+                now,
+                now,
+            ),
         )
-    start_worker(ctx.db_path, task_id, handler)
+    if too_deep:
+        return {"taskId": task_id, "status": "failed", "targetPersona": target, "error": error}
+    if handler is not None:
+        start_worker(ctx.db_path, task_id, handler)
+    # else: a persona of the folder with no in-process handler; the daemon takes it
     if not await_reply:
         return {"taskId": task_id, "status": "queued"}
     return _a2a_json(_wait(conn, task_id, await_ms))

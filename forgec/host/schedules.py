@@ -6,7 +6,11 @@ the one cron rule (`forgec.catalog.cron.validate_cron`, the same the checker app
 `NAME`, `NAME.md` or `NAME.txt` — never a path. Every action sees only the persona's own rows,
 so another persona's schedule id is "not found", not "forbidden" (ids do not leak).
 
-`cancel` disables; `delete` removes. `update`, `cancel` and `delete` return the row as it was
+`prompt` and `promptFile` are both optional (the seed): a schedule with neither fires its
+`label` as the prompt, and one with no label either fires a line naming the schedule
+(`forgec.daemon` reads `firing_prompt`). `cancel` disables, and `update` keeps a cancelled
+schedule disabled (changing a schedule is not arming it: create a new one to run it again);
+`delete` removes. `update`, `cancel` and `delete` return the row as it was
 before under `previous`, which is what the compensation restores (SPEC §5: `schedule.manage` ⟲
 `schedule.manage`).
 """
@@ -192,6 +196,20 @@ def restore(conn: sqlite3.Connection, persona: str, previous: dict[str, Any]) ->
 def remove(conn: sqlite3.Connection, persona: str, sid: str) -> None:
     with Tx(conn):
         conn.execute("DELETE FROM schedules WHERE id = ? AND persona = ?", (sid, persona))
+
+
+def firing_prompt(row: sqlite3.Row | dict[str, Any], prompts_dir: Path | None) -> str:
+    """What a firing asks the persona (SPEC §19): the `prompt`, else the `promptFile`'s text,
+    else the `label`, else a line naming the schedule."""
+    if row["prompt"]:
+        return str(row["prompt"])
+    if row["prompt_file"]:
+        return resolve_prompt_file(str(row["prompt_file"]), prompts_dir).read_text(
+            encoding="utf-8", errors="replace"
+        )
+    if row["label"]:
+        return str(row["label"])
+    return f"Scheduled task {row['id']} ({row['cron_expr']})"
 
 
 @handles(CAP)

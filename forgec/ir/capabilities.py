@@ -433,7 +433,8 @@ ROWS: tuple[Capability, ...] = (
             required=("action",),
             required_when=(
                 RequiredWhen("action", ("create",), "cronExpr"),
-                RequiredWhen("action", ("create",), "prompt", alternatives=("promptFile",)),
+                # no prompt rule: the seed makes both optional (a schedule with neither fires
+                # its label, SPEC §19)
                 RequiredWhen("action", ("update", "cancel", "delete"), "scheduleId"),
                 RequiredWhen(
                     "action",

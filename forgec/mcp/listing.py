@@ -65,12 +65,11 @@ TOOL_CREATE_OUTPUT: dict[str, Any] = {
     "properties": {
         "ok": {"type": "boolean"},
         "name": {"type": ["string", "null"]},
-        "version": {"type": ["integer", "null"]},
-        "status": {"type": ["string", "null"], "enum": ["installed", "proposed", None]},
+        "status": {"type": ["string", "null"], "enum": ["waiting", None]},
         "enabled": {"type": "boolean"},
         "report": {"type": "object"},
     },
-    "required": ["ok", "name", "version", "enabled", "report"],
+    "required": ["ok", "name", "status", "enabled", "report"],
 }
 
 
@@ -269,8 +268,9 @@ def create_entry() -> ToolEntry:
         title="Create a forged tool",
         description=(
             "Check a forged tool (a talos.local-tool.v1 manifest or .forge text) and, when it "
-            "has no error, install it as a new version that is OFF. Returns the check report, "
-            "the tool's name (dynamic:<id>) and version. Only a person can turn a tool on."
+            "has no error, store it OFF for a person to review (the store numbers versions: "
+            "yours are not used). Returns the check report and the tool's name (dynamic:<id>). "
+            "Only a person can turn a tool on."
         ),
         input_schema=TOOL_CREATE_INPUT,
         output_schema=TOOL_CREATE_OUTPUT,

@@ -22,7 +22,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from forgec.screen.app import ScreenConfig
-from forgec.screen.checking import BudgetExceeded, check_off_loop
+from forgec.screen.checking import check_off_loop
 
 
 def _json(value: Any, status: int = 200) -> Response:
@@ -82,20 +82,12 @@ def routes(config: ScreenConfig) -> list[Route]:
     async def check(request: Request) -> Response:
         from forgec.answers import check_json
 
-        try:
-            report = await checked(request)
-        except BudgetExceeded as exc:
-            return _json({"error": str(exc)}, 422)
-        return _json(check_json([report]))
+        return _json(check_json([await checked(request)]))
 
     async def inspect(request: Request) -> Response:
         from forgec.answers import inspect_json
 
-        try:
-            report = await checked(request)
-        except BudgetExceeded as exc:
-            return _json({"error": str(exc)}, 422)
-        return _json(inspect_json(report))
+        return _json(inspect_json(await checked(request)))
 
     tool = "/api/tools/{tool:str}"
     return [

@@ -25,7 +25,8 @@ from starlette.routing import Route
 
 from forgec.screen import views
 from forgec.screen.app import ScreenConfig
-from forgec.screen.checking import BudgetExceeded, check_off_loop
+from forgec.screen.checking import check_off_loop
+from forgec.screen.diffing import which
 from forgec.screen.security import MAX_BODY, same
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -75,12 +76,9 @@ class Page:
             return self.render("import.html", status=400, result=None, problem=got, source="")
         source, name = got
         target = _target(form)
-        try:
-            report = await check_off_loop(
-                source, path=name, target=target, budget=self.config.check_budget
-            )
-        except BudgetExceeded as exc:
-            return self.render("import.html", status=422, result=None, problem=str(exc))
+        report = await check_off_loop(
+            source, path=name, target=target, budget=self.config.check_budget
+        )
         result = views.report_view(report, source)
         return self.render(
             "import.html",
@@ -97,12 +95,9 @@ class Page:
             return self.render("import.html", status=400, result=None, problem=got, source="")
         source, name = got
         target = _target(form)
-        try:
-            report = await check_off_loop(
-                source, path=name, target=target, budget=self.config.check_budget
-            )
-        except BudgetExceeded as exc:
-            return self.render("import.html", status=422, result=None, problem=str(exc))
+        report = await check_off_loop(
+            source, path=name, target=target, budget=self.config.check_budget
+        )
         installed = await anyio.to_thread.run_sync(
             lambda: views.install_checked(self.config.store, report, source, name, target)
         )
@@ -130,8 +125,8 @@ class Page:
 
     async def diff(self, request: Request) -> Response:
         tool_id = request.path_params["tool"]
-        a, b = _int(request.query_params.get("a")), _int(request.query_params.get("b"))
-        if b is None:
+        a, b = which(request.query_params.get("a")), which(request.query_params.get("b"))
+        if a is None or b is None:
             return self.error("choose the two versions to compare")
         data = await self.in_store(lambda s: views.diff_page(s, tool_id, a, b))
         return self.render("diff.html", **data)
@@ -219,10 +214,6 @@ def _see(location: str) -> Response:
     return RedirectResponse(location, status_code=303)
 
 
-def _int(text: str | None) -> int | None:
-    return int(text) if text is not None and text.isdigit() and len(text) < 10 else None
-
-
 def _target(form: FormData) -> str:
     return "talon" if form.get("target") == "talon" else "talos"
 
@@ -305,6 +296,7 @@ def routes(config: ScreenConfig, templates: Environment) -> list[Route]:
         Route(tool + "/enable", action(p, p.enable), methods=["POST"]),
         Route(tool + "/disable", action(p, p.disable), methods=["POST"]),
         Route(tool + "/rollback", action(p, p.rollback), methods=["POST"]),
+        # N is a proposal's number (SPEC §14: a model's versions hold no lineage number)
         Route(tool + "/review/{version:int}", guarded(p, p.review), methods=["GET"]),
         Route(tool + "/accept/{version:int}", action(p, p.accept), methods=["POST"]),
         Route(tool + "/reject/{version:int}", action(p, p.reject), methods=["POST"]),

@@ -127,16 +127,23 @@ def tool_page(store: Any, tool: str) -> dict[str, Any]:
     for v in versions:
         if v.problem is None:
             cards[v.version] = card_of(store.get(tool, v.version))
+    # a version is compared by its number, a proposal as "pN" (what `forgec tools diff` takes)
+    sides = [
+        (f"p{v.proposal}" if v.proposal is not None else str(v.version), v.label)
+        for v in reversed(versions)
+    ]
     return {
         "summary": summary,
         "current": current,
         "card": card_of(current),
         "consent": status,
         "versions": list(reversed(versions)),
+        "sides": sides,
         "cards": cards,
         "proposals": store.proposals(tool),
         "can_roll_back": any(
-            v.version < current.version and v.status == "previous" for v in versions
+            v.version < current.version and v.status == "previous" and v.proposal is None
+            for v in versions
         ),
         "graph": graph_of(current.manifest, current.target, _facts_of(current)),
     }
@@ -151,26 +158,18 @@ def _facts_of(stored: Any) -> Any:
     return check(dumps_text(stored.manifest), target=stored.target).facts
 
 
-def diff_page(store: Any, tool: str, a: int | None, b: int) -> dict[str, Any]:
+def diff_page(store: Any, tool: str, a: Any, b: Any) -> dict[str, Any]:
     summary = store.tool(tool)
     return {"summary": summary, "diff": consent_diff(store, summary.id, a, b)}
-
-
-def consented_basis(store: Any, tool: str, status: Any) -> int | None:
-    """The version most recently consented to (the diff's left side), None when none is."""
-    basis = getattr(status, "basis", None)
-    current = store.get(tool).version
-    if basis is not None and basis != current:
-        return int(basis)
-    consented = [v.version for v in store.versions(tool) if v.consent and v.version != current]
-    return consented[-1] if consented else None
 
 
 def enable_page(store: Any, tool: str) -> dict[str, Any]:
     summary = store.tool(tool)
     current = store.get(tool)
     status = store.consent_status(tool)
-    basis = consented_basis(store, tool, status)
+    # the diff starts from the version last consented to (`ConsentStatus.basis`, what
+    # `forgec tools enable` shows); nothing consented yet: everything is new
+    basis = status.basis if status.basis != current.version else None
     return {
         "summary": summary,
         "current": current,
@@ -193,17 +192,20 @@ def enable_shown(store: Any, tool: str, shown_hash: str) -> str | None:
     return None
 
 
-def review_page(store: Any, tool: str, version: int) -> dict[str, Any]:
+def review_page(store: Any, tool: str, number: int) -> dict[str, Any]:
+    """Proposal NUMBER beside the current version (what `forgec tools review` shows)."""
     summary = store.tool(tool)
     current = store.get(tool)
-    proposal = store.get(tool, version)
+    proposal = store.get_proposal(tool, number)
     return {
         "summary": summary,
         "current": current,
         "proposal": proposal,
         "current_card": card_of(current),
         "proposal_card": card_of(proposal),
-        "diff": consent_diff(store, summary.id, current.version, proposal.version),
+        "diff": consent_diff(store, summary.id, current.version, f"p{number}"),
+        "number": number,
+        "next_version": summary.latest_version + 1,
     }
 
 
