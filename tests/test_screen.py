@@ -384,7 +384,8 @@ def _page_of(template: str, **context: Any) -> str:
 
 
 def _clean(page: str) -> None:
-    assert not (set(page) & (UNSAFE_CHARACTERS - {"\n"}))
+    # a newline and a tab are layout (the paste box keeps a source's tabs); nothing else raw
+    assert not (set(page) & (UNSAFE_CHARACTERS - {"\n", "\t"}))
     assert "<script" not in page.split("</head>", 1)[1]
 
 

@@ -30,6 +30,13 @@ class Lines(str):
     __slots__ = ()
 
 
+class Source(Lines):
+    """A source file for the paste box: its newlines and tabs kept (a tab is layout in a text
+    box, and a `.forge` file may indent with it); everything else as `Lines`."""
+
+    __slots__ = ()
+
+
 @attrs.define
 class ScreenConfig:
     store: Path | None = None
@@ -45,6 +52,8 @@ def _finalize(value: Any) -> Any:
         return value
     if isinstance(value, bool | int | float):
         return value
+    if isinstance(value, Source):
+        return "\t".join(safe_text(part, keep_newlines=True) for part in value.split("\t"))
     return safe_text(value, keep_newlines=isinstance(value, Lines))
 
 

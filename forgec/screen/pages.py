@@ -30,7 +30,6 @@ from forgec.screen.diffing import which
 from forgec.screen.security import MAX_BODY, same
 
 Handler = Callable[[Request], Awaitable[Response]]
-MAX_SOURCE = 256 * 1024  # SPEC §16: a larger .forge is refused by the checker anyway
 
 
 class Page:

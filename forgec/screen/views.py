@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from forgec.screen.app import Lines
+from forgec.screen.app import Lines, Source
 from forgec.screen.diffing import consent_diff
 
 
@@ -28,9 +28,9 @@ def json_ascii(value: Any) -> Lines:
     return Lines(json.dumps(value, ensure_ascii=True, indent=2))
 
 
-def source_text(source: bytes) -> Lines:
-    """A source for the paste box: its lines kept, every other control shown escaped."""
-    return Lines(source.decode("utf-8", "replace"))
+def source_text(source: bytes) -> Source:
+    """A source for the paste box: its lines and tabs kept, every other control escaped."""
+    return Source(source.decode("utf-8", "replace"))
 
 
 # -- Tools -------------------------------------------------------------------------------------
@@ -151,11 +151,16 @@ def tool_page(store: Any, tool: str) -> dict[str, Any]:
 
 def _facts_of(stored: Any) -> Any:
     """The flow facts of a stored version for its graph's flow edges: the stored manifest
-    checked again (the same check the CLI's `graph` runs on a file)."""
-    from forgec.api import check
+    checked again (as `forgec graph` checks a file), within the check budget; over it the
+    graph is drawn without flow edges."""
+    from forgec.budget import check_with_budget
     from forgec.runtime.jsontext import dumps_text
+    from forgec.screen.checking import DEFAULT_BUDGET
 
-    return check(dumps_text(stored.manifest), target=stored.target).facts
+    report = check_with_budget(
+        dumps_text(stored.manifest), target=stored.target, budget_s=DEFAULT_BUDGET
+    )
+    return report.facts
 
 
 def diff_page(store: Any, tool: str, a: Any, b: Any) -> dict[str, Any]:
