@@ -734,3 +734,61 @@ def test_await_reply_sees_the_target_personas_answer(tmp_path: Path, daemons: li
     replied, status = (json.loads(s) for s in seen)
     assert replied["status"] == "completed" and replied["result"] == "beta says 7"
     assert status == replied
+
+
+class HangingReceiver(http.server.BaseHTTPRequestHandler):
+    """Reads the POST, records it, and never answers (until the test lets it go)."""
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        srv: Any = self.server
+        srv.seen.append(body["messageId"])
+        srv.got.set()
+        srv.release.wait(60)
+
+
+def test_kill_9_during_a_webhook_post_never_sends_it_again(
+    tmp_path: Path, daemons: list[Daemon]
+) -> None:
+    write_personas(tmp_path, {"alpha": ("channel.send:hooked",)})
+    store = make_store(tmp_path)
+    clock = tmp_path / "clock"
+
+    def script(persona: str, n: int, body: dict[str, Any]) -> Any:
+        if n == 0:
+            return tool_reply("channel_send", {"channelId": "hooked", "content": "once only"})
+        return text_reply("posted")
+
+    release = threading.Event()
+    with (
+        fake_model(script) as srv,
+        serving(HangingReceiver, seen=[], got=threading.Event(), release=release) as hook,
+    ):
+        config = write_config(
+            tmp_path,
+            f"http://127.0.0.1:{srv.server_port}",
+            f'[channels.hooked]\nconnector = "webhook"\n'
+            f'url = "http://127.0.0.1:{hook.server_port}/hook"\n',
+        )
+        t0 = now_utc()
+        set_clock(clock, t0)
+        create_schedule(tmp_path, "0 * * * *", prompt="announce")
+        slot = (t0 + dt.timedelta(hours=1)).replace(minute=0, second=0, microsecond=0)
+        first = Daemon(tmp_path, config, store, clock).start()
+        daemons.append(first)
+        set_clock(clock, slot + dt.timedelta(seconds=1))
+        assert hook.got.wait(60), "the webhook was never POSTed"
+        first.kill9()  # during the POST: sent, and no answer recorded
+        release.set()
+        second = Daemon(tmp_path, config, store, clock).start()
+        daemons.append(second)
+        set_clock(clock, slot + dt.timedelta(seconds=30))  # past the delivery's lease
+        time.sleep(2.0)
+        report = status_json(tmp_path, clock)
+        assert second.stop() == 0
+    assert len(hook.seen) == 1  # at most once per message id
+    (waiting,) = report["deliveries"]
+    assert waiting["delivery"] == "uncertain" and "at most once" in waiting["delivery_error"]
