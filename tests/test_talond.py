@@ -1001,3 +1001,56 @@ def test_an_r4_forged_tool_runs_only_under_a_policy_pinned_to_its_version(tmp_pa
     assert "is R4" in answer(ConsentPolicy((Allow(tool="dynamic:web.fetch", hash="sha256:0"),)))
     allowed = answer(ConsentPolicy((Allow(tool="dynamic:web.fetch", hash=digest),)))
     assert "is R4" not in allowed  # past consent: the run itself answers (no network here)
+
+
+class LoopingProvider:
+    """A model that never stops calling tools (optionally slowly)."""
+
+    def __init__(self, delay_s: float = 0.0) -> None:
+        self.delay_s = delay_s
+        self.asked = 0
+
+    def turn(self, messages: Any, tools: Any, *, model: Any = None, timeout_s: Any = None) -> Any:
+        import time as _time
+
+        from forgec.host.models import parse_turn
+
+        self.asked += 1
+        _time.sleep(self.delay_s)
+        return parse_turn(tool_reply("persona_list", {}, f"c{self.asked}"))
+
+
+@pytest.mark.parametrize(
+    ("extra", "delay", "expect"),
+    [
+        ("rounds = 3\n", 0.0, "over its bound of 3 tool-call rounds"),
+        ("turn_seconds = 1\n", 0.4, "over its wall-clock budget of 1 s"),
+    ],
+)
+def test_a_turn_stops_at_its_round_bound_and_its_wall_clock_budget(
+    tmp_path: Path, extra: str, delay: float, expect: str
+) -> None:
+    import threading as _threading
+
+    from forgec.daemon.agent import Agents, TurnFailed
+    from forgec.host.config import load_config
+    from forgec.mcp.policy import ConsentPolicy
+
+    write_personas(tmp_path, {"alpha": ("persona.send:*",)})
+    path = write_config(tmp_path, "http://127.0.0.1:9")
+    path.write_text(path.read_text().replace("poll_ms = 100\n", "poll_ms = 100\n" + extra))
+    config = load_config(path)
+    db = tmp_path / "host.db"
+    from forgec.host.db import connect
+
+    connect(db).close()
+    _schedule(db, "0 * * * *", START, label="loop")
+    q = Queue(db, owner="d", clock=FixedClock(START + dt.timedelta(hours=1)), lease_seconds=60)
+    (work,) = q.claim(["alpha"], 1)
+    provider = LoopingProvider(delay)
+    agents = Agents(config, db_path=db, store_path=None, policy=ConsentPolicy())
+    agents.provider_for = lambda persona, work, host: (provider, None)  # type: ignore[method-assign]
+    with pytest.raises(TurnFailed, match=expect):
+        agents.run(work, q, _threading.Event())
+    assert provider.asked <= (3 if "rounds" in extra else 4)
+    q.close()
