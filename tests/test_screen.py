@@ -260,6 +260,8 @@ def test_every_post_route_checks_the_csrf_token() -> None:
     assert posts
     for r in posts:
         assert r.path.startswith("/api/") or getattr(r.endpoint, "screen_action", False), r.path
+    # the JSON API only checks text: nothing there accepts, rejects, enables or rolls back
+    assert {r.path for r in posts if r.path.startswith("/api/")} == {"/api/check", "/api/inspect"}
 
 
 # -- one code path with the CLI ------------------------------------------------------------------
@@ -501,3 +503,15 @@ def test_a_missing_screen_extra_is_one_line() -> None:
     assert done.stderr.strip().splitlines() == [
         "forgec: error: forgec screen needs the Tool Forge screen: pip install 'forgec[screen]'"
     ]
+
+
+def test_help_imports_nothing_of_the_screen() -> None:
+    code = (
+        "import sys\n"
+        "from forgec.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "heavy = ('starlette', 'jinja2', 'uvicorn', 'python_multipart', 'forgec.screen')\n"
+        "print(sorted(m for m in sys.modules if m.startswith(heavy)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip().splitlines()[-1] == "[]"
