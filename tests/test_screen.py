@@ -304,11 +304,16 @@ def test_a_cli_change_shows_on_the_next_load(screen: Screen, store: Path, tmp_pa
         assert ">on<" in c.get("/").text
 
 
-def test_sigterm_stops_it(store: Path) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_sigterm_and_ctrl_c_stop_it(store: Path, signum: int) -> None:
     s = Screen(store)
+    with s.client() as c:
+        assert c.get("/").status_code == 200
     started = time.monotonic()
-    assert s.stop() == 0
+    s.proc.send_signal(signum)
+    assert s.proc.wait(20) == 0
     assert time.monotonic() - started < 15
+    s.stop()
 
 
 def test_a_store_it_cannot_use_is_one_line(tmp_path: Path) -> None:
@@ -515,3 +520,63 @@ def test_help_imports_nothing_of_the_screen() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def _answer(guard: Any, method: str, headers: list[tuple[bytes, bytes]], query: bytes = b"") -> int:
+    import anyio
+
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "method": method,
+        "path": "/x",
+        "query_string": query,
+        "headers": headers,
+    }
+    anyio.run(guard, scope, receive, send)
+    return int(sent[0]["status"])
+
+
+_HEADER_TEXT = st.text(st.characters(codec="latin-1"), max_size=30)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    host=_HEADER_TEXT, origin=_HEADER_TEXT, method=st.sampled_from(["GET", "POST", "PUT", "DELETE"])
+)
+def test_the_guard_lets_through_only_this_host_token_and_origin(
+    host: str, origin: str, method: str
+) -> None:
+    # any Host and Origin an attacker can send: only the exact pair of this server reaches the
+    # app, and a change needs the exact Origin too (the CSRF token is the app's own check)
+    from forgec.screen.security import Guard, Secrets
+
+    reached: list[str] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        reached.append(scope["method"])
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    keys = Secrets(port=4242)
+    guard = Guard(app, keys)
+    cookie = (b"cookie", f"{keys.cookie_name}={keys.token}".encode())
+    for h in (host, "127.0.0.1:4242"):
+        headers = [(b"host", h.encode("latin-1")), (b"origin", origin.encode("latin-1")), cookie]
+        status = _answer(guard, method, headers)
+        good_host = h in ("127.0.0.1:4242", "localhost:4242")
+        good_origin = origin == f"http://{h}"
+        allowed = good_host and (method in ("GET", "HEAD") or good_origin)
+        assert (status == 200) == allowed, (h, origin, method, status)
+    # without the cookie nothing passes, whatever the Host and Origin
+    headers = [(b"host", b"127.0.0.1:4242"), (b"origin", b"http://127.0.0.1:4242")]
+    assert _answer(guard, method, headers) == 403
+    # a token in the URL that is not this run's is refused, a right one only becomes a cookie
+    assert _answer(guard, "GET", headers, b"token=" + host.encode("latin-1")[:20]) in (403, 303)
