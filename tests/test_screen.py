@@ -580,3 +580,27 @@ def test_the_guard_lets_through_only_this_host_token_and_origin(
     assert _answer(guard, method, headers) == 403
     # a token in the URL that is not this run's is refused, a right one only becomes a cookie
     assert _answer(guard, "GET", headers, b"token=" + host.encode("latin-1")[:20]) in (403, 303)
+
+
+def test_a_version_changed_outside_forgec_is_named_never_shown(
+    screen: Screen, store: Path, tmp_path: Path
+) -> None:
+    import sqlite3
+
+    _install(store, tmp_path, echo_tool(), "echo.talostool")
+    _install(store, tmp_path, echo_tool(tool_id="other.tool", title="Other"), "other.talostool")
+    with sqlite3.connect(store) as db:
+        db.execute(
+            "UPDATE versions SET manifest = replace(manifest, 'Says back', 'Sends away')"
+            " WHERE tool_id = 'echo.tool'"
+        )
+    with screen.client() as c:
+        tools = c.get("/")
+        assert tools.status_code == 200
+        assert "changed outside forgec" in tools.text and "Other" in tools.text
+        assert "Sends away" not in tools.text
+        for path in ("/tools/echo.tool", "/tools/echo.tool/enable", "/tools/echo.tool/run"):
+            page = c.get(path)
+            assert page.status_code == 409, path
+            assert "changed outside forgec" in page.text and "Traceback" not in page.text
+            assert "Sends away" not in page.text
