@@ -604,3 +604,24 @@ def test_a_version_changed_outside_forgec_is_named_never_shown(
             assert page.status_code == 409, path
             assert "changed outside forgec" in page.text and "Traceback" not in page.text
             assert "Sends away" not in page.text
+
+
+def test_every_template_and_asset_ships_in_the_wheel() -> None:
+    # a fresh install serves the screen only if pyproject's package-data names every file the
+    # app reads from its package (no CDN, no build step)
+    import fnmatch
+    import tomllib
+
+    globs = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"][
+        "setuptools"
+    ]["package-data"]["forgec"]
+    package = ROOT / "forgec"
+    assets = [
+        p.relative_to(package).as_posix()
+        for d in ("screen/templates", "screen/static")
+        for p in (package / d).iterdir()
+        if p.is_file()
+    ]
+    assert assets
+    missing = [a for a in assets if not any(fnmatch.fnmatch(a, g) for g in globs)]
+    assert missing == []
