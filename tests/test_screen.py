@@ -625,3 +625,25 @@ def test_every_template_and_asset_ships_in_the_wheel() -> None:
     assert assets
     missing = [a for a in assets if not any(fnmatch.fnmatch(a, g) for g in globs)]
     assert missing == []
+
+
+@settings(max_examples=40, deadline=None)
+@given(manifests())
+def test_a_loop_body_is_boxed_and_what_follows_the_loop_comes_after_it(
+    manifest: dict[str, Any],
+) -> None:
+    from forgec.catalog import get_catalog
+    from forgec.render.graph import graph_parts
+    from forgec.screen.svg import layout
+
+    parts = graph_parts(manifest, catalog=get_catalog("talos"))
+    g = layout(parts)
+    boxes = {n["key"]: n for n in g["nodes"]}
+    loops = {n["loop"] for n in g["nodes"] if n["loop"] is not None}
+    assert len(g["clusters"]) == len(loops)
+    for loop in loops:
+        inside = [n for n in g["nodes"] if n["loop"] == loop]
+        bottom = max(n["y"] + n["h"] for n in inside)
+        for e in parts["edges"]:
+            if e["src"] == loop and e["label"] != "body" and e["dst"] in boxes:
+                assert boxes[e["dst"]]["y"] > bottom  # the loop's successor is below its body
