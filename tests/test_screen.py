@@ -647,3 +647,27 @@ def test_a_loop_body_is_boxed_and_what_follows_the_loop_comes_after_it(
         for e in parts["edges"]:
             if e["src"] == loop and e["label"] != "body" and e["dst"] in boxes:
                 assert boxes[e["dst"]]["y"] > bottom  # the loop's successor is below its body
+
+
+def test_reject_keeps_a_proposal_that_never_becomes_current(
+    screen: Screen, store: Path, tmp_path: Path
+) -> None:
+    from forgec.store import Store
+
+    _install(store, tmp_path, echo_tool(), "echo.talostool")
+    with Store(store) as s:  # what `tool_create` does for an id that has versions
+        s.install(orjson.dumps(echo_tool(2, 1, title="Model's")), author="model")
+    with screen.client() as c:
+        review = c.get("/tools/echo.tool/review/1")
+        assert review.status_code == 200 and "Model&#39;s" in review.text
+        token = screen.csrf(c, "/tools/echo.tool/review/1")
+        origin = {"Origin": screen.origin}
+        r = c.post("/tools/echo.tool/reject/1", data={"csrf": token}, headers=origin)
+        assert r.status_code == 303
+        assert 'id="review-1"' not in c.get("/tools/echo.tool").text
+        again = c.post("/tools/echo.tool/accept/1", data={"csrf": token}, headers=origin)
+        assert again.status_code == 409 and "rejected" in again.text
+    versions = forgec("tools", "versions", "echo.tool", "--store", str(store), "--format", "json")
+    rows = orjson.loads(versions.stdout)
+    assert [r["status"] for r in rows if r["proposal"] == 1] == ["rejected"]
+    assert [r["version"] for r in rows if r["current"]] == [1]
