@@ -469,8 +469,9 @@ class Store:
             path=None,
             target=target,
         )
-        if not report.ok:  # only the numbers changed, and the store's are valid: a forgec bug
-            raise StoreError("cannot number the checked tool (a forgec bug)")
+        if not report.ok:  # only the numbers changed: a budget overrun, or a forgec bug
+            codes = sorted({d.code for d in report.diagnostics if d.is_error})
+            raise StoreError(f"cannot store the checked tool under its new number: {codes}")
         return report
 
     def _prepared(self, report: Any, target: str, author: str) -> tuple[str, ...] | None:
