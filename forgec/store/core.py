@@ -471,7 +471,9 @@ class Store:
         )
         if not report.ok:  # only the numbers changed: a budget overrun, or a forgec bug
             codes = sorted({d.code for d in report.diagnostics if d.is_error})
-            raise StoreError(f"cannot store the checked tool under its new number: {codes}")
+            raise StoreError(
+                f"cannot store the checked tool under its new number: {', '.join(codes)}"
+            )
         return report
 
     def _prepared(self, report: Any, target: str, author: str) -> tuple[str, ...] | None:
