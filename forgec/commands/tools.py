@@ -370,8 +370,8 @@ def cmd_enable(args: argparse.Namespace) -> int:
                 print(render_diff(diff), file=out)
             else:
                 print(
-                    f"First consent: {who}, has never been turned on; the card above is "
-                    "everything it may do.",
+                    f"First consent: {who}; you have agreed to no version of it before, so "
+                    "the card above is everything it may do.",
                     file=out,
                 )
             if status.always_asks:

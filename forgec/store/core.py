@@ -1002,7 +1002,7 @@ def _consent_message(stored: StoredVersion, status: ConsentStatus) -> str:
             f"{name} (written by {stored.author_words}) is not the version you agreed to "
             f"(v{status.basis}); it needs your consent"
         )
-    return f"{name} has never been turned on; it needs your consent"
+    return f"{name}: you have agreed to no version of this tool yet; it needs your consent"
 
 
 def _version_refusals(
