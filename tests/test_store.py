@@ -278,7 +278,7 @@ def test_hosts_and_labels_growth_and_r4_never_remembered(store: Store) -> None:
         store.enable("demo.tool")
     store.enable("demo.tool", consent=True)
     assert store.tool("demo.tool").enabled
-    assert store.versions("demo.tool")[1].consent is None  # nothing recorded for R4
+    assert store.versions("demo.tool")[1].consent is None  # no consent to run an R4 tool
     assert not store.has_consent("demo.tool")
     assert store.consent_status("demo.tool").needed  # and it asks again next time
 
