@@ -30,7 +30,7 @@ from typing import Any
 import forgec.catalog  # noqa: F401  (registers the cron, SQL and URL rules the rows' shapes name)
 
 # importing a tool module registers its handler (`forgec.host.handlers`)
-from forgec.host import channels, dbquery, delegation, memory_access, schedules, talos
+from forgec.host import channels, dbquery, delegation, memory_access, records, schedules
 from forgec.host import http as nethttp
 from forgec.host import validate as v
 from forgec.host.config import HostConfig
@@ -41,9 +41,9 @@ from forgec.host.models import ModelRouter
 from forgec.ir import capabilities as rows
 from forgec.runtime import flowlabels
 from forgec.runtime.host import CallContext, HostError
-from forgec.runtime.talos_facts import undo_input
+from forgec.runtime.undo import undo_input
 
-_TOOL_MODULES = (channels, dbquery, delegation, memory_access, schedules, talos, nethttp)
+_TOOL_MODULES = (channels, dbquery, delegation, memory_access, records, schedules, nethttp)
 
 # Talon host tools → the label each needs (channel.send's depends on the channel)
 TALON_LABELS: dict[str, str] = {
@@ -292,12 +292,12 @@ class ReferenceHost:
 
     def load_state(self, tool_id: str) -> dict[str, Any] | None:
         with self._lock:
-            return talos.load_state(self.conn, tool_id)
+            return records.load_state(self.conn, tool_id)
 
     def save_state(self, tool_id: str, state: dict[str, Any]) -> None:
         try:
             with self._lock:
-                talos.save_state(self.conn, tool_id, state)
+                records.save_state(self.conn, tool_id, state)
         except sqlite3.Error as exc:
             raise HostError(
                 "RUN_CAPABILITY_FAILED", f"cannot save the tool's state: {exc}", transient=True

@@ -91,11 +91,6 @@ def static_sink(capability: str, fields: Mapping[str, Any], host: str | None) ->
     return sink_of(capability, fields.get(rule[0]) if rule else None, host)
 
 
-def operation_field(capability: str) -> str | None:
-    rule = WRITE_WHEN.get(capability)
-    return rule[0] if rule else None
-
-
 def sink_kind(sink: str) -> str:
     return sink.split(":", 1)[0]
 
@@ -125,10 +120,6 @@ def call_sink(capability: str, input: Any) -> str | None:
     operation = fields.get(rule[0]) if rule else None
     host = host_of_url(fields.get("url")) if capability == HTTP else None
     return sink_of(capability, operation, host)
-
-
-def valid_rule(rule: Any) -> bool:
-    return rule in DENY_RULES
 
 
 def host_of_url(url: Any) -> str | None:
