@@ -341,6 +341,12 @@ def lower_manifest(
         flow={
             "joins": dict(sorted(flow_joins.joins.items())) if flow_joins is not None else {},
             "exitLoops": sorted(flow_joins.exit_loops) if flow_joins is not None else [],
+            # SPEC §15 "Failure is control"; absent (no flow facts) the VM takes every node
+            **(
+                {"mayFail": {n: flow_joins.may_fail[n] for n in sorted(flow_joins.may_fail)}}
+                if flow_joins is not None
+                else {}
+            ),
         },
         ui=(
             {

@@ -81,8 +81,9 @@ class Program:
     marks: dict[str, Any] = attrs.field(factory=dict)
     ui: dict[str, Any] | None = None  # {"title", "values": [{"label", "path", "segments"}]}
     # SPEC §15, what the VM needs to track control labels like the flow pass does:
-    # {"joins": {if id: join node id | null}, "exitLoops": [loop ids]}. Absent (a hand-made
-    # or older Program): every `if` decides the rest of the run (or of the iteration).
+    # {"joins": {if id: join node id | null}, "exitLoops": [loop ids], "mayFail": [node ids]}.
+    # Absent (a hand-made or older Program): every `if` decides the rest of the run (or of
+    # the iteration) and every node may fail.
     flow: dict[str, Any] = attrs.field(factory=lambda: {"joins": {}, "exitLoops": []})
     # What the VM derives once per Program (compiled values, schema validators); never JSON.
     cache: dict[str, Any] = attrs.field(factory=dict, repr=False)
@@ -160,6 +161,16 @@ class Program:
         return program
 
 
+def _path(value: Any) -> bool:
+    """A read path as the Program writes it: a name, then names and indexes."""
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and isinstance(value[0], str)
+        and all(type(x) is str or (type(x) is int and x >= 0) for x in value)
+    )
+
+
 def _flow_info(value: Any) -> dict[str, Any]:
     """The optional `flow` member, checked: the VM trusts its ids only as lookup keys."""
     if value is None:
@@ -174,7 +185,16 @@ def _flow_info(value: Any) -> dict[str, Any]:
         raise ProgramError("flow.joins must map node ids to a node id or null")
     if not isinstance(loops, list) or not all(isinstance(x, str) for x in loops):
         raise ProgramError("flow.exitLoops must be a list of node ids")
-    return {"joins": dict(joins), "exitLoops": list(loops)}
+    out = {"joins": dict(joins), "exitLoops": list(loops)}
+    fails = value.get("mayFail")
+    if fails is not None:  # absent: every node may fail (the VM's sound default)
+        if not isinstance(fails, dict) or not all(
+            isinstance(k, str) and isinstance(v, list) and all(_path(p) for p in v)
+            for k, v in fails.items()
+        ):
+            raise ProgramError("flow.mayFail must map node ids to lists of paths")
+        out["mayFail"] = {k: [list(p) for p in v] for k, v in fails.items()}
+    return out
 
 
 def _typed(data: dict[str, Any], key: str, kind: type, *, optional: bool = False) -> Any:
