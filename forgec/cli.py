@@ -44,7 +44,13 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_USAGE)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line, or (`only`, a name in COMMAND_MODULES) just that command's parser.
+
+    A command's parser reads only its own arguments, so `forgec check x` parses exactly as with
+    every command registered; registering the other thirteen (importing their modules, building
+    their parsers) would be start-up paid for nothing. Anything else (no command, `--help`, a
+    typo) gets the whole parser, so help and "invalid choice" errors list every command."""
     from forgec import __version__
 
     parser = _Parser(
@@ -53,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"forgec {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name in COMMAND_MODULES:
+    for name in (only,) if only in COMMAND_MODULES else COMMAND_MODULES:
         try:
             module = importlib.import_module(f"forgec.commands.{name}")
         except ModuleNotFoundError as exc:
@@ -65,8 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(words[0] if words else None)
+    args = parser.parse_args(words)
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()

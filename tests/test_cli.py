@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -131,3 +132,23 @@ def test_startup_stays_lazy(args: list[str]) -> None:
     assert "forgec.cli" in loaded
     heavy = sorted(m for m in loaded if m.split(".")[0] in HEAVY or m.startswith("forgec.host"))
     assert heavy == []
+
+
+def test_a_command_registers_only_its_own_parser() -> None:
+    # `forgec check x` builds the check parser alone: the other commands' modules (and their
+    # parsers) are start-up a check does not need.
+    loaded = _modules_after(["check", str(CLEAN)])
+    commands = sorted(m for m in loaded if m.startswith("forgec.commands."))
+    assert commands == ["forgec.commands.check", "forgec.commands.common", "forgec.commands.needs"]
+
+
+@pytest.mark.parametrize("args", [[], ["--help"], ["chek", "x"], ["--version"]])
+def test_without_a_known_command_the_whole_parser_answers(
+    args: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with contextlib.suppress(SystemExit):
+        main(args)
+    shown = capsys.readouterr()
+    text = shown.out + shown.err
+    if args != ["--version"]:
+        assert "tools" in text and "lsp" in text  # every command is listed
