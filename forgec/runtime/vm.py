@@ -598,7 +598,7 @@ class _Run:
     # the node of the instruction that raised it.
     #
     # Labels (SPEC §15) ride along: `lenv` holds each variable's label tree, `lstack` parallels
-    # the value stack, and `pcs` holds the control labels in force — one entry per `if` until
+    # the value stack, and `controls` holds what makes up `control_labels` — one entry per `if` until
     # its join node is entered (or its iteration / the run ends) and one per running loop.
     # `sticky` keeps what a loop that may end the run decided, for the rest of the run.
     def _execute(self, env: Env) -> Any:
@@ -619,18 +619,18 @@ class _Run:
         pending: frozenset[str] = lb.NONE
         lstack: list[lb.Tree] = []
         lpush, lpop = lstack.append, lstack.pop
-        pcs: list[tuple[int, frozenset[str]]] = []
+        controls: list[tuple[int, frozenset[str]]] = []
         loops: list[tuple[Any, ...]] = []  # per running loop: source tree, control, saved trees
         sticky: frozenset[str] = lb.NONE
-        pc: frozenset[str] = lb.NONE
+        control_labels: frozenset[str] = lb.NONE  # the control labels in force (SPEC §15)
         transitions = 0
         backs = 0
-        pc_ = 0
+        ip = 0  # the instruction pointer: the index in `code` of the next instruction
         node = 0
         try:
             while True:
-                op, arg, node = code[pc_]
-                pc_ += 1
+                op, arg, node = code[ip]
+                ip += 1
                 if op == _ENTER:
                     transitions += 1
                     if transitions > limit:
@@ -639,15 +639,17 @@ class _Run:
                             "RUN_TRANSITION_LIMIT",
                             f"the run reached its limit of {limit} transitions",
                         )
-                    if pcs and pcs[-1][0] == node:
-                        while pcs and pcs[-1][0] == node:
-                            pcs.pop()
-                        pc = sticky.union(*[e[1] for e in pcs]) if pcs else sticky
+                    if controls and controls[-1][0] == node:
+                        while controls and controls[-1][0] == node:
+                            controls.pop()
+                        control_labels = (
+                            sticky.union(*[e[1] for e in controls]) if controls else sticky
+                        )
                     if pending:
                         if not pending <= sticky:
                             sticky = sticky | pending
-                        if not pending <= pc:
-                            pc = pc | pending
+                        if not pending <= control_labels:
+                            control_labels = control_labels | pending
                         pending = lb.NONE
                     if fail_reads is not None:
                         reads = fail_reads.get(node)
@@ -667,8 +669,10 @@ class _Run:
                         pending = pending | lb.flat(lstack[-1])
                 elif op == _STORE:
                     tree = lpop()
-                    if pc and not pc <= tree[0]:  # a subset test allocates nothing
-                        tree = (tree[0] | pc, tree[1])
+                    if (
+                        control_labels and not control_labels <= tree[0]
+                    ):  # a subset test allocates nothing
+                        tree = (tree[0] | control_labels, tree[1])
                     if arg[0]:
                         # a new state object, so a variable that read `$state` before
                         # keeps the value it read (JSON values never change in place)
@@ -680,7 +684,7 @@ class _Run:
                 elif op == _CALL:
                     given = pop()
                     itree = lpop()
-                    result, tree = self._call(arg, given, itree, pc)
+                    result, tree = self._call(arg, given, itree, control_labels)
                     pending = pending | lb.flat(itree)  # the host may refuse what it was given
                     push(result)
                     lpush(tree)
@@ -689,32 +693,32 @@ class _Run:
                     lpush(arg[1](lenv))
                 elif op == _JUMP_IF_FALSE:
                     decided = lpop()[0]
-                    if not pc <= decided:
-                        decided = decided | pc
+                    if not control_labels <= decided:
+                        decided = decided | control_labels
                     join = joins.get(node, _NEVER)
                     if join == _NEVER and loops:
                         join = _ITER_END
-                    pcs.append((join, decided))
+                    controls.append((join, decided))
                     if loops and loops[-1][0] in exit_loops:
                         sticky = sticky | decided
-                    if not decided <= pc:
-                        pc = pc | decided
+                    if not decided <= control_labels:
+                        control_labels = control_labels | decided
                     if not pop():
-                        pc_ = arg
+                        ip = arg
                 elif op == _JUMP:
-                    if arg < pc_:
+                    if arg < ip:
                         backs += 1
                         if backs > limit:
                             raise RunFailure(
                                 "RUN_TRANSITION_LIMIT",
                                 f"the run reached its limit of {limit} loop iterations",
                             )
-                    pc_ = arg
+                    ip = arg
                 elif op == _FOREACH_NEXT:
-                    if pcs and pcs[-1][0] == _ITER_END:
-                        while pcs and pcs[-1][0] == _ITER_END:
-                            pcs.pop()
-                        pc = sticky.union(*[e[1] for e in pcs])
+                    if controls and controls[-1][0] == _ITER_END:
+                        while controls and controls[-1][0] == _ITER_END:
+                            controls.pop()
+                        control_labels = sticky.union(*[e[1] for e in controls])
                     it = stack[-1]
                     i = it[1]
                     loop = loops[-1]
@@ -730,36 +734,38 @@ class _Run:
                         _restore(env, it)
                         loops.pop()
                         _restore_labels(lenv, it, loop)
-                        while pcs and pcs[-1][0] != _LOOP:
-                            pcs.pop()
-                        if pcs:
-                            pcs.pop()
-                        pc = sticky.union(*[e[1] for e in pcs])
-                        pc_ = arg
+                        while controls and controls[-1][0] != _LOOP:
+                            controls.pop()
+                        if controls:
+                            controls.pop()
+                        control_labels = sticky.union(*[e[1] for e in controls])
+                        ip = arg
                 elif op == _FOREACH_INIT:
                     it = _foreach_init(env, arg, pop())
                     push(it)
                     source = lpop()
-                    control = source[0] if pc <= source[0] else source[0] | pc
+                    control = (
+                        source[0] if control_labels <= source[0] else source[0] | control_labels
+                    )
                     saved = (lenv.get(it[2]), lenv.get(it[3]) if it[3] else None)
                     loops.append((node, source, control, saved))
-                    pcs.append((_LOOP, control))
+                    controls.append((_LOOP, control))
                     if node in exit_loops:
                         sticky = sticky | control
-                    if not control <= pc:
-                        pc = pc | control
+                    if not control <= control_labels:
+                        control_labels = control_labels | control
                 elif op == _POP:
                     pop()
                     lpop()
                 elif op == _MODEL:
                     given = pop()
                     itree = lpop()
-                    result, tree = self._model(arg, given, itree, pc)
+                    result, tree = self._model(arg, given, itree, control_labels)
                     pending = pending | lb.flat(itree)  # the answer may miss its schema
                     push(result)
                     lpush(tree)
                 elif op == _RETURN:
-                    self.output_labels = tuple(sorted(lb.flat(lpop()) | pc))
+                    self.output_labels = tuple(sorted(lb.flat(lpop()) | control_labels))
                     return pop()
                 elif op == _FAIL:
                     raise RunFailure(arg[0], arg[1])
@@ -775,7 +781,7 @@ class _Run:
             self.lenv = lenv
 
     def _call(
-        self, site: _CallSite, input: Any, tree: lb.Tree, pc: frozenset[str]
+        self, site: _CallSite, input: Any, tree: lb.Tree, control_labels: frozenset[str]
     ) -> tuple[Any, lb.Tree]:
         credentials = _credential_headers(input)  # before the copy to JSON erases the type
         input = _normalize(input, RESULT_LIMIT, "RUN_CAPABILITY_FAILED", "the step's input")
@@ -789,7 +795,7 @@ class _Run:
             c.credential_hosts,
             1,
             lb.per_argument(input, tree),
-            tuple(sorted(pc)) if pc else (),
+            tuple(sorted(control_labels)) if control_labels else (),
             credential_headers=credentials,
             read_labels=set(),
         )
@@ -832,16 +838,16 @@ class _Run:
         stored = context.read_labels  # the labels of the rows the call read (SPEC §15)
         if stored:
             source = source | frozenset(x for x in stored if type(x) is str)
-        return result, (lb.flat(tree) | source | pc, None)
+        return result, (lb.flat(tree) | source | control_labels, None)
 
     def _model(
-        self, site: _ModelSite, input: Any, tree: lb.Tree, pc: frozenset[str]
+        self, site: _ModelSite, input: Any, tree: lb.Tree, control_labels: frozenset[str]
     ) -> tuple[Any, lb.Tree]:
         input = _normalize(input, RESULT_LIMIT, "RUN_MODEL_FAILED", "the model step's input")
         context = attrs.evolve(
             site.context,
             labels=lb.per_argument(input, tree),
-            control_labels=tuple(sorted(pc)),
+            control_labels=tuple(sorted(control_labels)),
         )
         try:
             result = self.host.model(
@@ -864,7 +870,7 @@ class _Run:
                 raise RunFailure(
                     "RUN_MODEL_FAILED", f"the model's answer does not match the schema: {problem}"
                 )
-        return result, (lb.flat(tree) | _MODEL_LABEL | pc, None)
+        return result, (lb.flat(tree) | _MODEL_LABEL | control_labels, None)
 
     def compensate(self) -> list[CompensationOutcome]:
         """Undo the completed steps, last first; each outcome is reported, none raises."""
