@@ -41,6 +41,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable
+from typing import Any, cast
 
 import attrs
 
@@ -51,6 +52,27 @@ from forgec.secretscan.names import (
     name_class,
     words,
 )
+
+
+class _LazyPattern:
+    """A pattern compiled on its first use: most rules only run once the master regex has
+    found an anchor, so a clean check (the common case) should not pay to compile them. The
+    first attribute read compiles the pattern and keeps its bound methods on the instance, so
+    every later `.search`/`.match` is an ordinary attribute read."""
+
+    def __init__(self, source: str, flags: int) -> None:
+        self._source = source
+        self._flags = flags
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(re.compile(self._source, self._flags), name)
+        setattr(self, name, value)
+        return value
+
+
+def _lazy(source: str, flags: int = 0) -> re.Pattern[str]:
+    return cast("re.Pattern[str]", _LazyPattern(source, flags))
+
 
 __all__ = [
     "HEADER_USE",
@@ -89,7 +111,7 @@ INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff\u00ad"
 _INVISIBLE_RE = re.compile(f"[{INVISIBLE}]")
 _INVISIBLE_DROP = {ord(c): None for c in INVISIBLE}
 LONG_RUN = 20
-_LONG_RUN_RE = re.compile(rf"[A-Za-z0-9_-]{{{LONG_RUN}}}")
+_LONG_RUN_RE = _lazy(rf"[A-Za-z0-9_-]{{{LONG_RUN}}}")
 
 
 def has_long_run(text: str) -> bool:
@@ -138,7 +160,7 @@ _PLACEHOLDER_MARKS = (
 )
 
 
-_PLACEHOLDER_RE = re.compile(
+_PLACEHOLDER_RE = _lazy(
     "|".join(re.escape(m) for m in _PLACEHOLDER_MARKS) + r"|[<>{}*]|\$[({A-Z]", re.IGNORECASE
 )
 
@@ -173,9 +195,9 @@ _REFERENCE_PREFIXES = (
     "file:",
     "@",
 )
-_ENV_NAME_RE = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+", re.ASCII)
+_ENV_NAME_RE = _lazy(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+", re.ASCII)
 _VALUE_WORDS = ("test", "password", "passwd", "secret", "token", "apikey", "api_key", "here")
-_VALUE_PLACEHOLDER_RE = re.compile(
+_VALUE_PLACEHOLDER_RE = _lazy(
     "|".join(
         re.escape(m) for m in (*_PLACEHOLDER_MARKS, *_VALUE_WORDS, "{{", "}}", "${", "$(", "%(")
     )
@@ -200,8 +222,8 @@ def is_placeholder(value: str) -> bool:
     return len(set(v)) <= 2
 
 
-_UUID_RE = re.compile(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}", re.ASCII)
-_NOT_SECRET_SHAPES = re.compile(
+_UUID_RE = _lazy(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}", re.ASCII)
+_NOT_SECRET_SHAPES = _lazy(
     r"""
     \d{4}-\d{2}-\d{2}(?:[T ][0-9:.]+(?:Z|[+-]\d{2}:?\d{2})?)?   # ISO date / date-time
     | v?\d+\.\d+(?:\.\d+)?(?:[-+][0-9A-Za-z.-]{1,40})?          # semver
@@ -252,7 +274,7 @@ def _classes(v: str) -> int:
     return lower + upper + digit
 
 
-_WORD_PARTS_RE = re.compile(r"[A-Za-z]{2,40}(?:[./_-][A-Za-z]{2,40}){1,8}", re.ASCII)
+_WORD_PARTS_RE = _lazy(r"[A-Za-z]{2,40}(?:[./_-][A-Za-z]{2,40}){1,8}", re.ASCII)
 
 
 def _password_like(v: str) -> bool:
@@ -265,7 +287,7 @@ def _password_like(v: str) -> bool:
     return any("A" <= c <= "Z" for c in v[1:]) and any("a" <= c <= "z" for c in v)
 
 
-_HEXISH_RE = re.compile(r"[0-9a-fA-F-]+", re.ASCII)
+_HEXISH_RE = _lazy(r"[0-9a-fA-F-]+", re.ASCII)
 # The commonest English letter pairs: about half the pairs of words, a few % of random text.
 _BIGRAMS_TEXT = (
     "th he in er an re on at en nd ti es or te of ed is it al ar st to nt ng se ha as ou io le "
@@ -514,7 +536,7 @@ _KEYWORDS = (
 )
 # first characters of the keywords, for the master regex's cheap gates
 _KW_FIRST = "".join(sorted(set("pstaPSTA") | {w[0] for w in _MORE_KEYWORDS}))
-_KEYWORD_AT = re.compile(rf"(?i:{_KEYWORDS}|bearer|basic)", re.ASCII)
+_KEYWORD_AT = _lazy(rf"(?i:{_KEYWORDS}|bearer|basic)", re.ASCII)
 _TOK_FIRST = "".join(sorted({p[0] for p in PROVIDERS} | set("eLSAMN")))
 # A provider prefix must start a token (not follow a letter, digit, `_`, `.` or `-`) and be
 # followed by a plausible body; anything finer is the validator's job. Each branch opens with
@@ -576,9 +598,9 @@ class _Context:
         return self._conn
 
 
-_TWILIO_WORD = re.compile(r"twilio", re.ASCII | re.IGNORECASE)
-_AUTH_WORD = re.compile(r"auth", re.ASCII | re.IGNORECASE)
-_CONN_STRING_KEYS = re.compile(
+_TWILIO_WORD = _lazy(r"twilio", re.ASCII | re.IGNORECASE)
+_AUTH_WORD = _lazy(r"auth", re.ASCII | re.IGNORECASE)
+_CONN_STRING_KEYS = _lazy(
     r"(?:server|host|data source|user id|uid|database|initial catalog)[ \t]*=",
     re.ASCII | re.IGNORECASE,
 )
@@ -623,8 +645,8 @@ def _provider(text: str, start: int, anchor: str) -> _Result:
     return _finding(rule, kind, start, m.end(), STRONG, anchor + "…"), m.end()
 
 
-_ALNUM_RUN_RE = re.compile(r"[A-Za-z0-9]{20}", re.ASCII)
-_JWT_RE = re.compile(
+_ALNUM_RUN_RE = _lazy(r"[A-Za-z0-9]{20}", re.ASCII)
+_JWT_RE = _lazy(
     r"(eyJ[A-Za-z0-9_-]{4,8000})\.([A-Za-z0-9_-]{2,16000})\.([A-Za-z0-9_-]{16,8000})", re.ASCII
 )
 
@@ -654,7 +676,7 @@ def _jwt(text: str, start: int) -> _Result:
     return _finding("jwt", "JWT", start, m.end(), STRUCTURAL, "eyJ…"), stop
 
 
-_B64_PEM_RE = re.compile(r"LS0tLS1CRUdJTi[A-Za-z0-9+/]{180,20000}={0,2}", re.ASCII)
+_B64_PEM_RE = _lazy(r"LS0tLS1CRUdJTi[A-Za-z0-9+/]{180,20000}={0,2}", re.ASCII)
 
 
 def _b64_pem(text: str, start: int) -> _Result:
@@ -668,7 +690,7 @@ def _b64_pem(text: str, start: int) -> _Result:
     return None, m.end()
 
 
-_DISCORD_RE = re.compile(
+_DISCORD_RE = _lazy(
     r"[MN][A-Za-z0-9_-]{22,26}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}(?![A-Za-z0-9_-])", re.ASCII
 )
 
@@ -687,8 +709,8 @@ def _discord(text: str, start: int) -> _Result:
     return _finding("discord-bot-token", "Discord bot token", start, m.end(), STRONG), stop
 
 
-_TWILIO_RE = re.compile(r"(?:SK|AC)[0-9a-f]{32}(?![A-Za-z0-9])", re.ASCII)
-_HEX32_RE = re.compile(r"(?<![A-Za-z0-9])[0-9a-f]{32}(?![A-Za-z0-9])", re.ASCII)
+_TWILIO_RE = _lazy(r"(?:SK|AC)[0-9a-f]{32}(?![A-Za-z0-9])", re.ASCII)
+_HEX32_RE = _lazy(r"(?<![A-Za-z0-9])[0-9a-f]{32}(?![A-Za-z0-9])", re.ASCII)
 
 
 def _twilio(text: str, start: int, name: str | None, ctx: _Context) -> _Result:
@@ -711,8 +733,8 @@ def _twilio(text: str, start: int, name: str | None, ctx: _Context) -> _Result:
     return None, stop
 
 
-_PEM_HEADER = re.compile(r"-----BEGIN ([A-Z0-9 ]{0,40}?)PRIVATE KEY(?: BLOCK)?-----", re.ASCII)
-_PEM_BODY = re.compile(r"[A-Za-z0-9+/=]{20}", re.ASCII)
+_PEM_HEADER = _lazy(r"-----BEGIN ([A-Z0-9 ]{0,40}?)PRIVATE KEY(?: BLOCK)?-----", re.ASCII)
+_PEM_BODY = _lazy(r"[A-Za-z0-9+/=]{20}", re.ASCII)
 
 
 def _pem(text: str, start: int, end: int) -> _Result:
@@ -735,7 +757,7 @@ def _putty(text: str, start: int, end: int) -> _Result:
 
 
 _SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
-_USERINFO_RE = re.compile(r"([^\s/?#@\"'<>\\]{1,256})@", re.ASCII)
+_USERINFO_RE = _lazy(r"([^\s/?#@\"'<>\\]{1,256})@", re.ASCII)
 _DB_SCHEMES = {
     "postgres": "postgres",
     "postgresql": "postgres",
@@ -786,7 +808,7 @@ def _url(text: str, start: int, end: int) -> _Result:
     return None, end
 
 
-_SLACK_HOOK_RE = re.compile(
+_SLACK_HOOK_RE = _lazy(
     r"(?:services|workflows|triggers)/[A-Za-z0-9]{8,12}/[A-Za-z0-9/_-]{8,200}", re.ASCII
 )
 
@@ -803,7 +825,7 @@ def _slack_webhook(text: str, start: int, end: int) -> _Result:
     ), m.end()
 
 
-_DISCORD_HOOK_RE = re.compile(r"[0-9]{17,20}/([A-Za-z0-9_-]{60,100})", re.ASCII)
+_DISCORD_HOOK_RE = _lazy(r"[0-9]{17,20}/([A-Za-z0-9_-]{60,100})", re.ASCII)
 
 
 def _discord_webhook(text: str, start: int, end: int) -> _Result:
@@ -820,7 +842,7 @@ def _discord_webhook(text: str, start: int, end: int) -> _Result:
     ), m.end()
 
 
-_TELEGRAM_BODY = re.compile(r"AA[A-Za-z0-9_-]{33}(?![A-Za-z0-9_-])", re.ASCII)
+_TELEGRAM_BODY = _lazy(r"AA[A-Za-z0-9_-]{33}(?![A-Za-z0-9_-])", re.ASCII)
 
 
 def _telegram(text: str, start: int, end: int) -> _Result:
@@ -835,7 +857,7 @@ def _telegram(text: str, start: int, end: int) -> _Result:
     return _finding("telegram-bot-token", "Telegram bot token", d, m.end(), STRONG), m.end()
 
 
-_AZURE_AD_BODY = re.compile(r"[A-Za-z0-9_~.-]{31,34}(?![A-Za-z0-9_~.-])", re.ASCII)
+_AZURE_AD_BODY = _lazy(r"[A-Za-z0-9_~.-]{31,34}(?![A-Za-z0-9_~.-])", re.ASCII)
 
 
 def _azure_ad(text: str, start: int, end: int) -> _Result:
@@ -852,7 +874,7 @@ def _azure_ad(text: str, start: int, end: int) -> _Result:
     ), m.end()
 
 
-_TF_BODY = re.compile(r"[A-Za-z0-9_-]{60,120}", re.ASCII)
+_TF_BODY = _lazy(r"[A-Za-z0-9_-]{60,120}", re.ASCII)
 
 
 def _terraform(text: str, start: int, end: int) -> _Result:
@@ -865,7 +887,7 @@ def _terraform(text: str, start: int, end: int) -> _Result:
     ), m.end()
 
 
-_FCM_BODY = re.compile(r"[A-Za-z0-9_-]{120,200}", re.ASCII)
+_FCM_BODY = _lazy(r"[A-Za-z0-9_-]{120,200}", re.ASCII)
 
 
 def _fcm(text: str, start: int, end: int) -> _Result:
@@ -877,7 +899,7 @@ def _fcm(text: str, start: int, end: int) -> _Result:
     ), m.end()
 
 
-_MAILCHIMP_SUFFIX = re.compile(r"[0-9]{1,2}", re.ASCII)
+_MAILCHIMP_SUFFIX = _lazy(r"[0-9]{1,2}", re.ASCII)
 
 
 def _mailchimp(text: str, start: int, end: int) -> _Result:
@@ -891,7 +913,7 @@ def _mailchimp(text: str, start: int, end: int) -> _Result:
     return _finding("mailchimp-api-key", "Mailchimp API key", s, stop, STRONG), stop
 
 
-_NETRC_RE = re.compile(
+_NETRC_RE = _lazy(
     r"machine\s{1,8}[^\s]{1,253}\s{1,8}(?:login\s{1,8}[^\s]{1,256}\s{1,8})?"
     r"(?:account\s{1,8}[^\s]{1,256}\s{1,8})?password\s{1,8}([^\s]{1,512})",
     re.ASCII,
@@ -910,7 +932,7 @@ def _netrc(text: str, start: int, end: int) -> _Result:
     ), m.end()
 
 
-_CURL_USER_RE = re.compile(
+_CURL_USER_RE = _lazy(
     r"[ \t](?:-u|--user)(?:[ \t]{1,4}|=)['\"]?([^\s:'\"]{1,256}):([^\s'\"]{1,512})", re.ASCII
 )
 
@@ -959,10 +981,10 @@ _FREE_VALIDATORS: dict[str, Callable[[str, int, int], _Result]] = {
 # Keyword anchors: `password=…`, `"api_key": "…"`, `Bearer …`, `Basic …`, `AccountKey=…`, `sig=…`
 
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
-_ASSIGN_RE = re.compile(r"[\w-]{0,24}[\"']?[ \t]{0,3}(?:=|:|=>)[ \t]{0,3}[\"']?")
-_VALUE_RE = re.compile(r"[^\s\"'<>,;&)}\]=:@]{1,512}={0,3}", re.ASCII)
-_TEXT_VALUE_RE = re.compile(r"[^\s\"'<>,;)}\]]{1,512}", re.ASCII)
-_AUTH_CRED_RE = re.compile(r"[ \t]{1,3}([A-Za-z0-9._~+/-]{1,4096}=*)", re.ASCII)
+_ASSIGN_RE = _lazy(r"[\w-]{0,24}[\"']?[ \t]{0,3}(?:=|:|=>)[ \t]{0,3}[\"']?")
+_VALUE_RE = _lazy(r"[^\s\"'<>,;&)}\]=:@]{1,512}={0,3}", re.ASCII)
+_TEXT_VALUE_RE = _lazy(r"[^\s\"'<>,;)}\]]{1,512}", re.ASCII)
+_AUTH_CRED_RE = _lazy(r"[ \t]{1,3}([A-Za-z0-9._~+/-]{1,4096}=*)", re.ASCII)
 
 
 def _keyword(text: str, start: int, end: int, ctx: _Context) -> _Result:
@@ -1051,9 +1073,9 @@ def _auth_credential(scheme: str, cred: str, start: int, end: int) -> SecretFind
 
 # an `Authorization` value: any one-word scheme (`Bearer`, `Basic`, `Token`, `Bot`, `SSWS`,
 # `ApiKey`, `sso-key`, one nobody listed) and its credential
-_SCHEME_VALUE_RE = re.compile(r"([A-Za-z][A-Za-z0-9._-]{0,24})[ \t]+(\S{1,4096})", re.ASCII)
-_VAULT_LEGACY_RE = re.compile(r"s\.[A-Za-z0-9]{24}", re.ASCII)
-_AWS_SECRET_RE = re.compile(r"[A-Za-z0-9/+]{40}", re.ASCII)
+_SCHEME_VALUE_RE = _lazy(r"([A-Za-z][A-Za-z0-9._-]{0,24})[ \t]+(\S{1,4096})", re.ASCII)
+_VAULT_LEGACY_RE = _lazy(r"s\.[A-Za-z0-9]{24}", re.ASCII)
+_AWS_SECRET_RE = _lazy(r"[A-Za-z0-9/+]{40}", re.ASCII)
 
 
 # last words of header names whose hex values are digests, ids or trace context
@@ -1153,8 +1175,8 @@ def scan_text(text: str, *, name: str | None = None) -> list[SecretFinding]:
     return _strongest_first_of_overlaps(findings)
 
 
-_PERCENT_RE = re.compile(r"%[0-7][0-9A-Fa-f]")  # an ASCII byte, percent-encoded
-_PERCENT_RUN_RE = re.compile(r"(?:%[0-9A-Fa-f]{2}){1,1024}")
+_PERCENT_RE = _lazy(r"%[0-7][0-9A-Fa-f]")  # an ASCII byte, percent-encoded
+_PERCENT_RUN_RE = _lazy(r"(?:%[0-9A-Fa-f]{2}){1,1024}")
 
 
 def _percent_decoded(run: str) -> list[tuple[str, int]]:
