@@ -260,6 +260,7 @@ class ReferenceHost:
             spark_base_url=self.config.spark_coder_base_url,
             spark_model=self.config.spark_coder_model,
             key=self.credentials.key,
+            scrub=self.credentials.scrub_value,
             config=self.config,
             # set by the daemon on the host of a turn that runs an A2A task (chain bound)
             a2a_depth=getattr(self, "a2a_depth", 0),
