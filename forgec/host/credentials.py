@@ -33,6 +33,9 @@ from forgec.host.config import ConfigError
 
 PREFIX = "FORGEC_CREDENTIAL_"
 REDACTED = "[redacted]"
+# a "secret" of one to three characters (`x`, `abc`) protects nothing, and replacing it
+# everywhere would garble every output: shorter spellings are not scrubbed
+MIN_SCRUBBED = 4
 
 # environment variables holding keys the host's own parts read, and who reads each: read once
 # when the host opens, checked and scrubbed like credentials
@@ -148,7 +151,7 @@ class _Scrubber:
                 str(secret.encode("utf-8"))[2:-1],
                 secret.encode("unicode_escape").decode("ascii"),
             ):
-                if form:
+                if len(form) >= MIN_SCRUBBED:
                     spellings.add(form)
         self.forms = sorted(spellings, key=len, reverse=True)  # longest first: no leftovers
 
