@@ -253,7 +253,7 @@ def test_a_models_persona_name_is_escaped_in_the_tools_commands(tmp_path: Path) 
     for args in (
         ["list"],
         ["versions", "tidy.notes"],
-        ["show", "tidy.notes", "--version", "2"],
+        ["show", "tidy.notes", "--proposal", "1"],
         ["review", "tidy.notes"],
     ):
         shown[args[0]] = assert_harmless(forgec("tools", *args, "--store", store, cwd=tmp_path))
