@@ -5,14 +5,18 @@ writes to the host database."""
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from forgec.host import HostOptions, open_host
 from forgec.host.config import ConfigError, HostConfig, ModelConfig
-from forgec.host.credentials import KEY_VARIABLES, CredentialStore
+from forgec.host.credentials import KEY_VARIABLES, CredentialStore, control_problem
 from forgec.runtime.host import CallContext
 
 KEY = "sk-registry-k3y-q8w2e4r6t1y9"
@@ -78,3 +82,27 @@ def test_background_work_writes_no_key_to_the_database(tmp_path: Path) -> None:
         assert sorted(states) == ["completed", "failed"]
     for part in tmp_path.glob("h.db*"):  # the database and its journal
         assert KEY.encode() not in part.read_bytes(), part
+
+
+_secrets = st.text(min_size=4, max_size=24).filter(lambda s: control_problem(s) is None)
+
+
+@given(_secrets, st.lists(st.text(max_size=12), max_size=4))
+def test_no_text_keeps_a_secret_the_registry_holds(secret: str, around: list[str]) -> None:
+    """Whatever surrounds it, in every spelling a library uses, the scrub takes it out."""
+    store = CredentialStore({"k": secret}, environ={})
+    spellings = (secret, repr(secret)[1:-1], str(secret.encode())[2:-1], json.dumps(secret)[1:-1])
+    for spelling in (*spellings, quote(secret, safe="")):
+        text = spelling.join(around) if len(around) > 1 else f"a{spelling}b"
+        scrubbed = store.scrub(text)
+        assert spelling not in scrubbed and secret not in scrubbed, (secret, text, scrubbed)
+
+
+@given(st.text(min_size=1, max_size=24))
+def test_a_value_with_a_control_character_is_refused_naming_the_id(value: str) -> None:
+    if control_problem(value) is None:
+        assert CredentialStore({"my-id": value}, environ={}).get("my-id") == value
+        return
+    with pytest.raises(ConfigError) as info:
+        CredentialStore({"my-id": value}, environ={})
+    assert "'my-id'" in str(info.value) and (len(value) < 4 or value not in str(info.value))

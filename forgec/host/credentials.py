@@ -28,6 +28,7 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from forgec.host.config import ConfigError
 
@@ -139,7 +140,8 @@ class CredentialStore:
 
 
 class _Scrubber:
-    """The spellings of a set of secrets, longest first, with a cheap pre-test."""
+    """The spellings of a set of secrets (as is, stripped, `repr`- and bytes-escaped, JSON-
+    escaped, percent-encoded), longest first."""
 
     def __init__(self, secrets: Iterable[str]) -> None:
         spellings: set[str] = set()
@@ -150,6 +152,10 @@ class _Scrubber:
                 repr(secret)[1:-1],
                 str(secret.encode("utf-8"))[2:-1],
                 secret.encode("unicode_escape").decode("ascii"),
+                json.dumps(secret)[1:-1],  # quoted back in a JSON error body
+                json.dumps(secret, ensure_ascii=False)[1:-1],
+                quote(secret, safe=""),  # echoed from a URL
+                quote(secret),
             ):
                 if len(form) >= MIN_SCRUBBED:
                     spellings.add(form)
