@@ -26,7 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from forgec.api import check
+    from forgec.api import check, is_forge_source
     from forgec.commands import EXIT_ERRORS, EXIT_OK
     from forgec.commands.common import print_report, read_path, write_text
     from forgec.frontend.canonical import dumps_canonical
@@ -39,5 +39,11 @@ def run(args: argparse.Namespace) -> int:
         count = len(report.errors)
         print(f"forgec: not compiled: {count} error(s)", file=sys.stderr)
         return EXIT_ERRORS
+    if is_forge_source(data, path):
+        from forgec.commands.fmt import warn_dropped_comments
+        from forgec.frontend.dsl_trivia import comment_texts
+
+        text = data.decode("utf-8", errors="replace")
+        warn_dropped_comments(args.source, len(comment_texts(text)))
     write_text(args.output, dumps_canonical(report.manifest))
     return EXIT_OK

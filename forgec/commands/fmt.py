@@ -57,6 +57,7 @@ def _format_one(args: argparse.Namespace, arg_path: str) -> int:
     from forgec.commands.common import print_diagnostics, read_path, write_text
     from forgec.frontend.canonical import dumps_canonical
     from forgec.frontend.dsl_format import FormatError, format_forge
+    from forgec.frontend.dsl_trivia import trivia_of
     from forgec.render.text import use_color
 
     data, path = read_path(arg_path)
@@ -79,21 +80,41 @@ def _format_one(args: argparse.Namespace, arg_path: str) -> int:
     if not isinstance(loaded.value, dict):  # `null`, a number, a list
         print(f"forgec: {arg_path}: a manifest is a JSON object; not formatted", file=sys.stderr)
         return EXIT_ERRORS
+    trivia = trivia_of(loaded.source_map)
     try:
-        text = format_forge(loaded.value) if to == "forge" else dumps_canonical(loaded.value)
+        text = format_forge(loaded.value, trivia) if to == "forge" else dumps_canonical(loaded.value)
     except FormatError as exc:
         print(f"forgec: {arg_path}: cannot write as .forge: {exc}", file=sys.stderr)
         return EXIT_ERRORS
+    if to == "talostool" and trivia is not None:
+        warn_dropped_comments(arg_path, trivia.count)
     if args.check:
         original = data.decode("utf-8", errors="replace")
-        if original != text:
+        if not same_text(original, text):
             print(f"{arg_path}: not in canonical form (run `forgec fmt --write`)", file=sys.stderr)
             return EXIT_ERRORS
         return EXIT_OK
     if args.write:
         assert path is not None
-        if Path(path).read_bytes() != text.encode("utf-8"):
+        if not same_text(Path(path).read_bytes().decode("utf-8", errors="replace"), text):
             write_text(path, text)
         return EXIT_OK
     write_text(None, text)
     return EXIT_OK
+
+
+def same_text(written: str, canonical: str) -> bool:
+    """Whether a file holds the canonical text. Canonical text ends with one line break; what
+    editors add or drop at the end (a second line break, as Neovim writes a buffer that ends in
+    an empty line, or none at all) is not a difference worth failing a check for."""
+    return written.rstrip("\r\n") == canonical.rstrip("\n")
+
+
+def warn_dropped_comments(name: str, count: int) -> None:
+    """A `.forge` → `.talostool` conversion keeps no comment (JSON has none): say so."""
+    if count:
+        noun = "comment" if count == 1 else "comments"
+        print(
+            f"forgec: {name}: {count} {noun} not kept (a .talostool has no comments)",
+            file=sys.stderr,
+        )

@@ -599,6 +599,11 @@ class ForgeSourceMap:
     def text(self) -> str | None:
         return self._text
 
+    @property
+    def root(self) -> _N | None:
+        """The parsed tree (`dsl_trivia` places comments by it)."""
+        return self._root
+
     def span(self, pointer: str, *, key: bool = False) -> Span | None:
         node = self._root
         if node is None:

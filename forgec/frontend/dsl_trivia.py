@@ -235,3 +235,12 @@ def of_text(text: str) -> Trivia | None:
     if root is None or diagnostics:
         return None
     return collect(text, root)
+
+
+def trivia_of(source_map: Any) -> Trivia | None:
+    """The trivia of a loaded `.forge` document (None for a `.talostool` or a failed parse)."""
+    root = getattr(source_map, "root", None)
+    text = getattr(source_map, "text", None)
+    if root is None or text is None:
+        return None
+    return collect(text, root)
