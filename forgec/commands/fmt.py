@@ -56,7 +56,7 @@ def _format_one(args: argparse.Namespace, arg_path: str) -> int:
     from forgec.commands import EXIT_ERRORS, EXIT_OK, UsageError
     from forgec.commands.common import print_diagnostics, read_path, write_text
     from forgec.frontend.canonical import dumps_canonical
-    from forgec.frontend.dsl_format import FormatError, format_forge
+    from forgec.frontend.dsl_format import FormatError, format_forge, same_text
     from forgec.frontend.dsl_trivia import trivia_of
     from forgec.render.text import use_color
 
@@ -101,13 +101,6 @@ def _format_one(args: argparse.Namespace, arg_path: str) -> int:
         return EXIT_OK
     write_text(None, text)
     return EXIT_OK
-
-
-def same_text(written: str, canonical: str) -> bool:
-    """Whether a file holds the canonical text. Canonical text ends with one line break; what
-    editors add or drop at the end (a second line break, as Neovim writes a buffer that ends in
-    an empty line, or none at all) is not a difference worth failing a check for."""
-    return written.rstrip("\r\n") == canonical.rstrip("\n")
 
 
 def warn_dropped_comments(name: str, count: int) -> None:

@@ -94,6 +94,13 @@ class FormatError(ValueError):
     """The manifest lacks a field the `.forge` language always implies."""
 
 
+def same_text(written: str, canonical: str) -> bool:
+    """Whether a file holds the canonical text. Canonical text ends with one line break; what
+    editors add or drop at the end (a second line break, as Neovim writes a buffer that ends in
+    an empty line, or none at all) is not a difference worth failing a check for."""
+    return written.rstrip("\r\n") == canonical.rstrip("\n")
+
+
 # ---- strings, names, values ---------------------------------------------------------------
 
 
