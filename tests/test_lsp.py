@@ -91,7 +91,9 @@ def apply(text: str, edits: list[lsp.TextEdit]) -> str:
             return len(text)
         return min(starts[p.line] + p.character, starts[p.line] + len(lines[p.line]))
 
-    for e in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
+    for e in sorted(
+        edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True
+    ):
         text = text[: offset(e.range.start)] + e.new_text + text[offset(e.range.end) :]
     return text
 
@@ -456,9 +458,47 @@ async def test_quick_fixes_keep_comments_and_add_a_valid_created_at(client: Lang
 
     assert comment_texts(fixed) == comment_texts(text)
     assert len(fix.edit.changes[uri]) == 1 and fix.edit.changes[uri][0].new_text.startswith(
-        "  created \"20"
+        '  created "20'
     )
     import forgec
 
     report = forgec.check(fixed, path="fixed.forge")
+    assert report.ok, [(d.code, d.message) for d in report.errors]
+
+
+@pytest.mark.parametrize(
+    "field",
+    [
+        "version",
+        "title",
+        "description",
+        "createdAt",
+        "parentVersion",
+        "network",
+        "credentialRequirements",
+        "execution",
+        "installScope",
+    ],
+)
+def test_every_missing_field_fix_gives_a_field_that_checks(field: str) -> None:
+    """The principle behind the `created ""` defect: no placeholder may itself be an error."""
+    from forgec.lsp import features
+    from forgec.lsp.analysis import analyse
+    from forgec.lsp.positions import LineIndex
+
+    manifest = json.loads((EXAMPLES / "note-updater.talostool").read_text())
+    del manifest[field]
+    text = json.dumps(manifest, indent=2)
+    a = analyse("file:///work/missing.talostool", text)
+    index = LineIndex(text)
+    diags = [d for d in features.diagnostics(a, index) if f"is missing `{field}`" in d.message]
+    assert diags
+    actions = features.code_actions(
+        a, index, diags[0].range, lsp.CodeActionContext(diagnostics=diags)
+    )
+    fix = next(x for x in actions if x.title == f"Add the missing `{field}`")
+    fixed = apply(text, fix.edit.changes[a.uri])
+    import forgec
+
+    report = forgec.check(fixed, path="fixed.talostool")
     assert report.ok, [(d.code, d.message) for d in report.errors]

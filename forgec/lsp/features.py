@@ -16,6 +16,7 @@ from typing import Any
 from lsprotocol import types as lsp
 
 from forgec.ir import nodes as ir
+from forgec.ir.rules import EXECUTION, INSTALL_SCOPE, SCHEMA_ID
 from forgec.ir.span import Span
 from forgec.lsp.analysis import Analysis, NodeDef, Use
 from forgec.lsp.edits import minimal_edits
@@ -464,9 +465,9 @@ _PLACEHOLDERS: dict[str, Any] = {
     "parentVersion": None,
     "network": {"mode": "forbidden"},
     "credentialRequirements": [],
-    "execution": "sandboxed-flow",
-    "installScope": "user",
-    "schema": "talos.local-tool.v1",
+    "execution": EXECUTION,
+    "installScope": INSTALL_SCOPE,
+    "schema": SCHEMA_ID,
 }
 
 
