@@ -105,7 +105,9 @@ def test_cli_compile_fmt_round_trip(tmp_path: Path) -> None:
 
 def test_cli_compile_refuses_on_errors_and_names_the_target(tmp_path: Path) -> None:
     out = tmp_path / "x.talostool"
-    done = _cli("compile", str(EXAMPLES / "talon-db-digest.forge"), "-o", str(out))
+    done = _cli(
+        "compile", str(EXAMPLES / "talon-db-digest.forge"), "-o", str(out), "--target", "talos"
+    )
     assert done.returncode == 1
     assert "FORGE_CAPABILITY_UNKNOWN" in done.stderr
     assert "talon-db-digest.forge:" in done.stderr

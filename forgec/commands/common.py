@@ -15,9 +15,42 @@ def add_target(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--target",
         choices=("talos", "talon"),
-        default="talos",
-        help="capability catalog to check against (default: talos)",
+        default=None,
+        help="capability catalog to check against (default: the file's [tool.forgec] "
+        "settings, else talos)",
     )
+
+
+def add_force_exclude(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--force-exclude",
+        action="store_true",
+        help="leave out files named outright that [tool.forgec] exclude matches "
+        "(what the pre-commit hooks pass)",
+    )
+
+
+def expand_paths(paths: list[str], *, force_exclude: bool = False) -> list[str]:
+    """PATHS with folders walked for tool files (`forgec.frontend.settings.expand`)."""
+    from forgec.frontend.settings import SettingsError, expand
+
+    try:
+        return expand(paths, force_exclude=force_exclude)
+    except SettingsError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def target_of(args: argparse.Namespace, path: str | None) -> str:
+    """`--target` when given, else what the settings nearest PATH say (`[tool.forgec]`)."""
+    if getattr(args, "target", None):
+        return str(args.target)
+    from forgec.frontend.settings import SettingsError, settings_for
+
+    try:
+        settings = settings_for(None if path in (None, "-") else path)
+    except SettingsError as exc:
+        raise UsageError(str(exc)) from None
+    return settings.target_for(Path(path)) if path not in (None, "-") else settings.target
 
 
 def add_format(parser: argparse.ArgumentParser, *choices: str, default: str | None = None) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from forgec.commands.common import add_target
+from forgec.commands.common import add_target, target_of
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     from forgec.frontend.canonical import dumps_canonical
 
     data, path = read_path(args.source)
-    report = check(data, path=path or "<stdin>.forge", target=args.target)
+    report = check(data, path=path or "<stdin>.forge", target=target_of(args, path))
     if report.diagnostics:
         print_report(report)
     if not report.ok or report.manifest is None:

@@ -13,6 +13,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from forgec.commands.common import add_force_exclude
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
@@ -25,13 +27,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "paths",
         metavar="PATH",
         nargs="+",
-        help="file to format (- for stdin); several with --write or --check (as pre-commit passes them)",
+        help="file to format (- for stdin); several, or folders, with --write or --check "
+        "(as pre-commit passes them)",
     )
     p.add_argument(
         "--to",
         choices=("forge", "talostool"),
         help="output form (default: forge when printing; the file's own form with --write/--check)",
     )
+    add_force_exclude(p)
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--write", action="store_true", help="rewrite PATH in place")
     mode.add_argument(
@@ -42,11 +46,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from forgec.commands import UsageError
+    from forgec.commands.common import expand_paths
 
-    if len(args.paths) > 1 and not (args.write or args.check):
+    paths = expand_paths(args.paths, force_exclude=args.force_exclude)
+    if len(paths) > 1 and not (args.write or args.check):
         raise UsageError("printing takes one file; pass --write or --check for several")
     status = 0
-    for path in args.paths:
+    for path in paths:
         status = max(status, _format_one(args, path))
     return status
 
@@ -82,7 +88,9 @@ def _format_one(args: argparse.Namespace, arg_path: str) -> int:
         return EXIT_ERRORS
     trivia = trivia_of(loaded.source_map)
     try:
-        text = format_forge(loaded.value, trivia) if to == "forge" else dumps_canonical(loaded.value)
+        text = (
+            format_forge(loaded.value, trivia) if to == "forge" else dumps_canonical(loaded.value)
+        )
     except FormatError as exc:
         print(f"forgec: {arg_path}: cannot write as .forge: {exc}", file=sys.stderr)
         return EXIT_ERRORS

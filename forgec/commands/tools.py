@@ -16,7 +16,7 @@ import argparse
 import sys
 from typing import Any
 
-from forgec.commands.common import add_format, add_target, emit_json
+from forgec.commands.common import add_format, add_target, target_of, emit_json
 
 
 def safe_text(text: object) -> str:
@@ -157,7 +157,7 @@ def cmd_install(args: argparse.Namespace) -> int:
 
     data, path = read_path(args.path)
     with _open(args) as store:
-        result = store.install(data, path=path, target=args.target)
+        result = store.install(data, path=path, target=target_of(args, path))
     if args.format == "json":
         emit_json(result.to_json())
     else:

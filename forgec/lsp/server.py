@@ -31,7 +31,8 @@ class ForgeLanguageServer(LanguageServer):
         super().__init__(
             "forgec", __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental
         )
-        self.target = "talos"
+        # the client's `forgec.target` setting, which overrides the files' own settings
+        self.target: str | None = None
         self.analyses: dict[str, Analysis] = {}
         self.indexed: dict[str, Analysis] = {}  # the last analysis of each document with an index
         self.pending: dict[str, asyncio.Task[None]] = {}
@@ -54,12 +55,12 @@ class ForgeLanguageServer(LanguageServer):
         if text is None or language_of(uri, text) is None:
             return None
         a = self.analyses.get(uri)
-        if a is None or a.text != text or a.target != self.target:
+        if a is None or a.text != text or a.target != self.target_for(uri):
             a = self.check(uri, text)
         return a, LineIndex(text, self.encoding())
 
     def check(self, uri: str, text: str) -> Analysis:
-        a = analyse(uri, text, target=self.target)
+        a = analyse(uri, text, target=self.target_for(uri))
         self.analyses[uri] = a
         if a.nodes:
             self.indexed[uri] = a
@@ -93,6 +94,21 @@ class ForgeLanguageServer(LanguageServer):
             del self.pending[uri]
         self.publish(uri)
 
+    def target_for(self, uri: str) -> str:
+        """The client's target setting, else what `[tool.forgec]` nearest the file says."""
+        if self.target is not None:
+            return self.target
+        from forgec.frontend.settings import SettingsError, settings_for
+
+        path = _file_path(uri)
+        if path is None:
+            return "talos"
+        try:
+            return settings_for(path).target_for(path)
+        except SettingsError as exc:
+            log.warning("forgec lsp: %s", exc)
+            return "talos"
+
     def set_target(self, value: Any) -> bool:
         """Take `target` from settings shaped `{"forgec": {"target": ..}}` or `{"target": ..}`."""
         if isinstance(value, dict):
@@ -103,6 +119,18 @@ class ForgeLanguageServer(LanguageServer):
             self.target = value
             return True
         return False
+
+
+def _file_path(uri: str) -> Any:
+    """The local path of a `file:` URI (None for an unsaved buffer)."""
+    from pathlib import Path
+    from urllib.parse import unquote, urlparse
+    from urllib.request import url2pathname
+
+    parsed = urlparse(uri)
+    if parsed.scheme != "file":
+        return None
+    return Path(url2pathname(unquote(parsed.path)))
 
 
 server = ForgeLanguageServer()
@@ -139,7 +167,11 @@ def initialize(ls: ForgeLanguageServer, params: lsp.InitializeParams) -> None:
 def did_change_configuration(
     ls: ForgeLanguageServer, params: lsp.DidChangeConfigurationParams
 ) -> None:
-    if ls.set_target(params.settings or {}):
+    from forgec.frontend.settings import clear_cache
+
+    clear_cache()  # the files' own settings may have changed too
+    ls.set_target(params.settings or {})
+    if ls.analyses:
         for uri in list(ls.analyses):
             ls.publish(uri)
 
