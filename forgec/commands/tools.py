@@ -16,7 +16,7 @@ import argparse
 import sys
 from typing import Any
 
-from forgec.commands.common import add_format, add_target, target_of, emit_json
+from forgec.commands.common import add_format, add_target, emit_json, target_of
 
 
 def safe_text(text: object) -> str:
