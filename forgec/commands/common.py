@@ -160,3 +160,24 @@ def host_from_args(args: argparse.Namespace, *, default_labels: tuple[str, ...] 
         )
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
+
+
+def serve_in_foreground(banner: str) -> None:
+    """Before a stdio server starts: Ctrl-C and SIGTERM end the process at once, and a person at
+    a terminal is told what runs there.
+
+    The servers read standard input in a worker thread, which Python's KeyboardInterrupt cannot
+    stop: the interpreter waited for the next line (Ctrl-D) before exiting. The default action
+    of both signals ends the process straight away; a server holds nothing a sudden end could
+    damage (the store and the databases are SQLite, whose transactions survive it).
+    """
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        on_terminal = sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        on_terminal = False
+    if on_terminal:
+        print(banner, file=sys.stderr, flush=True)
