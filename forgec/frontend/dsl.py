@@ -722,7 +722,14 @@ def parse_forge(text: str, *, path: str | None = None) -> tuple[_N | None, list[
             first = syntax_diagnostic(exc, text, path, lark_parser)
             more = more_syntax_errors(exc, text, path, lark_parser)
             builder.diags = []
-            return None, [first, *more]
+            found: list[Diagnostic] = []
+            for d in (first, *more):  # one open block is one mistake, however often met
+                if not any(d.message == f.message and d.span == f.span for f in found):
+                    found.append(d)
+            # in the order of the text: an open block is reported at its opener, which may
+            # come before where the parser noticed
+            found.sort(key=lambda d: (d.span.line, d.span.column) if d.span else (0, 0))
+            return None, found
         problems = builder.diags
         builder.diags = []
     return root, [make(STRUCTURE, "", msg, span=_span(path, pos)) for pos, msg in problems]
