@@ -363,9 +363,7 @@ def unclosed_diagnostic(exc: Any, text: str, path: str | None) -> Diagnostic | N
     hint = f"add `{_CLOSER[bracket]}` where this block ends"
     if closer is not None:
         closer_line = text.count("\n", 0, closer) + 1
-        hint += (
-            f"; the `{text[closer]}` on line {closer_line} is indented to close an outer block"
-        )
+        hint += f"; the `{text[closer]}` on line {closer_line} is indented to close an outer block"
     return make(
         "FORGE_MANIFEST_STRUCTURE",
         "",
