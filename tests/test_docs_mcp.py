@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("mcp")
 
-from test_mcp_server import run_client  # noqa: E402
+from test_mcp_server import run_client
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = (ROOT / "docs" / "mcp.md").read_text(encoding="utf-8")

@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 
 pytest.importorskip("pre_commit")
+pytestmark = pytest.mark.slow  # pre-commit builds a hook environment: .ci/run runs it
 
 
 def _hooks() -> list[dict]:
