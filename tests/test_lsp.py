@@ -502,3 +502,32 @@ def test_every_missing_field_fix_gives_a_field_that_checks(field: str) -> None:
 
     report = forgec.check(fixed, path="fixed.talostool")
     assert report.ok, [(d.code, d.message) for d in report.errors]
+
+
+@pytest.mark.asyncio
+async def test_semantic_tokens_colour_a_forge_file(client: LanguageClient) -> None:
+    from forgec.lsp.semantic import TOKEN_TYPES
+
+    text = (EXAMPLES / "weekly-review.forge").read_text()
+    uri, _ = await open_doc(client, "weekly-review.forge", text)
+    result = await client.text_document_semantic_tokens_full_async(
+        lsp.SemanticTokensParams(text_document=doc(uri))
+    )
+    assert result is not None and result.data
+    lines = text.split("\n")
+    seen: dict[str, set[str]] = {}
+    line = col = 0
+    data = result.data
+    for i in range(0, len(data), 5):
+        dl, dc, length, typ, mods = data[i : i + 5]
+        line += dl
+        col = dc if dl else col + dc
+        word = lines[line][col : col + length]  # ASCII example: units are characters
+        seen.setdefault(TOKEN_TYPES[typ] + ("+decl" if mods & 1 else ""), set()).add(word)
+    assert {"tool", "flow", "call", "for", "return"} <= seen["keyword"]
+    assert "# at most 50 tasks are looked at, whatever the list holds" in {
+        w.strip() for w in seen["comment"]
+    }
+    assert {"fetch", "scan", "file", "done"} <= seen["function+decl"]
+    assert "tasks.list" in seen["method"] and "$input.limit" in seen["variable"]
+    assert '"""' in seen["string"]  # a multi-line string, one token per line

@@ -15,7 +15,7 @@ from typing import Any
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
 
-from forgec.lsp import features
+from forgec.lsp import features, semantic
 from forgec.lsp.analysis import Analysis, analyse, language_of
 from forgec.lsp.positions import LineIndex
 
@@ -286,6 +286,24 @@ def formatting(ls: ForgeLanguageServer, params: lsp.DocumentFormattingParams) ->
         return []
     a, index = got
     return features.formatting(a, index)
+
+
+@server.feature(
+    lsp.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL,
+    lsp.SemanticTokensLegend(
+        token_types=semantic.TOKEN_TYPES, token_modifiers=semantic.TOKEN_MODIFIERS
+    ),
+)
+@_guard(None)
+def semantic_tokens(
+    ls: ForgeLanguageServer, params: lsp.SemanticTokensParams
+) -> lsp.SemanticTokens | None:
+    """Colours for a `.forge` document (a `.talostool` is JSON: the editor colours it)."""
+    uri = params.text_document.uri
+    text = ls.text_of(uri)
+    if text is None or language_of(uri, text) != "forge":
+        return None
+    return lsp.SemanticTokens(data=semantic.encode(text, LineIndex(text, ls.encoding())))
 
 
 def main() -> None:
