@@ -350,3 +350,18 @@ def commented_forge(draw: st.DrawFn, base: st.SearchStrategy[str] | None = None)
         last = at
     out.append(text[last:])
     return "".join(out)
+
+
+@st.composite
+def raw_forge(draw: st.DrawFn) -> str:
+    """`.forge` text of a generated manifest written the long way: every member with `raw`, as
+    JSON, in a shuffled order (text `fmt` rewrites into sugar and canonical order)."""
+    import orjson
+
+    manifest = draw(manifests())
+    items = list(manifest.items())
+    items = draw(st.permutations(items))
+    body = "".join(
+        f"  raw {orjson.dumps(k).decode()} {orjson.dumps(v).decode()}\n" for k, v in items
+    )
+    return "tool {\n" + body + "}\n"

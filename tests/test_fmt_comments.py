@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from strategies import commented_forge
+from strategies import commented_forge, raw_forge
 
 from forgec.frontend.canonical import dumps_canonical
 from forgec.frontend.dsl import load_forge
@@ -107,3 +107,44 @@ def test_talostool_with_an_editors_extra_line_break_passes_check(tmp_path: Path)
         text=True,
     )
     assert run.returncode == 0, run.stderr
+
+
+@SETTINGS
+@given(commented_forge(base=raw_forge()))
+def test_comments_survive_when_fmt_rewrites_raw_json_into_sugar(text: str) -> None:
+    """Comments travel with their items when `fmt` reorders statements or turns `raw` JSON into
+    sugar: none is lost, and the result is stable."""
+    once = fmt(text)
+    assert sorted(comment_texts(once)) == sorted(comment_texts(text))
+    assert fmt(once) == once
+
+
+@pytest.mark.parametrize(
+    "where",
+    ["title", "description", "purpose", "cron", "ui-title", "ui-label", "ui-path", "message"],
+)
+def test_a_template_in_a_text_field_keeps_its_meaning(where: str) -> None:
+    """Found by the raw-JSON property: a template where the language reads plain text was
+    written as a `"{{x}}"` string, which reads back as text: fmt changed the tool."""
+    import copy
+    import json
+
+    base = json.loads((ROOT / "examples" / "daily-planner.talostool").read_text())
+    m = copy.deepcopy(base)
+    t = {"$template": "a {{x}} b"}
+    if where in ("title", "description"):
+        m[where] = t
+    elif where == "purpose":
+        m["credentialRequirements"] = [{"id": "c", "purpose": t}]
+    elif where == "cron":
+        m["triggers"] = [{"type": "schedule", "cron": t}]
+    elif where.startswith("ui-"):
+        field = where[3:]
+        if field == "title":
+            m["ui"]["title"] = t
+        else:
+            m["ui"]["values"][0][field] = t
+    else:
+        m["flow"]["nodes"].append({"id": "bad", "type": "fail", "code": "X1", "message": t})
+    text = format_forge(m)
+    assert dumps_canonical(load_forge(text).value) == dumps_canonical(m)

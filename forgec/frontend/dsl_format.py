@@ -191,6 +191,9 @@ class _Emit:
                     break
                 p = _parent(p)
         self.keys = sorted(p for _, p in self.slots)
+        # comments of a construct that wrote nothing (an empty `raw credentialRequirements []`):
+        # they lead the next item written, which is where the next read would put them
+        self.pending: list[Any] = []
 
     def take(self, kind: str, pointer: str) -> list[Any]:
         return self.slots.pop((kind, pointer), [])
@@ -211,10 +214,13 @@ class _Emit:
 
     def item(
         self, pointer: str, indent: str, text: str, *, first: bool, comma: str = "",
-        force_blank: bool = False,
+        force_blank: bool = False, top_level: bool = False,
     ) -> list[str]:  # fmt: skip
         """The lines of one item: its blank line and comments, the item, its trailing comment."""
         lead = self.take("lead", pointer)
+        if top_level:
+            lead = self.pending + lead
+            self.pending = []
         trail = self.take("trail", pointer)
         lead.extend(self.under(pointer))
         lead.extend(trail[1:])
@@ -242,6 +248,18 @@ class _Emit:
                 out.append("")
             out.append(indent + c.text)
         return out
+
+
+def _template(v: Any) -> bool:
+    """A template the sugar would write as a `"...{{x}}..."` string. In a field the language
+    reads as plain text (the header's texts, a credential's purpose, a cron, the ui card, a fail
+    message) that string reads back as text, not a template, so such a value is written `raw`."""
+    return (
+        isinstance(v, dict)
+        and len(v) == 1
+        and isinstance(v.get("$template"), str)
+        and "{{" in v["$template"]
+    )
 
 
 def _parent(pointer: str) -> str:
@@ -383,7 +401,10 @@ def format_forge(manifest: dict[str, Any], trivia: Any = None) -> str:
                 out.append("")
             out.append(text)
         else:
-            out.extend(e.item(pointer, ind, text, first=len(out) == top, force_blank=force_blank))
+            first = len(out) == top
+            out.extend(
+                e.item(pointer, ind, text, first=first, force_blank=force_blank, top_level=True)
+            )
 
     def emit_group(pointer: str, texts: list[tuple[str, str]]) -> None:
         """Items written for one manifest key (a statement per credential, say); comments
@@ -393,7 +414,9 @@ def format_forge(manifest: dict[str, Any], trivia: Any = None) -> str:
             emit(p, text)
         if e is not None:
             rest = e.under(pointer)
-            if rest:
+            if rest and not texts:
+                e.pending.extend(rest)
+            elif rest:
                 out[at:at] = _Emit.comment_lines(rest, ind, first=at == top)
 
     tool_id = manifest.get("id")
@@ -413,7 +436,12 @@ def format_forge(manifest: dict[str, Any], trivia: Any = None) -> str:
             emit("/" + key, _stmt(ind, key, manifest[key], e, "/" + key))
     for key, word in _HEADER:
         if key in manifest:
-            emit("/" + key, _stmt(ind, word, manifest[key], e, "/" + key))
+            text = (
+                _raw(key, manifest[key], ind, e)
+                if _template(manifest[key])
+                else _stmt(ind, word, manifest[key], e, "/" + key)
+            )
+            emit("/" + key, text)
             done.add(key)
     if "network" in manifest:
         emit_group("/network", [("/network", _network(manifest["network"], ind, e))])
@@ -449,6 +477,7 @@ def format_forge(manifest: dict[str, Any], trivia: Any = None) -> str:
                 out[at + 1 : at + 1] = _Emit.comment_lines(rest, ind, first=True)
     if e is not None:
         out.extend(e.end("", ind, first=len(out) == top))
+        out.extend(_Emit.comment_lines(e.pending, ind, first=len(out) == top))
         out.extend(_Emit.comment_lines(e.under(""), ind, first=len(out) == top))
     out.append("}")
     if e is not None and trivia.tail:
@@ -474,6 +503,7 @@ def _credentials(creds: Any, ind: str, e: _Emit | None) -> list[tuple[str, str]]
         isinstance(c, dict)
         and isinstance(c.get("id"), str)
         and set(c) <= {"id", "purpose", "hosts"}
+        and not _template(c.get("purpose"))
         for c in creds
     ):
         lines = []
@@ -507,7 +537,10 @@ def _triggers(triggers: Any, ind: str, e: _Emit | None) -> list[tuple[str, str]]
         isinstance(triggers, list)
         and triggers
         and all(
-            isinstance(t, dict) and isinstance(t.get("type"), str) and set(t) <= {"type", "cron"}
+            isinstance(t, dict)
+            and isinstance(t.get("type"), str)
+            and set(t) <= {"type", "cron"}
+            and not _template(t.get("cron"))
             for t in triggers
         )
     ):
@@ -528,6 +561,8 @@ def _ui(ui: Any, ind: str, e: _Emit | None) -> str:
         and set(ui) == {"title", "values"}
         and isinstance(ui["values"], list)
         and all(isinstance(v, dict) and set(v) == {"label", "path"} for v in ui["values"])
+        and not _template(ui["title"])
+        and not any(_template(v["label"]) or _template(v["path"]) for v in ui["values"])
     ):
         head = f"{ind}ui " + value(ui["title"], ind, len(ind) + 3, e, "/ui/title")
         if not ui["values"] and not _dirty(e, "/ui/values"):
@@ -683,7 +718,7 @@ def _sugared_node(node: dict[str, Any], ind: str, e: _Emit | None, ptr: str) -> 
             return None
         return head + "return " + value(node["value"], ind, len(head) + 7, e, at("value"))
     if kind == "fail":
-        if "code" not in node or "message" not in node:
+        if "code" not in node or "message" not in node or _template(node["message"]):
             return None
         line = head + f"fail {name(node['code'])} "
         return line + value(node["message"], ind, len(line), e, at("message"))
