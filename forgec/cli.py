@@ -32,6 +32,7 @@ COMMAND_MODULES = (
     "tools",
     "mcp",
     "lsp",
+    "talond",
 )
 
 
@@ -80,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(handler(args))
     except ModuleNotFoundError as exc:
         # a dependency the table above does not list for this command: still one line
-        extra = extra_of_module((exc.name or "").split(".")[0])
+        extra = extra_of_module((exc.name or "").split(".")[0], command)
         if extra is None:
             raise
         print(f"forgec: error: {install_hint(command, [extra])}", file=sys.stderr)

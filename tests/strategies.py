@@ -365,3 +365,56 @@ def raw_forge(draw: st.DrawFn) -> str:
         f"  raw {orjson.dumps(k).decode()} {orjson.dumps(v).decode()}\n" for k, v in items
     )
     return "tool {\n" + body + "}\n"
+
+
+# --- capability inputs, from the rows' shapes (forgec.ir.capabilities) --------------------
+
+# values for the fields whose rule is named (cron, SQL, URL): some pass, some do not
+NAMED_RULE_SAMPLES = {
+    "cron": ["0 9 * * 1", "*/15 * * * *", "0 9 31 2 *", "@daily", ""],
+    "sql": ["SELECT 1 FROM threads", "SELECT * FROM tasks", "DELETE FROM threads", ""],
+    "url": ["https://example.org/a", "http://example.org:8080/", "ftp://example.org/", "x"],
+}
+
+
+def field_values(field: Any) -> st.SearchStrategy[Any]:
+    """Values for one input `Field`: around its bounds and enum, of its kind, or any JSON."""
+    anything = json_values(scalars(), max_leaves=4)
+    if field.kind == "string":
+        if field.enum:
+            choices: st.SearchStrategy[Any] = st.sampled_from(field.enum) | st.text(max_size=8)
+        elif isinstance(field.validate, str):
+            choices = st.sampled_from(NAMED_RULE_SAMPLES[field.validate])
+        else:
+            edge = [n for n in (field.min_length, field.max_length) if n is not None]
+            sizes = st.sampled_from([0, 1, *edge, *(n + 1 for n in edge), *(n - 1 for n in edge)])
+            # a short text repeated to exactly n code points (n may be far beyond what
+            # hypothesis draws directly)
+            choices = st.tuples(
+                sizes, st.text(st.characters(codec="utf-8"), min_size=1, max_size=3)
+            ).map(lambda pair: (pair[1] * max(pair[0], 0))[: max(pair[0], 0)])
+    elif field.kind in ("integer", "number"):
+        bounds = [b for b in (field.minimum, field.maximum) if b is not None]
+        ints = st.sampled_from([0, 1, -1, *(int(b) + d for b in bounds for d in (-1, 0, 1))])
+        choices = ints | st.integers(-10, 10**6) | FINITE_FLOATS
+    elif field.kind == "boolean":
+        choices = st.booleans()
+    elif field.kind == "array":
+        item = field_values(field.items) if field.items is not None else anything
+        choices = st.lists(item, max_size=(field.max_items or 4) + 2)
+    elif field.kind == "object":
+        value = field_values(field.values) if field.values is not None else anything
+        choices = st.dictionaries(st.text(max_size=6), value, max_size=3)
+    else:
+        choices = anything
+    return choices | anything if field.kind != "any" else anything
+
+
+def capability_inputs(row: Any) -> st.SearchStrategy[dict[str, Any]]:
+    """Inputs for a capability row: any subset of its fields, sometimes an unknown one."""
+    fields = row.shape.fields
+    optional = {name: field_values(spec) for name, spec in fields.items()}
+    extra = st.dictionaries(st.sampled_from(["zz", "Key", "limit "]), scalars(), max_size=1)
+    return st.tuples(st.fixed_dictionaries({}, optional=optional), extra).map(
+        lambda pair: {**pair[0], **pair[1]}
+    )

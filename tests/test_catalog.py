@@ -16,9 +16,9 @@ from strategies import json_values, scalars
 from forgec.catalog import get_catalog, suggest, unknown_capability_hint
 from forgec.catalog.base import StepMarks
 from forgec.catalog.cron import check_cron
-from forgec.catalog.fields import compact_json_size
 from forgec.catalog.sql import check_select, referenced_tables, sqlite_authorizer
 from forgec.catalog.urls import check_url, url_host
+from forgec.ir.shapes import compact_json_size
 
 TALOS = get_catalog("talos")
 TALON = get_catalog("talon")
@@ -409,7 +409,10 @@ def test_required_by_operation_waits_for_a_literal_operation() -> None:
     # the action is computed: which fields it needs is known only at run time
     assert problems(TALON, "schedule.manage", {}, frozenset({"action"})) == []
     # a computed field satisfies the rule
-    assert problems(TALON, "schedule.manage", {"action": "create"}, frozenset({"cronExpr"})) == []
+    assert (
+        problems(TALON, "schedule.manage", {"action": "create"}, frozenset({"cronExpr", "prompt"}))
+        == []
+    )
     # exclusivity is about presence, so computed fields count
     found = problems(
         TALON, "schedule.manage", {"action": "list"}, frozenset({"prompt", "promptFile"})

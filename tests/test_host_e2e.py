@@ -10,7 +10,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from loopback import serving
+from loopback import serving, tls_server_context
 from manifests import example
 
 import forgec
@@ -181,8 +181,11 @@ class _Status(http.server.BaseHTTPRequestHandler):
 
 
 @pytest.fixture
-def status_server():
-    with serving(_Status, auth=[]) as srv:
+def status_server(tmp_path_factory):
+    # behind TLS: a credential is only attached to an https request (SPEC §14)
+    pytest.importorskip("cryptography")
+    context, ca_file = tls_server_context(tmp_path_factory.mktemp("tls"), ("api.github.com",))
+    with serving(_Status, tls=context, auth=[], ca_file=ca_file) as srv:
         yield srv
 
 
@@ -190,9 +193,10 @@ def test_http_tool_run_with_credential_and_override(tmp_path: Path, status_serve
     m = example("talon-status-check")
     port = status_server.server_address[1]
     node = m["flow"]["nodes"][0]
-    node["input"]["url"] = {"$template": f"http://api.github.com:{port}/repos/{{{{input.repo}}}}"}
+    node["input"]["url"] = {"$template": f"https://api.github.com:{port}/repos/{{{{input.repo}}}}"}
     opts = HostOptions(
         db=tmp_path / "h.db",
+        config=HostConfig(ca_file=status_server.ca_file),
         default_labels=_labels(m),
         resolve=(f"api.github.com:{port}:127.0.0.1",),
         environ={"FORGEC_CREDENTIAL_GITHUB": "token abc"},

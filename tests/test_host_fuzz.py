@@ -11,11 +11,12 @@ from strategies import json_values, scalars
 from forgec.host import HostOptions, open_host
 from forgec.host.bridge import TALON_TOOLS
 from forgec.host.config import ChannelConfig, HostConfig
-from forgec.host.talos import HANDLERS
+from forgec.host.handlers import HANDLERS
 from forgec.runtime.host import CallContext, HostError
 
 CTX = CallContext(tool_id="fuzz", tool_version=1, node_id="n", allowed_hosts=())
-CAPABILITIES = [*sorted(HANDLERS), *TALON_TOOLS]
+CAPABILITIES = sorted(HANDLERS)
+assert set(TALON_TOOLS) < set(CAPABILITIES)
 LABELS = (
     "schedule.manage:own",
     "channel.send:*",

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from loopback import serving
+from loopback import serving, tls_server_context
 
 from forgec.host import HostOptions, open_host
 from forgec.host.config import HostConfig
@@ -69,7 +69,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 {"Content-Type": "application/json", "X-Custom": "Yes"},
             )
         elif self.path == "/to-evil":
-            self._send(302, b"", {"Location": f"http://{EVIL}:{port}/steal"})
+            scheme = self.server.scheme  # type: ignore[attr-defined]
+            self._send(302, b"", {"Location": f"{scheme}://{EVIL}:{port}/steal"})
+        elif self.path == "/to-internal":
+            self._send(302, b"", {"Location": f"http://internal.example.org:{port}/steal"})
+        elif self.path == "/to-http":
+            self._send(302, b"", {"Location": f"http://{API}:{port}/ok"})
         elif self.path == "/to-same":
             self._send(301, b"", {"Location": "/ok"})
         elif self.path == "/loop":
@@ -105,7 +110,17 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[http.server.ThreadingHTTPServer]:
-    with serving(_Handler, seen=[]) as srv:
+    with serving(_Handler, seen=[], scheme="http") as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def tls_server(tmp_path_factory) -> Iterator[http.server.ThreadingHTTPServer]:
+    """The same server behind TLS for api.example.com and evil.example.net: credentials travel
+    only over https (SPEC §14), so their tests run here."""
+    pytest.importorskip("cryptography")
+    context, ca_file = tls_server_context(tmp_path_factory.mktemp("tls"), (API, EVIL))
+    with serving(_Handler, tls=context, seen=[], scheme="https", ca_file=ca_file) as srv:
         yield srv
 
 
@@ -113,6 +128,12 @@ def server() -> Iterator[http.server.ThreadingHTTPServer]:
 def seen(server) -> list[dict]:
     server.seen.clear()
     return server.seen
+
+
+@pytest.fixture
+def tls_seen(tls_server) -> list[dict]:
+    tls_server.seen.clear()
+    return tls_server.seen
 
 
 def _host(
@@ -128,7 +149,7 @@ def _host(
     return open_host(
         HostOptions(
             db=tmp_path / "h.db",
-            config=HostConfig(allow_hosts=allow),
+            config=HostConfig(allow_hosts=allow, ca_file=getattr(server, "ca_file", None)),
             persona_labels=labels,
             resolve=(f"{API}:{port}:127.0.0.1", f"{EVIL}:{port}:127.0.0.1"),
             environ=env if env is not None else {env_name("api-key"): SECRET},
@@ -150,7 +171,7 @@ def _ctx(hosts=(API,), cred_hosts=(API,)) -> CallContext:
 
 
 def _url(server, host: str, path: str) -> str:
-    return f"http://{host}:{server.server_address[1]}{path}"
+    return f"{server.scheme}://{host}:{server.server_address[1]}{path}"
 
 
 def test_get_through_the_override_is_real_http(tmp_path, server, seen) -> None:
@@ -207,7 +228,8 @@ def test_redirect_on_the_allowlist_is_followed(tmp_path, server, seen) -> None:
             h.call("net.http", {"method": "GET", "url": _url(server, API, "/loop")}, _ctx())
 
 
-def test_credential_sent_to_its_host_only(tmp_path, server, seen) -> None:
+def test_credential_sent_to_its_host_only(tmp_path, tls_server, tls_seen) -> None:
+    server, seen = tls_server, tls_seen
     headers = {"Authorization": {"$credential": "api-key"}, "X-Trace": "1"}
     with _host(tmp_path, server) as h:
         # both hosts allowed by the manifest, the credential only for API
@@ -246,7 +268,8 @@ def test_credential_sent_to_its_host_only(tmp_path, server, seen) -> None:
             )
 
 
-def test_credential_from_file_and_missing(tmp_path, server, seen) -> None:
+def test_credential_from_file_and_missing(tmp_path, tls_server, tls_seen) -> None:
+    server, seen = tls_server, tls_seen
     cred_file = tmp_path / "creds.toml"
     cred_file.write_text('"api-key" = "Token from-file"\n')
     headers = {"Authorization": {"$credential": "api-key"}}
@@ -267,6 +290,30 @@ def test_credential_from_file_and_missing(tmp_path, server, seen) -> None:
                 _ctx(),
             )
         assert info.value.code == "RUN_CREDENTIAL_MISSING"
+
+
+def test_a_credential_never_travels_over_plain_http(tmp_path, server, seen) -> None:
+    """SPEC §14: the declared host, its own credential, but `http:` — refused before any
+    connection, naming the credential and never its value."""
+    headers = {"Authorization": {"$credential": "api-key"}}
+    with _host(tmp_path, server) as h, pytest.raises(HostError) as info:
+        h.call(
+            "net.http",
+            {"method": "GET", "url": _url(server, API, "/ok"), "headers": headers},
+            _ctx(),
+        )
+    assert info.value.code == "RUN_NETWORK_DENIED" and "https" in info.value.message
+    assert "'api-key'" in info.value.message and SECRET not in info.value.message
+    assert seen == []
+
+
+def test_a_redirect_to_http_with_the_credential_is_refused(tmp_path, tls_server, tls_seen) -> None:
+    headers = {"Authorization": {"$credential": "api-key"}}
+    with _host(tmp_path, tls_server) as h, pytest.raises(HostError) as info:
+        url = _url(tls_server, API, "/to-http")
+        h.call("net.http", {"method": "GET", "url": url, "headers": headers}, _ctx())
+    assert info.value.code == "RUN_NETWORK_DENIED" and "plain http" in info.value.message
+    assert [r["path"] for r in tls_seen] == ["/to-http"]  # the http hop was never sent
 
 
 def test_host_side_allowlist_must_pass_too(tmp_path, server, seen) -> None:
@@ -352,3 +399,130 @@ def test_parse_resolve() -> None:
     for bad in ("nohost", "a:b:c", "a.com:99999:1.2.3.4", "a.com:80:"):
         with pytest.raises(ValueError):
             parse_resolve([bad])
+
+
+# --- SPEC §14: no reach into the machine's own network ---------------------------------------
+
+INTERNAL = "internal.example.org"
+
+
+def _fake_dns(monkeypatch, answers: dict[str, list[str]]) -> list[str]:
+    """Answer `answers` for those names (an attacker's DNS), the real resolver for the rest
+    (the IP literals the connection itself passes); returns the names looked up."""
+    import socket
+
+    real = socket.getaddrinfo
+    asked: list[str] = []
+
+    def fake(host, port, *args, **kwargs):
+        if host in answers:
+            asked.append(host)
+            return [
+                (
+                    socket.AF_INET6 if ":" in a else socket.AF_INET,
+                    socket.SOCK_STREAM,
+                    6,
+                    "",
+                    (a, port),
+                )
+                for a in answers[host]
+            ]
+        return real(host, port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", fake)
+    return asked
+
+
+def _plain_host(tmp_path, **config):
+    return open_host(
+        HostOptions(
+            db=tmp_path / "h.db",
+            config=HostConfig(**config),
+            persona_labels=("net.http:egress",),
+            environ={},
+        )
+    )
+
+
+@pytest.mark.parametrize(
+    "address", ["127.0.0.1", "10.1.2.3", "169.254.169.254", "100.64.0.1", "::1", "::ffff:127.0.0.1"]
+)
+def test_a_name_resolving_into_the_machine_is_refused(
+    tmp_path, server, seen, monkeypatch, address
+) -> None:
+    _fake_dns(monkeypatch, {INTERNAL: [address]})
+    url = f"http://{INTERNAL}:{server.server_address[1]}/ok"
+    with _plain_host(tmp_path) as h, pytest.raises(HostError) as info:
+        h.call("net.http", {"method": "GET", "url": url}, _ctx(hosts=(INTERNAL,)))
+    assert info.value.code == "RUN_NETWORK_DENIED" and address in info.value.message
+    assert seen == []
+
+
+def test_one_private_answer_among_public_ones_refuses(tmp_path, server, seen, monkeypatch) -> None:
+    _fake_dns(monkeypatch, {INTERNAL: ["93.184.216.34", "127.0.0.1"]})
+    url = f"http://{INTERNAL}:{server.server_address[1]}/ok"
+    with _plain_host(tmp_path) as h, pytest.raises(HostError) as info:
+        h.call("net.http", {"method": "GET", "url": url}, _ctx(hosts=(INTERNAL,)))
+    assert info.value.code == "RUN_NETWORK_DENIED"
+    assert seen == []
+
+
+def test_allow_private_connects_to_the_address_it_checked(
+    tmp_path, server, seen, monkeypatch
+) -> None:
+    asked = _fake_dns(monkeypatch, {INTERNAL: ["127.0.0.1"]})
+    url = f"http://{INTERNAL}:{server.server_address[1]}/to-same"
+    with _plain_host(tmp_path, allow_private=True) as h:
+        res = h.call("net.http", {"method": "GET", "url": url}, _ctx(hosts=(INTERNAL,)))
+    assert res["status"] == 200 and [r["path"] for r in seen] == ["/to-same", "/ok"]
+    assert seen[0]["headers"]["Host"] == f"{INTERNAL}:{server.server_address[1]}"
+    assert asked == [INTERNAL]  # one lookup for both hops to the same host: no second answer
+
+
+def test_the_connection_goes_to_the_checked_address_not_a_second_lookup(
+    tmp_path, server, seen, monkeypatch
+) -> None:
+    """DNS rebinding: the first answer is public, every later one is loopback. The host must
+    connect to the public address it checked (which fails here: no route), never look the name
+    up again and land on the loopback server."""
+    import socket
+
+    real = socket.getaddrinfo
+    answers = iter(["93.184.216.34"])
+    asked: list[str] = []
+
+    def rebinding(host, port, *args, **kwargs):
+        if host == INTERNAL:
+            asked.append(host)
+            address = next(answers, "127.0.0.1")
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (address, port))]
+        return real(host, port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", rebinding)
+    url = f"http://{INTERNAL}:{server.server_address[1]}/ok"
+    with _plain_host(tmp_path) as h, pytest.raises(HostError):
+        h.call(
+            "net.http", {"method": "GET", "url": url, "timeoutMs": 1500}, _ctx(hosts=(INTERNAL,))
+        )
+    assert asked == [INTERNAL] and seen == []
+
+
+def test_every_redirect_hop_is_checked(tmp_path, server, seen, monkeypatch) -> None:
+    _fake_dns(monkeypatch, {INTERNAL: ["10.0.0.5"]})
+    with _host(tmp_path, server) as h, pytest.raises(HostError) as info:
+        h.call(
+            "net.http",
+            {"method": "GET", "url": _url(server, API, "/to-internal")},
+            _ctx(hosts=(API, INTERNAL)),
+        )
+    assert info.value.code == "RUN_NETWORK_DENIED" and "redirect" in info.value.message
+    assert "10.0.0.5" in info.value.message and [r["path"] for r in seen] == ["/to-internal"]
+
+
+def test_a_mapped_host_is_the_operators_word(tmp_path, server, seen) -> None:
+    # every test above reaches 127.0.0.1 through `--resolve`: the mapping is explicit
+    with _host(tmp_path, server) as h:
+        assert (
+            h.call("net.http", {"method": "GET", "url": _url(server, API, "/ok")}, _ctx())["status"]
+            == 200
+        )

@@ -4,13 +4,12 @@ The test makes its own CA and a leaf certificate for api.example.com."""
 
 from __future__ import annotations
 
-import datetime as dt
 import http.server
 import ssl
 from pathlib import Path
 
 import pytest
-from loopback import serving
+from loopback import serving, tls_certificates
 
 from forgec.host import HostOptions, open_host
 from forgec.host.config import HostConfig
@@ -20,69 +19,6 @@ crypto = pytest.importorskip("cryptography")
 
 NAME = "api.example.com"
 OTHER = "other.example.com"
-
-
-def _certs(folder: Path) -> tuple[Path, Path, Path]:
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    now = dt.datetime.now(dt.UTC)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "forgec test CA")])
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(days=1))
-        .not_valid_after(now + dt.timedelta(days=2))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                key_cert_sign=True,
-                crl_sign=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .add_extension(
-            x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
-    key = ec.generate_private_key(ec.SECP256R1())
-    leaf = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, NAME)]))
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(days=1))
-        .not_valid_after(now + dt.timedelta(days=2))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(NAME)]), critical=False)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
-    pem = serialization.Encoding.PEM
-    ca_file, cert_file, key_file = folder / "ca.pem", folder / "leaf.pem", folder / "leaf.key"
-    ca_file.write_bytes(ca.public_bytes(pem))
-    cert_file.write_bytes(leaf.public_bytes(pem))
-    key_file.write_bytes(
-        key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    )
-    return ca_file, cert_file, key_file
 
 
 class _Hello(http.server.BaseHTTPRequestHandler):
@@ -101,7 +37,7 @@ class _Hello(http.server.BaseHTTPRequestHandler):
 @pytest.fixture(scope="module")
 def tls(tmp_path_factory):
     folder = tmp_path_factory.mktemp("tls")
-    ca_file, cert_file, key_file = _certs(folder)
+    ca_file, cert_file, key_file = tls_certificates(folder, (NAME,))
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(cert_file, key_file)
     with serving(_Hello, tls=ctx, hosts=[]) as srv:

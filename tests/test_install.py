@@ -102,6 +102,16 @@ def test_the_extras_table_matches_pyproject(extra: str) -> None:
         assert distribution_of(module) & provided, f"{module} is not installed by [{extra}]"
 
 
+@pytest.mark.parametrize("extra", sorted(EXTRA_MODULES))
+def test_every_distribution_of_an_extra_is_in_the_table(extra: str) -> None:
+    # the other direction: a distribution pyproject puts in an extra (not through another
+    # extra) is provided by a module the table lists for it, so a command that needs the
+    # extra is refused up front when that distribution is missing, with the right extra named
+    direct = {_name(r) for r in PROJECT["optional-dependencies"][extra] if _name(r) != "forgec"}
+    listed = set().union(*(distribution_of(m) for m in EXTRA_MODULES[extra]))
+    assert direct <= listed, f"[{extra}] installs {sorted(direct - listed)}, not in the table"
+
+
 def test_all_is_every_extra_and_every_command_has_needs() -> None:
     faces = set(EXTRA_MODULES)
     assert extra_distributions("all") == set().union(*(extra_distributions(e) for e in faces))
@@ -134,6 +144,12 @@ def _cli_without(blocked: list[str], *argv: str) -> subprocess.CompletedProcess[
         ),
         (
             ["httpx"],
+            # a literal URL: the checker reads it with httpx's parser
+            ["check", "--target", "talon", "examples/talon-status-check.talostool"],
+            "forgec check needs the compiler: pip install 'forgec[compiler]'",
+        ),
+        (
+            ["platformdirs"],
             ["run", "examples/note-updater.talostool"],
             "forgec run needs the reference host: pip install 'forgec[host]'",
         ),

@@ -165,7 +165,7 @@ def test_tool_create_installs_off(store_path: Path, tmp_path: Path) -> None:
     )
     assert not created.is_error, _text(created)
     assert created.structured_content["name"] == "dynamic:made.by.model"
-    assert created.structured_content["version"] == 1
+    assert "version" not in created.structured_content  # the store numbers it: v1
     assert created.structured_content["enabled"] is False
     assert "dynamic_made_Dby_Dmodel" not in names  # installed, but off
     assert failed.is_error
@@ -177,6 +177,7 @@ def test_tool_create_installs_off(store_path: Path, tmp_path: Path) -> None:
     with open_store(store_path) as s:
         assert not s.tool("made.by.model").enabled
         assert not s.tool("from.forge").enabled
+        assert s.tool("made.by.model").version == 1
 
 
 def test_r4_asks_every_time_or_is_refused(store_path: Path, tmp_path: Path) -> None:
@@ -363,3 +364,31 @@ def test_r4_consent_over_the_multi_round_protocol(store_path: Path, tmp_path: Pa
     assert isinstance(first, types.InputRequiredResult)
     assert once.meta["forgec/run"]["status"] == "failed"  # ran (and failed at the network)
     assert isinstance(again, types.InputRequiredResult)  # the used token is forgotten: ask again
+
+
+def test_an_r3_host_tool_runs_without_asking_and_r4_asks(store_path: Path, tmp_path: Path) -> None:
+    # subagent_invoke is R3 in its row: over MCP it runs on the persona's labels alone, as the
+    # catalog says (it used to ask for consent and refuse, saying it was R4); background_agent
+    # is R4 and asks
+    asked: list[str] = []
+
+    async def decline(context: Any, params: Any) -> Any:
+        import mcp_types as types
+
+        asked.append(params.message)
+        return types.ElicitResult(action="decline")
+
+    async def body(session: Any) -> Any:
+        invoke = await session.call_tool(
+            "subagent_invoke", {"name": "memory-retriever", "input": {"query": "x"}}
+        )
+        background = await session.call_tool("background_agent", {"action": "profiles"})
+        return invoke, background
+
+    labels = "subagent.invoke,subagent.background"
+    args = serve_args(store_path, tmp_path, "--persona-labels", labels)
+    invoke, background = run_client(args, body, elicitation=decline)
+    assert not invoke.is_error, _text(invoke)
+    assert "R4" not in _text(invoke)
+    assert len(asked) == 1 and "background_agent" in asked[0]
+    assert background.is_error and "did not consent" in _text(background)

@@ -13,7 +13,6 @@ from forgec.ir.marks import Marks
 from forgec.mcp.instructions import collect_instructions
 from forgec.mcp.listing import (
     annotations_from_marks,
-    family_granted,
     forged_entry,
     forged_visible,
     host_entries,
@@ -58,7 +57,7 @@ def test_label_grants() -> None:
     assert not label_granted("channel.send:*", ["channel.send:alerts"])
     assert not label_granted("channel.send:alerts", ["channel.send:other"])
     assert not label_granted("db.query:own", ["db.query:*"])  # only channel.send has a family
-    assert family_granted("channel.send:*", ["channel.send:alerts"])
+    assert not label_granted("persona.send:researcher", ["persona.send:*"])  # no such family
     assert forged_visible(Marks(), [])  # a tool needing no label is listed without labels
     assert not forged_visible(Marks(labels=("net.http:egress",)), [])
     assert forged_visible(

@@ -323,3 +323,68 @@ def test_checker_and_host_read_a_url_alike(
     else:
         assert result is not None and result["status"] == 200
         assert [s.split(":")[0] for s in loopback.seen] == [expected]
+
+
+# -- every capability: what `check` accepts, the host's call check accepts -----------------
+
+import orjson  # noqa: E402
+from hypothesis import HealthCheck, assume, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from strategies import capability_inputs  # noqa: E402
+
+from forgec.ir import capabilities as rows  # noqa: E402
+
+ALL_LABELS = (*{row.label for row in rows.ROWS if row.label}, "channel.send:*")
+
+
+@pytest.fixture(scope="module")
+def granted_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    cfg = HostConfig(persona="alice", thread="t1")
+    db = tmp_path_factory.mktemp("one-rule") / "h.db"
+    with open_host(HostOptions(db=db, config=cfg, persona_labels=ALL_LABELS)) as h:
+        yield h
+
+
+def _host_call_problem(host: Any, capability: str, inp: dict[str, Any]) -> str | None:
+    from forgec.host.bridge import apply_caps
+
+    try:
+        host.check_call(capability, apply_caps(capability, inp))
+    except HostError as exc:
+        return f"{exc.code}: {exc.message}"
+    return None
+
+
+@pytest.mark.parametrize("capability", [row.name for row in rows.rows_of("talon")])
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(data=st.data())
+def test_what_check_accepts_the_host_call_check_accepts(
+    granted_host: Any, capability: str, data: st.DataObject
+) -> None:
+    row = rows.BY_NAME[capability]
+    inp = data.draw(capability_inputs(row))
+    try:
+        orjson.dumps(inp)
+    except TypeError:  # beyond 64-bit integers: not a manifest orjson writes
+        assume(False)
+    hosts = ["example.org"] if capability == "net.http" else None
+    if not _checker_errors(capability, inp, hosts):
+        assert _host_call_problem(granted_host, capability, inp) is None, inp
+
+
+# the measurements of issue 19: limits the host kept and `check` did not know
+@pytest.mark.parametrize(
+    ("inp", "field"),
+    [
+        ({"operation": "read", "key": "k" * 300}, "key"),
+        ({"operation": "list", "namespace": "n" * 100}, "namespace"),
+    ],
+)
+def test_check_refuses_what_the_host_refuses(granted_host: Any, inp: dict, field: str) -> None:
+    errors = _checker_errors("memory.access", inp)
+    assert errors and any(field in d.message for d in errors)
+    assert _host_call_problem(granted_host, "memory.access", inp) is not None

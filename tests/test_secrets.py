@@ -482,10 +482,14 @@ def test_embedded_in_prose_and_located() -> None:
 def test_secret_names() -> None:
     for name in ("password", "db_password", "dbPassword", "SMTP-PASSWD", "apiKey", "api_key",
                  "X-API-KEY", "access_key", "secretAccessKey", "private_key", "client_secret",
-                 "auth", "Authorization", "githubToken", "refresh_token", "credentials"):  # fmt: skip
+                 "auth", "Authorization", "githubToken", "refresh_token", "credentials",
+                 # SPEC §14: any common spelling or language (`key` alone: judged by shape)
+                 "key", "contraseña", "mot_de_passe", "Passwort", "kennwort", "密码", "パスワード",
+                 "clave", "api-key", "APIKEY", "x-api-key", "clé_api", "пароль", "senha",
+                 "wachtwoord", "hasło", "şifre", "db_contraseña", "トークン", "令牌", "Cookie"):  # fmt: skip
         assert is_secret_name(name), name
     for name in ("description", "tokenCount", "maxTokens", "nextPageToken", "passwordPolicy",
-                 "key", "primaryKey", "sortKey", "author", "secretHash", "tokenUrl", "keyId",
+                 "primaryKey", "sortKey", "author", "secretHash", "tokenUrl", "keyId",
                  "monkey", "idempotencyKey", "passes"):  # fmt: skip
         assert not is_secret_name(name), name
 

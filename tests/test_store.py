@@ -160,9 +160,7 @@ def test_parent_must_name_latest_version(store: Store) -> None:
     wrong = install(store, 3, 1, "tasks.list")
     assert wrong.installed is None
     [d] = [d for d in wrong.report.diagnostics if d.is_error]
-    assert (
-        d.path == "/parentVersion" and "latest stored version of dynamic:demo.tool, 2" in d.message
-    )
+    assert d.path == "/parentVersion" and "latest version of dynamic:demo.tool, 2" in d.message
     assert d.hint == "set parentVersion to 2"
     assert install(store, 3, 2, "tasks.list").installed == ("demo.tool", 3)
     assert [(v.version, v.parent_version) for v in store.versions("demo.tool")] == [
@@ -232,15 +230,18 @@ def test_first_enable_needs_consent(store: Store) -> None:
     assert store.versions("demo.tool")[0].consent == "granted"
 
 
-def test_upgrade_that_does_not_grow_keeps_consent(store: Store) -> None:
+def test_an_upgrade_that_does_less_still_asks(store: Store) -> None:
+    # consent is bound to the hash only (SPEC §14): no version inherits another's consent
     install(store, 1, None, "tasks.list", "tasks.create")
     store.enable("demo.tool", consent=True)
     install(store, 2, 1, "tasks.list")  # does less
     status = store.consent_status("demo.tool")
-    assert not status.needed and status.reason == "covered" and status.basis == 1
-    store.enable("demo.tool")  # no consent asked
-    assert store.versions("demo.tool")[1].consent == "carried"
-    assert store.has_consent("demo.tool")
+    assert status.needed and status.reason == "changed" and status.basis == 1
+    with pytest.raises(ConsentRequired, match="not the version you agreed to"):
+        store.enable("demo.tool")
+    assert not store.has_consent("demo.tool")
+    store.enable("demo.tool", consent=True)
+    assert store.versions("demo.tool")[1].consent == "granted"
 
 
 def test_upgrade_that_grows_asks_again_and_says_what_grew(store: Store) -> None:
@@ -248,7 +249,7 @@ def test_upgrade_that_grows_asks_again_and_says_what_grew(store: Store) -> None:
     store.enable("demo.tool", consent=True)
     install(store, 2, 1, "tasks.list", "memory.create")
     status = store.consent_status("demo.tool")
-    assert status.needed and status.reason == "grown"
+    assert status.needed and status.reason == "changed"
     assert status.growth == {
         "powers": ["Write"],
         "risk": ["R1 -> R3"],
@@ -256,11 +257,10 @@ def test_upgrade_that_grows_asks_again_and_says_what_grew(store: Store) -> None:
     }
     with pytest.raises(ConsentRequired) as info:
         store.enable("demo.tool")
-    assert "powers: Write" in str(info.value) and "risk: R1 -> R3" in str(info.value)
     assert info.value.status.basis == 1
     store.enable("demo.tool", consent=True)
     assert store.versions("demo.tool")[1].consent == "granted"
-    # rolling back to the smaller version is covered by the bigger consent
+    # rolling back to v1 finds v1's own consent, for its very hash
     store.rollback("demo.tool")
     assert not store.consent_status("demo.tool").needed
 

@@ -76,14 +76,16 @@ def test_install_list_enable_run_upgrade_rollback(capsys: Any, env: dict[str, An
     assert forge(capsys, "tools", "install", v2, *store)[0] == 0
     code, _, err = forge(capsys, "tools", "enable", "demo.tool", *store)
     assert code == 1
-    assert "may do more than v1" in err and "new powers: Write" in err and "risk: R1 -> R2" in err
+    assert "What changed from v1 (a person) to v2 (a person)" in err
+    assert "+ operation: tasks.create" in err
     assert forge(capsys, "tools", "enable", "demo.tool", *store, "--yes")[0] == 0
 
-    # an upgrade that does not grow keeps the consent
+    # an upgrade that does less asks too: consent is bound to the hash only
     v3 = env["write"]("t", 3, 2, "tasks.list")
     assert forge(capsys, "tools", "install", v3, *store)[0] == 0
-    code, out, _ = forge(capsys, "tools", "enable", "demo.tool", *store)
-    assert code == 0 and "consent for v2 kept" in out
+    code, out, err = forge(capsys, "tools", "enable", "demo.tool", *store)
+    assert code == 1 and "- operation: tasks.create" in err and "consent not given" in err
+    assert forge(capsys, "tools", "enable", "demo.tool", *store, "--yes")[0] == 0
 
     code, out, _ = forge(capsys, "tools", "versions", "demo.tool", *store, "--format", "json")
     versions = orjson.loads(out)

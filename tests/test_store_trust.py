@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from manifests import manifest_with_nodes
 from test_store import install, open_store, tool
 
-from forgec.store import ConsentRequired, Store, StoreDamaged, StoreError
+from forgec.store import ConsentRequired, Store, StoreDamaged, StoreError, ToolNotFound
 from forgec.store import effects as fx
 from forgec.store.integrity import legacy_hash
 
@@ -75,13 +75,17 @@ def test_a_models_version_of_an_existing_tool_is_a_proposal(store: Store) -> Non
     result = store.install(tool(2, 1, "tasks.list", "tasks.create"), author="model")
     assert result.ok and result.status == "proposed"
     summary = store.tool("demo.tool")
-    assert (summary.version, summary.enabled, summary.proposed) == (1, True, (2,))
-    assert [v.to_json()["status"] for v in store.versions("demo.tool")] == ["current", "proposed"]
+    assert (summary.version, summary.enabled, summary.proposed) == (1, True, (1,))
+    assert summary.latest_version == 1  # a proposal is not a version of the lineage
+    assert [
+        (v.to_json()["status"], v.to_json()["version"], v.proposal)
+        for v in store.versions("demo.tool")
+    ] == [("current", 1, None), ("proposed", None, 1)]
     # a proposal while the tool is off leaves it off, too
     store.disable("demo.tool")
     store.install(tool(3, 2, "tasks.list"), author="model")
     assert store.tool("demo.tool").version == 1
-    assert store.proposals("demo.tool") == [2, 3]
+    assert store.proposals("demo.tool") == [1, 2]
 
 
 def test_accept_makes_a_proposal_current_and_off_and_reject_keeps_it(store: Store) -> None:
@@ -89,30 +93,32 @@ def test_accept_makes_a_proposal_current_and_off_and_reject_keeps_it(store: Stor
     store.enable("demo.tool", consent=True)
     store.install(tool(2, 1, "tasks.list"), author="model")
     store.install(tool(3, 2, "tasks.list"), author="model")
-    store.reject("demo.tool", 2)
+    store.reject("demo.tool", 1)
     with pytest.raises(StoreError, match="was rejected"):
-        store.accept("demo.tool", 2)
-    accepted = store.accept("demo.tool", 3)
-    assert accepted.current and not accepted.enabled
-    assert store.tool("demo.tool").version == 3 and not store.tool("demo.tool").enabled
-    with pytest.raises(StoreError, match="not a proposal"):
         store.accept("demo.tool", 1)
-    statuses = {v.version: v.status for v in store.versions("demo.tool")}
-    assert statuses == {1: "previous", 2: "rejected", 3: "current"}
+    accepted = store.accept("demo.tool", 2)  # it becomes v2: the lineage's next number
+    assert accepted.current and not accepted.enabled and accepted.version == 2
+    assert (accepted.manifest["version"], accepted.manifest["parentVersion"]) == (2, 1)
+    assert store.tool("demo.tool").version == 2 and not store.tool("demo.tool").enabled
+    with pytest.raises(ToolNotFound, match="no proposal 7"):
+        store.accept("demo.tool", 7)
+    statuses = {v.label: v.status for v in store.versions("demo.tool")}
+    assert statuses == {"v1": "previous", "proposal 1": "rejected", "v2": "current"}
     # rollback never lands on a rejected version
     assert store.rollback("demo.tool") == 1
 
 
-def test_refusals_coach_a_person_but_never_a_model(store: Store) -> None:
+def test_refusals_coach_a_person_and_a_model_is_never_refused_on_numbers(store: Store) -> None:
     install(store, 1, None, "tasks.list")
     install(store, 2, 1, "tasks.list")
     person = store.install(tool(2, 1, "tasks.list"))
-    model = store.install(tool(2, 1, "tasks.list"), author="model")
     said_to_person = " ".join(f"{d.message} {d.hint}" for d in person.report.diagnostics)
-    said_to_model = " ".join(f"{d.message} {d.hint or ''}" for d in model.report.diagnostics)
     assert "use version 3 with parentVersion 2" in said_to_person
-    assert not model.ok and "FORGE_VERSION" in {d.code for d in model.report.diagnostics}
-    assert "3" not in said_to_model and "latest:" not in said_to_model
+    # the store numbers a model's version: its own numbers are neither checked nor used
+    for numbers in ((2, 1), (1, None), (7, 5)):
+        model = store.install(tool(*numbers, "tasks.list"), author="model")
+        assert model.ok and not model.report.diagnostics, numbers
+    assert store.proposals("demo.tool") == [1, 2, 3]
 
 
 # -- consent bound to effects and the hash -----------------------------------------------------
@@ -124,19 +130,19 @@ def test_same_marks_but_a_new_operation_asks_again(store: Store) -> None:
     store.install(_set_status(2, 1))
     assert store.get("demo.tool").marks.powers == ("Write",)
     status = store.consent_status("demo.tool")
-    assert status.needed and status.reason == "grown"
+    assert status.needed and status.reason == "changed"
     assert status.growth == {"operations": ["tasks.setStatus"]}
-    with pytest.raises(ConsentRequired, match=r"tasks\.setStatus"):
+    with pytest.raises(ConsentRequired, match=r"not the version you agreed to \(v1\)"):
         store.enable("demo.tool")
 
 
-def test_a_persons_version_within_the_effects_carries_consent(store: Store) -> None:
+def test_a_persons_version_within_the_effects_still_asks(store: Store) -> None:
     store.install(tool(1, None, "tasks.list", "tasks.create"))
     store.enable("demo.tool", consent=True)
     store.install(tool(2, 1, "tasks.create"))
-    status = store.enable("demo.tool")
-    assert not status.needed and status.basis == 1
-    assert store.has_consent("demo.tool")
+    with pytest.raises(ConsentRequired):
+        store.enable("demo.tool")
+    assert not store.has_consent("demo.tool")
 
 
 def test_a_new_trigger_asks_again(store: Store) -> None:
@@ -152,9 +158,9 @@ def test_a_models_version_never_inherits_consent(store: Store) -> None:
     install(store, 1, None, "tasks.list", "tasks.create")
     store.enable("demo.tool", consent=True)
     store.install(tool(2, 1, "tasks.list"), author="model")  # does less than v1
-    store.accept("demo.tool", 2)
+    assert store.accept("demo.tool", 1).version == 2
     status = store.consent_status("demo.tool")
-    assert status.needed and status.reason == "author" and status.basis == 1
+    assert status.needed and status.reason == "changed" and status.basis == 1
     with pytest.raises(ConsentRequired, match="written by a model"):
         store.enable("demo.tool")
     store.enable("demo.tool", consent=True)  # a person's explicit yes
@@ -360,11 +366,13 @@ def test_a_schema_1_store_is_upgraded_in_place(tmp_path: Path) -> None:
             ("person", "previous", None),
             ("person", "current", None),
         ]
-        assert s.has_consent("demo.tool")  # the consent carried over, bound to the new hash
+        # v1's consent is bound to its new hash; v2's was only carried (the old rule): not one
+        assert s.has_consent("demo.tool", 1) and not s.has_consent("demo.tool")
+        assert s.consent_status("demo.tool").reason == "changed"
         assert s.get("demo.tool").effects["operations"] == [["tasks.list", "tasks.list"]]
         assert [v.tool_id for v in s.enabled_versions()] == ["demo.tool"]
     conn = sqlite3.connect(db)
-    assert conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() == ("2",)
+    assert conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() == ("3",)
     conn.close()
 
 
@@ -397,25 +405,31 @@ def test_review_json_and_list_show_the_waiting_proposal(tmp_path: Path, capsys: 
         s.install(_set_status(2, 1), author="model", author_name="scout")
     store = ["--store", str(db)]
     code, out, _ = _cli(capsys, "tools", "list", *store)
-    assert code == 0 and "(proposed: v2)" in out and "tools review" in out
+    assert code == 0 and "(proposal 1 waiting)" in out and "tools review" in out
     code, out, _ = _cli(capsys, "tools", "review", "demo.tool", *store, "--format", "json")
     assert code == 0
     review = orjson.loads(out)
     assert review["current"]["version"] == 1 and review["current"]["status"] == "current"
-    assert review["proposal"]["version"] == 2 and review["proposal"]["status"] == "proposed"
+    assert review["proposal"]["proposal"] == 1 and review["proposal"]["status"] == "proposed"
+    assert review["proposal"]["version"] is None
     assert review["proposal"]["card"]["author"] == "a model (persona scout)"
-    assert review["proposal"]["consent"]["reason"] == "author"
-    assert review["changes"] == {
-        "added": {"operations": ["tasks.setStatus"]},
-        "removed": {"operations": ["tasks.create"]},
+    assert review["proposal"]["consent"]["reason"] == "changed"
+    assert review["diff"]["effects"] == {
+        "gained": [{"kind": "operation", "text": "tasks.setStatus"}],
+        "lost": [{"kind": "operation", "text": "tasks.create"}],
     }
-    code, out, err = _cli(capsys, "tools", "show", "demo.tool", "--version", "2", *store)
+    assert review["diff"]["to"] == {
+        "version": None,
+        "hash": review["proposal"]["hash"],
+        "author": "model",
+    }
+    code, out, err = _cli(capsys, "tools", "show", "demo.tool", "--proposal", "1", *store)
     assert code == 0 and "Author   a model (persona scout)" in out
     assert "proposed by a model, not current" in out
-    code, _, err = _cli(capsys, "tools", "accept", "demo.tool", "1", *store)
-    assert code == 1 and "not a proposal" in err
-    code, _, err = _cli(capsys, "tools", "review", "demo.tool", "--version", "7", *store)
-    assert code == 2 and err.startswith("forgec: error: dynamic:demo.tool has no version 7")
+    code, _, err = _cli(capsys, "tools", "accept", "demo.tool", "2", *store)
+    assert code == 2 and "no proposal 2" in err
+    code, _, err = _cli(capsys, "tools", "review", "demo.tool", "--proposal", "7", *store)
+    assert code == 2 and err.startswith("forgec: error: dynamic:demo.tool has no proposal 7")
 
 
 def test_enable_names_the_new_operation_of_a_persons_upgrade(tmp_path: Path, capsys: Any) -> None:
@@ -425,8 +439,9 @@ def test_enable_names_the_new_operation_of_a_persons_upgrade(tmp_path: Path, cap
         s.enable("demo.tool", consent=True)
         s.install(_set_status(2, 1))
     code, out, err = _cli(capsys, "tools", "enable", "demo.tool", "--store", str(db))
-    assert code == 1 and "nothing grew" not in out + err
-    assert "may do more than v1" in err and "new operations: tasks.setStatus" in err
+    assert code == 1 and "nothing" not in out + err
+    assert "What changed from v1 (a person) to v2 (a person)" in err
+    assert "+ operation: tasks.setStatus" in err
 
 
 _CAPS = st.sampled_from(["memory.access", "tasks.list", "net.http"])
@@ -456,3 +471,28 @@ def test_nothing_grows_exactly_when_every_effect_is_covered(
     subset = all(_covers(old, i, k) for k in ("operations", "hosts", "flows") for i in new[k])
     assert (fx.growth(new, old) == {}) is subset
     assert fx.growth(new, new) == {}
+
+
+def test_a_schema_2_store_moves_its_proposals_out_of_the_version_numbers(tmp_path: Path) -> None:
+    db = tmp_path / "two.db"
+    with open_store(db) as s:
+        install(s, 1, None, "tasks.list")
+    conn = sqlite3.connect(db)
+    with conn:  # as schema 2 kept them: proposals under the numbers a model wrote
+        for version, status in ((2, "proposed"), (3, "rejected"), (2147483647, "proposed")):
+            conn.execute(
+                "INSERT INTO versions SELECT tool_id, ?, 1, target, manifest, program, marks,"
+                " hash, forgec_version, installed_at, author, NULL, ?, effects FROM versions"
+                " WHERE version = 1",
+                (version, status),
+            )
+        conn.execute("ALTER TABLE tools DROP COLUMN last_proposal")
+        conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema'")
+    conn.close()
+    with open_store(db) as s:
+        assert s.proposals("demo.tool") == [1, 3]  # waiting; 2 was the rejected one
+        assert s.get_proposal("demo.tool", 2).status == "rejected"
+        assert s.tool("demo.tool").latest_version == 1
+        assert install(s, 2, 1, "tasks.list").installed == ("demo.tool", 2)
+        s.install(tool(9, 8, "tasks.list"), author="model")
+        assert s.proposals("demo.tool") == [1, 3, 4]

@@ -10,8 +10,34 @@ from forgec.catalog.base import (
     suggest,
     unknown_capability_hint,
 )
+from forgec.ir.shapes import register_validator
 
 TARGETS = ("talos", "talon")
+
+
+# the row fields that name their rule (`validate="cron"`): the rules live here, beside the
+# libraries they need; each imports its library only when a value is checked
+def _cron(value: str) -> list[str]:
+    from forgec.catalog.cron import check_cron
+
+    return check_cron(value)
+
+
+def _sql(value: str) -> list[str]:
+    from forgec.catalog.sql import check_select
+
+    return check_select(value)
+
+
+def _url(value: str) -> list[str]:
+    from forgec.catalog.urls import check_url
+
+    return check_url(value)
+
+
+register_validator("cron", _cron)
+register_validator("sql", _sql)
+register_validator("url", _url)
 
 
 def get_catalog(target: str) -> Catalog:

@@ -1,9 +1,10 @@
 """What a capability is, to the compiler and to the host: one `CapabilitySpec` per name.
 
 A target (`talos`, `talon`) is a `Catalog`: a mapping from the internal dotted name to its spec.
-The spec gives the marks (power, risk, label; possibly depending on the literal `action` /
-`operation` of the input), the input size limit, the undo pair, and a static input check used by
-the compiler on literal fields and by the host again on every call at run time.
+Each spec is made from the capability's row (`forgec.ir.capabilities`, where every fact is
+spelled once): the marks (power, risk, label; possibly depending on the literal `action` /
+`operation` of the input), the input size limit, the undo pair, and the row's shape as the
+static input check the compiler runs on literal fields and the host again on every call.
 
 `suggest` turns an unknown capability name into the likely one (MCP names such as
 `memory_access` map to their dotted internal names; otherwise the closest name by `difflib`).
@@ -11,25 +12,16 @@ the compiler on literal fields and by the host again on every call at run time.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
 
+from forgec.ir.capabilities import Capability, StepMarks
+from forgec.ir.shapes import InputProblem
 
-@attrs.frozen
-class InputProblem:
-    """One thing wrong with a capability input; `path` is relative to the input (tokens)."""
-
-    path: tuple[str | int, ...]
-    message: str
-
-
-@attrs.frozen
-class StepMarks:
-    power: str  # Read | Write | Send | Network | Delegate
-    risk: str  # R0..R4
-    label: str | None  # Talon capability label needed, None for TALOS capabilities
+__all__ = ["CapabilitySpec", "Catalog", "InputProblem", "StepMarks", "spec_of", "suggest"]
 
 
 # Marks resolver: given the input's literal fields (a dict of the fields that are literal, the
@@ -58,12 +50,35 @@ class CapabilitySpec:
     # Whole-input check at the bridge (every value real data, size included); when None the
     # static checker is used with nothing computed.
     runtime_check: Callable[[Any], list[InputProblem]] | None = None
+    row: Capability | None = None  # the row the spec is made from
 
     def check_runtime_input(self, input: Any) -> list[InputProblem]:
         """Every problem with a run-time input (already evaluated), as the host checks it."""
         if self.runtime_check is not None:
             return self.runtime_check(input)
         return self.check_input(input, frozenset())
+
+
+_DRAFT_07 = "http://json-schema.org/draft-07/schema#"
+
+
+def spec_of(row: Capability) -> CapabilitySpec:
+    """The catalog's view of a row: its checker, run-time twin and schemas from the shape."""
+    shape = row.shape
+    return CapabilitySpec(
+        name=row.name,
+        summary=row.summary,
+        input_limit=shape.limit,
+        marks=row.step_marks,
+        check_input=shape.check,
+        undo=row.undo,
+        needs_network=row.needs_network,
+        mcp_name=row.mcp_name,
+        input_schema={"$schema": _DRAFT_07, **shape.schema()},
+        result_schema={"$schema": _DRAFT_07, **row.result},
+        runtime_check=functools.partial(shape.check, computed=frozenset(), runtime=True),
+        row=row,
+    )
 
 
 @attrs.frozen

@@ -262,10 +262,10 @@ def _sqlite_function(node: Any) -> str | None:
     operator = _OPERATOR_FUNCTIONS.get(type(node).__name__)
     if operator is not None:
         return operator
-    if not isinstance(node, exp.Func):
-        return None
+    if not isinstance(node, exp.Func) or isinstance(node, exp.Connector):
+        return None  # AND / OR / XOR: operators sqlglot files under Func, never calls
     try:
-        rendered = node.sql(dialect="sqlite")
+        rendered = _own_call(node)
     except Exception:  # a node sqlglot cannot render is not something we can vouch for
         return type(node).__name__.lower()
     match = _CALL.match(rendered)
@@ -275,6 +275,32 @@ def _sqlite_function(node: Any) -> str | None:
         return None  # written as syntax (`CASE`, `COLLATE`, `CURRENT_DATE`)
     name = match.group(1).lower()
     return None if name in _NOT_FUNCTIONS else name
+
+
+def _own_call(node: Any) -> str:
+    """NODE rendered in the SQLite dialect with each operand replaced by a placeholder: only its
+    own call matters, and rendering the operands too would make the check of a nested
+    expression quadratic in its length (each call node rendering all the calls below it).
+    Falls back to the whole node when the stand-in cannot be rendered."""
+    from sqlglot import exp
+
+    args: dict[str, Any] = {}
+    for key, value in node.args.items():
+        if isinstance(value, exp.Expression) and not isinstance(value, exp.DataType):
+            args[key] = exp.Null()
+        elif isinstance(value, list):
+            args[key] = [
+                exp.Null()
+                if isinstance(v, exp.Expression) and not isinstance(v, exp.DataType)
+                else v
+                for v in value
+            ]
+        else:
+            args[key] = value
+    try:
+        return str(type(node)(**args).sql(dialect="sqlite"))
+    except Exception:
+        return str(node.sql(dialect="sqlite"))
 
 
 def _func_name(node: Any) -> str:

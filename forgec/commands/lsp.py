@@ -6,6 +6,8 @@ import argparse
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg,unused-ignore]
+    from forgec.commands.mcp import seconds
+
     p = subparsers.add_parser(
         "lsp",
         help="run the language server (stdio) for editors",
@@ -16,6 +18,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "--stdio",
         action="store_true",
         help="talk over standard input/output (the default and only transport; editors pass it)",
+    )
+    p.add_argument(
+        "--check-budget",
+        metavar="SECONDS",
+        type=seconds,
+        default=None,
+        help="how long a document's check may take before it is reported as "
+        "FORGEC_CHECK_BUDGET (default 5; also the `checkBudget` setting)",
     )
     p.set_defaults(handler=run)
 
@@ -38,5 +48,5 @@ def run(args: argparse.Namespace) -> int:
         f"forgec lsp {__version__}: language server for .forge and .talostool on stdio "
         "(an editor starts it; Ctrl-C ends it)"
     )
-    main()
+    main(args.check_budget)
     return 0

@@ -42,19 +42,40 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="folder holding tool-instructions/<name>.md (default: the instructions shipped "
         "with forgec for the host tools)",
     )
+    s.add_argument(
+        "--check-budget",
+        metavar="SECONDS",
+        type=seconds,
+        default=5.0,
+        help="how long a tool_create check may take before it is refused as "
+        "FORGEC_CHECK_BUDGET (default 5)",
+    )
     s.set_defaults(handler=serve)
 
 
+def seconds(text: str) -> float:
+    """A check budget in seconds: a positive number (argparse turns a ValueError into a usage
+    error of one line)."""
+    value = float(text)
+    if not 0 < value <= 3600:
+        raise ValueError(text)
+    return value
+
+
 def known_label(label: str) -> bool:
-    """A label some tool can need: a Talon host tool's, `tool.create`, or a channel's."""
-    from forgec.catalog.talon import check_channel_name
-    from forgec.host.bridge import TALON_LABELS
+    """A label some tool can need: a capability row's (a channel's too), or `tool.create`."""
+    from forgec.ir.capabilities import known_label as row_label
     from forgec.mcp.listing import TOOL_CREATE_LABEL
 
-    if label in TALON_LABELS.values() or label == TOOL_CREATE_LABEL:
-        return True
-    prefix = "channel.send:"
-    return label.startswith(prefix) and not check_channel_name(label[len(prefix) :])
+    return label == TOOL_CREATE_LABEL or row_label(label)
+
+
+def label_words() -> str:
+    """Every label a tool can need, for help and warnings (from the rows)."""
+    from forgec.ir.capabilities import label_list
+    from forgec.mcp.listing import TOOL_CREATE_LABEL
+
+    return ", ".join([*label_list(), TOOL_CREATE_LABEL])
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -76,7 +97,7 @@ def serve(args: argparse.Namespace) -> int:
         if not known_label(label):
             print(
                 f"forgec mcp: warning: persona label {label!r} is not one any tool needs "
-                "(a typo grants nothing)",
+                f"(a typo grants nothing; known: {label_words()})",
                 file=sys.stderr,
             )
     if args.templates and not (Path(args.templates) / "tool-instructions").is_dir():
@@ -92,6 +113,7 @@ def serve(args: argparse.Namespace) -> int:
         db=Path(args.db) if args.db else None,
         policy=policy,
         templates=Path(args.templates) if args.templates else None,
+        check_budget=args.check_budget,
     )
     try:
         Store(args.store).close()  # refuse a foreign or damaged store before serving

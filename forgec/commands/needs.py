@@ -13,7 +13,8 @@ import importlib.util
 
 # extra → the top-level modules forgec imports from its packages
 EXTRA_MODULES: dict[str, tuple[str, ...]] = {
-    "compiler": ("lark", "sqlglot", "croniter"),
+    # httpx: the one URL parser `check` reads literal URLs with (forgec.catalog.urls)
+    "compiler": ("lark", "sqlglot", "croniter", "httpx"),
     "host": ("httpx", "httpcore", "platformdirs", "markdown_it", "sqlglot", "croniter"),
     "mcp": ("mcp", "mcp_types", "anyio", "jsonschema"),
     "lsp": ("pygls", "lsprotocol"),
@@ -38,6 +39,7 @@ COMMAND_NEEDS: dict[str, tuple[str, ...]] = {
     "tools": ("compiler", "host"),
     "mcp": ("compiler", "host", "mcp"),
     "lsp": ("compiler", "lsp"),
+    "talond": ("compiler", "host", "mcp"),
 }
 
 
@@ -57,12 +59,15 @@ def missing_extras(command: str) -> list[str]:
     ]
 
 
-def extra_of_module(module: str) -> str | None:
-    """The extra that provides top-level module `module`, if any."""
-    for extra, modules in EXTRA_MODULES.items():
-        if module in modules:
+def extra_of_module(module: str, command: str | None = None) -> str | None:
+    """The extra that provides top-level module `module`, if any: of the extras `command`
+    needs first (httpx is in `[compiler]` and `[host]`; `check` needs the former)."""
+    needed = COMMAND_NEEDS.get(command or "", ())
+    holders = [extra for extra, modules in EXTRA_MODULES.items() if module in modules]
+    for extra in holders:
+        if extra in needed:
             return extra
-    return None
+    return holders[0] if holders else None
 
 
 def install_hint(command: str, extras: list[str]) -> str:

@@ -1,9 +1,10 @@
-"""`forgec tools install|list|versions|show|enable|disable|rollback|run|review|accept|reject`.
+"""`forgec tools install|list|versions|show|enable|disable|rollback|run|review|accept|reject|diff`.
 
 A person's side of the Tool Forge (SPEC §9, §14): import a tool (checked, stored off), see what
-is installed, read a version's consent card, turn it on (asking consent when needed, and saying
-exactly what changed since the version they agreed to), turn it off, roll back, run the current
-version, and decide on the versions a model proposed (review, accept, reject).
+is installed, read a version's consent card, turn it on (asking consent for every version whose
+hash has none, and showing the three-part diff from the version they last agreed to), turn it
+off, roll back, run the current version, decide on the versions a model proposed (review,
+accept, reject), and compare any two versions (diff).
 
 Exit status: 0 done; 1 the input has errors, a refusal (consent not given, nothing to roll back
 to, tool off, not a proposal) or a failed run; 2 bad usage, an unreadable file, an unknown tool,
@@ -68,24 +69,41 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         _store_options(sp)
         if name == "show":
             sp.add_argument("--version", dest="tool_version", type=int, default=None)
+            sp.add_argument(
+                "--proposal", dest="proposal", type=int, default=None, help="a proposal instead"
+            )
         if name == "enable":
             sp.add_argument("--yes", action="store_true", help="consent without asking")
         sp.set_defaults(handler=globals()[handler])
 
-    rev = sub.add_parser("review", help="a proposed version beside the current one")
+    rev = sub.add_parser("review", help="a model's proposal beside the current version")
     rev.add_argument("tool", metavar="ID", help="the tool id, or dynamic:<id>")
     rev.add_argument(
-        "--version", dest="tool_version", type=int, default=None, help="default: the latest"
+        "--proposal",
+        "--version",
+        dest="tool_version",
+        metavar="N",
+        type=int,
+        default=None,
+        help="the proposal's number (default: the latest waiting)",
     )
     _store_options(rev)
     rev.set_defaults(handler=cmd_review)
+    dif = sub.add_parser(
+        "diff", help="what changed between two versions: effects, behaviour step by step, text"
+    )
+    dif.add_argument("tool", metavar="ID", help="the tool id, or dynamic:<id>")
+    dif.add_argument("old", metavar="A", help="the version compared from (N, or pN: proposal N)")
+    dif.add_argument("new", metavar="B", help="the version compared to (N, or pN: proposal N)")
+    _store_options(dif)
+    dif.set_defaults(handler=cmd_diff)
     for name, helptext, handler in (
-        ("accept", "make a proposed version current (off)", "cmd_accept"),
-        ("reject", "reject a proposed version (kept, never current)", "cmd_reject"),
+        ("accept", "make a proposal the next version, current (off)", "cmd_accept"),
+        ("reject", "reject a proposal (kept, never current)", "cmd_reject"),
     ):
         sp = sub.add_parser(name, help=helptext)
         sp.add_argument("tool", metavar="ID", help="the tool id, or dynamic:<id>")
-        sp.add_argument("tool_version", metavar="N", type=int, help="the proposed version")
+        sp.add_argument("tool_version", metavar="N", type=int, help="the proposal's number")
         _store_options(sp)
         sp.set_defaults(handler=globals()[handler])
 
@@ -214,12 +232,10 @@ def cmd_list(args: argparse.Namespace) -> int:
         (
             t.name,
             f"v{t.version}"
+            + (f" (latest v{t.latest_version})" if t.latest_version != t.version else "")
             + (
-                f" (latest v{t.latest_version})"
-                if t.latest_version != t.version and t.latest_version not in t.proposed
-                else ""
-            )
-            + (f" (proposed: {', '.join(f'v{n}' for n in t.proposed)})" if t.proposed else ""),
+                f" (proposal {', '.join(str(n) for n in t.proposed)} waiting)" if t.proposed else ""
+            ),
             "on" if t.enabled else "off",
             t.risk,
             ", ".join(t.powers) or "-",
@@ -312,7 +328,7 @@ def cmd_versions(args: argparse.Namespace) -> int:
         state = "" if v.status in ("current", "previous") else f"  {v.status.upper()}"
         damaged = "  CHANGED OUTSIDE FORGEC" if v.problem else ""
         line = (
-            f" {mark} v{v.version}  parent {parent}  {v.hash[:19]}…  by {by}  "
+            f" {mark} {v.label}  parent {parent}  {v.hash[:19]}…  by {by}  "
             f"installed {v.installed_at}  {consent}{state}{damaged}"
         )
         print(safe_text(line))  # a persona's name and a stored row are data
@@ -325,7 +341,8 @@ def _show_json(stored: Any, status: Any) -> dict[str, Any]:
 
     return {
         "card": consent_card_json(stored.manifest, stored.marks, author=stored.author_words),
-        "version": stored.version,
+        "version": None if stored.proposal is not None else stored.version,
+        "proposal": stored.proposal,
         "current": stored.current,
         "enabled": stored.enabled,
         "hash": stored.hash,
@@ -350,30 +367,13 @@ def _card(stored: Any) -> str:
     return render_consent_card(stored.manifest, stored.marks, author=stored.author_words)
 
 
-# how each kind of change is named to a person (keys of `ConsentStatus.growth`)
-GROWTH_WORDS = {
-    "powers": "new powers",
-    "risk": "risk",
-    "network": "new hosts",
-    "labels": "new labels",
-    "operations": "new operations",
-    "credentials": "new credentials",
-    "flows": "new data flows",
-    "triggers": "new triggers",
-    "model": "model",
-}
-
-
-def _growth_lines(growth: Any) -> list[str]:
-    if hasattr(growth, "growth"):
-        growth = growth.growth
-    return [safe_text(f"  {GROWTH_WORDS.get(k, k)}: {', '.join(v)}") for k, v in growth.items()]
-
-
 @_guard
 def cmd_show(args: argparse.Namespace) -> int:
     with _open(args) as store:
-        stored = store.get(args.tool, args.tool_version)
+        if args.proposal is not None:
+            stored = store.get_proposal(args.tool, args.proposal)
+        else:
+            stored = store.get(args.tool, args.tool_version)
         status = store.consent_status(args.tool, stored.version)
     if args.format == "json":
         emit_json(_show_json(stored, status))
@@ -383,19 +383,20 @@ def cmd_show(args: argparse.Namespace) -> int:
     where = {"current": "current", "proposed": "proposed by a model, not current"}.get(
         _status_word(stored), f"{_status_word(stored)}, not current"
     )
-    print(safe_text(f"version {stored.version} ({where}, {state}), {stored.hash}"))
+    what = f"proposal {stored.proposal}" if stored.proposal is not None else "version"
+    number = "" if stored.proposal is not None else f" {stored.version}"
+    print(safe_text(f"{what}{number} ({where}, {state}), {stored.hash}"))
     if status.always_asks:
         print("consent: asked before every run (R4), never remembered")
     elif status.needed:
-        print("consent: needed before it can be turned on")
-        lines = _growth_lines(status)
-        if status.reason == "author":
-            print(safe_text(f"  written by {stored.author_words}: it never inherits consent"))
-        if status.reason in ("grown", "author") and status.basis is not None and lines:
-            print(f"  more than version {status.basis}, which you agreed to:")
-            print("\n".join("  " + line for line in lines))
+        print("consent: needed before it can be turned on (this version has none)")
+        if status.basis is not None:
+            print(
+                f"  you agreed to v{status.basis}; what changed since: "
+                f"`forgec tools diff {stored.tool_id} {status.basis} {stored.version}`"
+            )
     else:
-        print(f"consent: given (covers version {status.basis})")
+        print("consent: given for this version (its hash)")
     return 0
 
 
@@ -406,39 +407,41 @@ def _ask(question: str) -> bool:
     return sys.stdin.readline().strip().lower() in {"y", "yes"}
 
 
+def _consent_diff(store: Any, stored: Any, status: Any) -> dict[str, Any] | None:
+    """The diff from the version last consented to, when there is one (else a first consent)."""
+    from forgec.store.diff import diff_versions
+
+    if status.basis is None or status.basis == stored.version:
+        return None
+    return diff_versions(store, stored.tool_id, status.basis, stored.version)
+
+
 @_guard
 def cmd_enable(args: argparse.Namespace) -> int:
+    from forgec.render.diff import render_diff
+
+    diff = None
     with _open(args) as store:
         stored = store.get(args.tool)
         status = store.consent_status(stored.tool_id)
         consent = bool(args.yes)
         if status.needed:
+            diff = _consent_diff(store, stored, status)
             # what the person is agreeing to goes to stderr so --format json stays parseable
             out = sys.stderr
             print(_card(stored), file=out)
-            if status.reason == "author":
+            who = safe_text(f"{stored.name} v{stored.version}, written by {stored.author_words}")
+            if diff is not None:
+                print(f"{who}, has no consent of yours yet.", file=out)
+                print(render_diff(diff), file=out)
+            else:
                 print(
-                    f"{stored.name} v{stored.version} was written by {stored.author_words}; "
-                    "it needs your own consent"
-                    + (
-                        f". Compared with v{status.basis}, which you agreed to:"
-                        if status.basis is not None
-                        else ":"
-                    ),
+                    f"First consent: {who}, has never been turned on; the card above is "
+                    "everything it may do.",
                     file=out,
                 )
-                print("\n".join(_growth_lines(status)) or "  nothing new", file=out)
-            elif status.reason == "grown":
-                print(
-                    f"{stored.name} v{stored.version} may do more than v{status.basis}, "
-                    "which you agreed to:",
-                    file=out,
-                )
-                print("\n".join(_growth_lines(status)), file=out)
-            elif status.reason == "always":
+            if status.always_asks:
                 print("This tool is R4: it will also ask before every run.", file=out)
-                if status.growth:
-                    print("\n".join(_growth_lines(status)), file=out)
             if not consent:
                 if sys.stdin.isatty() and sys.stderr.isatty():
                     consent = _ask(f"Turn on {stored.name} v{stored.version}?")
@@ -455,23 +458,20 @@ def cmd_enable(args: argparse.Namespace) -> int:
                 "version": stored.version,
                 "enabled": True,
                 "consent": status.to_json(),
+                "diff": diff,
             }
         )
     else:
-        kept = (
-            f" (consent for v{status.basis} kept: nothing grew)"
-            if not status.needed and status.basis not in (None, stored.version)
-            else ""
-        )
-        print(f"{stored.name} v{stored.version} is on{kept}")
+        again = "" if status.needed else " (you agreed to this very version before)"
+        print(f"{stored.name} v{stored.version} is on{again}")
     return 0
 
 
 @_guard
 def cmd_review(args: argparse.Namespace) -> int:
+    from forgec.render.diff import render_diff
     from forgec.store import StoreError
-    from forgec.store import effects as fx
-    from forgec.store.core import growth_between
+    from forgec.store.diff import diff_versions
 
     with _open(args) as store:
         wanted = args.tool_version
@@ -480,40 +480,59 @@ def cmd_review(args: argparse.Namespace) -> int:
             if not proposals:
                 raise StoreError(f"dynamic:{store.tool(args.tool).id} has no proposed version")
             wanted = proposals[-1]
-        proposal = store.get(args.tool, wanted)
+        proposal = store.get_proposal(args.tool, wanted)
         current = store.get(args.tool)
         status = store.consent_status(args.tool, proposal.version)
-    added = growth_between(proposal, current)
-    gone = fx.removed(proposal.effects, current.effects)
+        current_latest = store.tool(args.tool).latest_version
+        diff = diff_versions(store, proposal.tool_id, current.version, f"p{wanted}")
     if args.format == "json":
         emit_json(
             {
                 "current": _show_json(current, _shown_only(current)),
                 "proposal": _show_json(proposal, status),
-                "changes": {"added": added, "removed": gone},
+                "diff": diff,
             }
         )
         return 0
     print(f"current: v{current.version} ({'on' if current.enabled else 'off'})")
     print(_card(current))
     print()
-    print(f"proposal: v{proposal.version} ({_status_word(proposal)})")
+    print(f"{proposal.label} ({_status_word(proposal)})")
     print(_card(proposal))
     print()
-    print(f"What v{proposal.version} changes, compared with v{current.version}:")
-    if added:
-        print("  adds (a reason to ask consent):")
-        print("\n".join("  " + line for line in _growth_lines(added)))
-    if gone:
-        print("  drops:")
-        print("\n".join(safe_text(f"    {k}: {', '.join(v)}") for k, v in gone.items()))
-    if not added and not gone:
-        print("  no effect added or removed")
+    print(render_diff(diff))
     if proposal.status == "proposed":
         print(
-            f"accept: `forgec tools accept {proposal.tool_id} {proposal.version}` (it becomes "
-            f"current, off); reject: `forgec tools reject {proposal.tool_id} {proposal.version}`"
+            f"accept: `forgec tools accept {proposal.tool_id} {proposal.proposal}` (it becomes "
+            f"v{current_latest + 1}, current and off; turning it on asks your consent); "
+            f"reject: `forgec tools reject {proposal.tool_id} {proposal.proposal}`"
         )
+    return 0
+
+
+def _which(text: str) -> int | str:
+    """`3` (version 3) or `p2` (proposal 2), as `diff_versions` takes them."""
+    from forgec.commands import UsageError
+
+    body = text[1:] if text[:1] in ("p", "P") else text
+    if not body.isdigit() or not body.isascii():
+        raise UsageError(
+            f"{safe_text(text)!s} is not a version (N) or a proposal (pN), e.g. 3 or p2"
+        )
+    return f"p{int(body)}" if body != text else int(body)
+
+
+@_guard
+def cmd_diff(args: argparse.Namespace) -> int:
+    from forgec.render.diff import render_diff
+    from forgec.store.diff import diff_versions
+
+    with _open(args) as store:
+        diff = diff_versions(store, args.tool, _which(args.old), _which(args.new))
+    if args.format == "json":
+        emit_json(diff)
+    else:
+        print(render_diff(diff))
     return 0
 
 
@@ -529,11 +548,19 @@ def cmd_accept(args: argparse.Namespace) -> int:
     with _open(args) as store:
         stored = store.accept(args.tool, args.tool_version)
     if args.format == "json":
-        emit_json({"name": stored.name, "version": stored.version, "enabled": False})
+        emit_json(
+            {
+                "name": stored.name,
+                "proposal": args.tool_version,
+                "version": stored.version,
+                "enabled": False,
+            }
+        )
     else:
         print(
-            f"{stored.name} v{stored.version} is current, and the tool is off; turn it on with "
-            f"`forgec tools enable {stored.tool_id}` (it asks your consent)"
+            f"{stored.name} proposal {args.tool_version} is now v{stored.version}, current, "
+            f"and the tool is off; turn it on with `forgec tools enable {stored.tool_id}` "
+            "(it asks your consent)"
         )
     return 0
 
@@ -546,9 +573,12 @@ def cmd_reject(args: argparse.Namespace) -> int:
         store.reject(args.tool, args.tool_version)
     name = f"dynamic:{normalize_id(args.tool)}"
     if args.format == "json":
-        emit_json({"name": name, "version": args.tool_version, "status": "rejected"})
+        emit_json({"name": name, "proposal": args.tool_version, "status": "rejected"})
     else:
-        print(f"{name} v{args.tool_version} is rejected; it is kept but never becomes current")
+        print(
+            f"{name} proposal {args.tool_version} is rejected; it is kept but never becomes "
+            "current, and holds no version number"
+        )
     return 0
 
 

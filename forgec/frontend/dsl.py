@@ -20,6 +20,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from forgec.frontend.jsonsyntax import unsafe_integer_message, unsafe_integer_token
 from forgec.frontend.loaded import Loaded
 from forgec.ir.diagnostics import Diagnostic, make
 from forgec.ir.pointer import split
@@ -262,11 +263,12 @@ class _Builder:
             if v in (float("inf"), float("-inf")):
                 self.diags.append((_tpos(t), f"the number {s} is too large"))
                 v = 0.0
+        elif unsafe_integer_token(s):
+            # by its digits: Python will not convert one of more than 4300 (SPEC §16)
+            self.diags.append((_tpos(t), unsafe_integer_message(s)))
+            v = 0
         else:
             v = int(s)
-            if not -(2**63) <= v < 2**64:
-                self.diags.append((_tpos(t), f"the integer {s} is out of range"))
-                v = 0
         return _N(v, _tpos(t))
 
     def true(self, c: list) -> _N:

@@ -22,6 +22,7 @@ from typing import Any
 
 from forgec.ir.pointer import escape
 from forgec.ir.rules import EXECUTION, INSTALL_SCOPE, NODE_ORDER, OP_SYMBOLS, SCHEMA_ID
+from forgec.ir.text_rules import ESCAPED_ON_OUTPUT_CHARS
 from forgec.runtime.jsontext import format_float
 
 WIDTH = 100
@@ -115,8 +116,9 @@ def _escape(s: str, braces: bool, newlines: bool = True) -> str:
             out.append("\\{")
         elif ch == "\n" and not newlines:
             out.append("\n")
-        elif ch < " " or ch == "\x7f" or "\u2028" <= ch <= "\u2029" or "\ud800" <= ch <= "\udfff":
-            # control characters, line separators and (unencodable) lone surrogates as escapes
+        elif ch in ESCAPED_ON_OUTPUT_CHARS:
+            # SPEC §14: control (C0, DEL, C1) and bidi characters, line separators and
+            # (unencodable) lone surrogates are spelled as escapes, never written raw
             out.append(
                 {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\b": "\\b", "\f": "\\f"}.get(
                     ch, f"\\u{ord(ch):04x}"
@@ -766,3 +768,39 @@ def _condition(cond: Any, ind: str, used: int, e: _Emit | None = None, ptr: str 
                 ptr + "/right" if e is not None else "",
             )
     return "condition " + value(cond, ind, used + 10, e, ptr)
+
+
+# ---- one line, for a person reading a change ---------------------------------------------------
+
+
+def one_line(v: Any) -> str:
+    """The value in `.forge` notation on one line, whatever it holds (a line break inside a
+    string is spelled `\\n`): how the consent diff shows an old and a new value."""
+    one = inline(v)
+    if one is not None:
+        return one
+    if isinstance(v, str):
+        return quote(v)
+    if isinstance(v, dict):
+        sugar = _sugar(v)
+        if sugar is not None:
+            return sugar
+        if len(v) == 1 and isinstance(v.get("$template"), str):
+            return quote(v["$template"], template=True)
+        return "{" + ", ".join(f"{_key(k)}: {one_line(x)}" for k, x in v.items()) + "}"
+    if isinstance(v, list):
+        return "[" + ", ".join(one_line(x) for x in v) + "]"
+    return "null"
+
+
+def condition_line(cond: Any) -> str:
+    """A condition as the `.forge` text writes it (`$x == 1`, `exists $y`), on one line."""
+    if isinstance(cond, dict) and isinstance(cond.get("op"), str) and "left" in cond:
+        op = cond["op"]
+        if op == "truthy" and set(cond) == {"op", "left"}:
+            return one_line(cond["left"])
+        if op == "exists" and set(cond) == {"op", "left"}:
+            return "exists " + one_line(cond["left"])
+        if op in _CMP and set(cond) == {"op", "left", "right"}:
+            return f"{one_line(cond['left'])} {_CMP[op]} {one_line(cond['right'])}"
+    return "condition " + one_line(cond)

@@ -3,14 +3,21 @@
 The loader parses with orjson, but orjson's error messages and positions change between
 releases (3.13 reworded the trailing-comma error and refuses deep nesting at a different
 place). A diagnostic is a promise to the user, so when orjson refuses a text this strict,
-iterative scanner (RFC 8259, plus orjson's refusals: lone surrogate escapes, numbers too large
-for a double) finds the first problem itself. It runs on the error path only, so it favours
-plain code over speed; it never recurses, so any nesting is safe.
+iterative scanner (RFC 8259, plus orjson's refusals: lone surrogate escapes, numbers with a
+fraction or exponent too large for a double) finds the first problem itself. It runs on the
+error path only, so it favours plain code over speed; it never recurses, so any nesting is safe.
+
+An integer is valid JSON however long it is; whether it is *safe* (within ±(2^53 − 1), SPEC
+§16) is decided from its digits as written (`unsafe_integer_token`), never by converting it:
+a parser turns one past 64 bits into a float or refuses it, and Python refuses to convert one
+of more than 4300 digits. The loader and the `.forge` reader share that rule and its words.
 """
 
 from __future__ import annotations
 
 import re
+
+from forgec.ir.rules import MAX_SAFE_INTEGER
 
 DEPTH = "depth"  # the reason returned for a container nested deeper than `max_depth`
 
@@ -105,7 +112,8 @@ def first_problem(text: str, *, max_depth: int) -> tuple[str, int] | None:
             continue
         m = _NUMBER.match(text, pos)
         if m is not None:
-            if float(m.group()) in (_INF, -_INF):
+            whole = not any(c in m.group() for c in ".eE")
+            if not whole and float(m.group()) in (_INF, -_INF):
                 return "a number is too large to represent", pos
             end = m.end()
             if m.group() in ("0", "-0") and end < n and text[end].isdigit():
@@ -183,3 +191,26 @@ def _shown(c: str) -> str:
     if c.isprintable() and c != "`":
         return c
     return f"U+{ord(c):04X}"
+
+
+_MAX_SAFE_DIGITS = str(MAX_SAFE_INTEGER)
+UNSAFE_INTEGER_HINT = "write it as a string, or as a number with a fraction if precision may go"
+
+
+def unsafe_integer_token(token: str) -> bool:
+    """Whether an integer token as written (`-?[0-9]+`, no leading zero) lies outside
+    ±(2^53 − 1); by its digits alone, so it costs its length whatever that is."""
+    digits = token[1:] if token[:1] == "-" else token
+    n = len(digits)
+    return n > len(_MAX_SAFE_DIGITS) or (n == len(_MAX_SAFE_DIGITS) and digits > _MAX_SAFE_DIGITS)
+
+
+def unsafe_integer_message(token: str) -> str:
+    """The one wording of an unsafe integer for a token as written (a long one shortened)."""
+    digits = len(token) - (token[:1] == "-")
+    shown = token if len(token) <= 24 else f"{token[:12]}…{token[-4:]}` ({digits:,} digits)"
+    shown = f"`{shown}" if shown.endswith(")") else f"`{shown}`"
+    return (
+        f"the integer {shown} is outside ±(2^53 − 1) = ±{MAX_SAFE_INTEGER}: not every JSON "
+        "host keeps it exactly"
+    )

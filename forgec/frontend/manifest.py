@@ -22,6 +22,14 @@ Two properties orjson does not check are verified without a Python walk of the t
   own (a line indented 130); a substring search finds either. orjson refuses to serialise
   beyond 255 levels, which is deep enough to fail as well.
 
+* **Integers as written** (SPEC §16). orjson keeps an integer up to 64 bits exactly (the
+  builder then refuses one outside ±(2^53 − 1) at its path), but turns a longer one into a
+  float and refuses one past a double's range; either would hide it. Such an integer has at
+  least 19 digits in a row outside a string, so on the fast path above (the text is its own
+  re-serialisation, where a float would have been written differently) there is none; else one
+  C-speed pass (`bytes.translate`) looks for a run of 19 digits, and only when there is one does
+  an exact scan find each integer token orjson could not keep, and report it at its path.
+
 Positions are computed lazily: the returned `TextSourceMap` tokenizes only when a diagnostic
 asks for a span.
 """
@@ -34,7 +42,12 @@ from typing import Any
 import orjson
 
 from forgec.frontend.jsonpos import NullSourceMap, PositionIndex, TextSourceMap, line_col
-from forgec.frontend.jsonsyntax import DEPTH, first_problem
+from forgec.frontend.jsonsyntax import (
+    DEPTH,
+    UNSAFE_INTEGER_HINT,
+    first_problem,
+    unsafe_integer_message,
+)
 from forgec.frontend.loaded import Loaded
 from forgec.ir.diagnostics import Diagnostic, make
 from forgec.ir.span import Span
@@ -93,6 +106,11 @@ def load_manifest(data: bytes | str, *, path: str | None = None) -> Loaded:
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError:
+        # valid JSON whose only fault is an integer past a double's range is refused by
+        # orjson: say which integers, at their paths, not "not JSON"
+        lost = _lost_integers(raw, source_map, refused=True)
+        if lost:
+            return Loaded(None, source_map, lost, "talostool")
         return Loaded(None, source_map, _decode_error(raw, path, source_map), "talostool")
     problems = _structural_problems(raw, value, source_map)
     if problems is None:
@@ -100,15 +118,76 @@ def load_manifest(data: bytes | str, *, path: str | None = None) -> Loaded:
     too_deep, duplicates = problems
     if too_deep:
         return Loaded(None, source_map, too_deep, "talostool")
+    lost = _lost_integers(raw, source_map, refused=False)
+    if lost:
+        # the parsed value holds a float where the text wrote an integer: nothing built on it
+        # would be the tool as written
+        return Loaded(None, source_map, [*lost, *duplicates], "talostool")
     return Loaded(value, source_map, duplicates, "talostool")
+
+
+# every byte a digit maps to `0`, every other byte to a space: a run of digits is a run of `0`s
+_DIGITS_ONLY = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
+# An integer orjson cannot keep as one: beyond -2^63 (19 digits) or 2^64 - 1 (20 digits).
+_LOST_RUN = b"0" * 19
+_INTEGER_TOKEN = re.compile(
+    r'"[^"\\]*(?:\\.[^"\\]*)*"|(?<![0-9.eE+\-])(-?[0-9]{19,})(?![.eE0-9])', re.DOTALL
+)
+_I64_MIN = "9223372036854775808"
+_U64_MAX = "18446744073709551615"
+
+
+def _kept_by_orjson(token: str) -> bool:
+    digits, limit = (token[1:], _I64_MIN) if token[0] == "-" else (token, _U64_MAX)
+    return len(digits) < len(limit) or (len(digits) == len(limit) and digits <= limit)
+
+
+def _lost_integers(raw: bytes, source_map: TextSourceMap, *, refused: bool) -> list[Diagnostic]:
+    """`FORGE_MANIFEST_STRUCTURE` at the path of every integer token orjson could not keep as
+    an integer (see the module doc). With REFUSED (orjson refused the text), only when the text
+    is valid JSON once those integers are read as 0."""
+    if _LOST_RUN not in raw.translate(_DIGITS_ONLY):
+        return []
+    text = source_map.text or ""
+    found = [
+        m.span(1)
+        for m in _INTEGER_TOKEN.finditer(text)
+        if m.group(1) is not None and not _kept_by_orjson(m.group(1))
+    ]
+    if not found:
+        return []
+    if refused:
+        pieces, at = [], 0
+        for start, end in found:
+            pieces += [text[at:start], "0"]
+            at = end
+        try:
+            orjson.loads("".join([*pieces, text[at:]]))
+        except orjson.JSONDecodeError:
+            return []  # another fault: the syntax error is the one to report
+    where = {entry[2]: pointer for pointer, entry in source_map.index().entries.items()}
+    out = []
+    for start, end in found:
+        token = text[start:end]
+        out.append(
+            make(
+                STRUCTURE,
+                where.get(start, ""),
+                unsafe_integer_message(token),
+                hint=UNSAFE_INTEGER_HINT,
+                span=source_map.span_of(start, end),
+            )
+        )
+    return out
 
 
 def _structural_problems(
     raw: bytes, value: Any, source_map: TextSourceMap
 ) -> tuple[list[Diagnostic], list[Diagnostic]] | None:
-    """None on the fast path (no duplicate, not too deep); else (depth, duplicate) diagnostics."""
+    """None on the fast path (the text is its own re-serialisation: no duplicate, not too
+    deep, no integer turned float); else (depth, duplicate) diagnostics, maybe none."""
     if not isinstance(value, (dict, list)):
-        return None
+        return ([], []) if _LOST_RUN in raw.translate(_DIGITS_ONLY) else None
     try:
         out = orjson.dumps(value, option=orjson.OPT_INDENT_2)
     except orjson.JSONEncodeError:
@@ -123,9 +202,12 @@ def _structural_problems(
         # Escaped colons would upset the count: fall back to the exact scan.
         suspicious = b"\\u003a" in raw or b"\\u003A" in raw
     if not suspicious:
-        return None
+        return [], []
     index = source_map.index()
-    return _depth_diagnostics(index, source_map, deep), _duplicate_diagnostics(index, source_map)
+    return (
+        _depth_diagnostics(index, source_map, deep),
+        _duplicate_diagnostics(index, source_map),
+    )
 
 
 def _same_text(raw: bytes, out: bytes) -> bool:

@@ -8,6 +8,8 @@ from command-line style options layered over the TOML host configuration:
   `[persona] labels`, else the persona folder's `labels.txt`, else `default_labels` (the CLI
   passes the labels the tool needs, so a plain `forgec run` works — SPEC §10);
 - credentials: `credentials` (`--credentials`), else the config's file, plus the environment;
+  with them every key the host reads (the model's `api_key_env`, the sub-agents' variables of
+  `credentials.KEY_VARIABLES`), read once here into the same store and checked like them;
 - name overrides: the config's `[network] resolve` plus `resolve` (`--resolve`);
 - models: `replay` (`--replay`) first, then the config's `[model]`.
 
@@ -59,7 +61,7 @@ def open_host(options: HostOptions | None = None) -> Any:
 
     from forgec.host import delegation
     from forgec.host.bridge import ReferenceHost
-    from forgec.host.credentials import CredentialStore, load_credentials_file
+    from forgec.host.credentials import KEY_VARIABLES, CredentialStore, load_credentials_file
     from forgec.host.db import DatabaseError, default_db_path
     from forgec.host.http import parse_resolve
     from forgec.host.models import ModelProvider, ModelRouter, OpenAIProvider, ReplayProvider
@@ -86,7 +88,12 @@ def open_host(options: HostOptions | None = None) -> Any:
 
     cred_file = opts.credentials if opts.credentials is not None else config.credentials_file
     values = load_credentials_file(cred_file) if cred_file is not None else {}
-    credentials = CredentialStore(values, environ=environ)
+    mc = config.model
+    # every key the host reads, in the one registry the boundary's scrub reads (SPEC §14)
+    key_variables = dict(KEY_VARIABLES)
+    if mc is not None and mc.api_key_env:
+        key_variables[mc.api_key_env] = "the model API key"
+    credentials = CredentialStore(values, environ=environ, key_variables=key_variables)
 
     try:
         resolve = parse_resolve((*config.resolve, *opts.resolve))
@@ -97,7 +104,6 @@ def open_host(options: HostOptions | None = None) -> Any:
     try:
         if opts.replay is not None:
             providers.append(ReplayProvider(opts.replay))
-        mc = config.model
         if mc is not None and mc.kind == "replay" and mc.replay is not None:
             providers.append(ReplayProvider(mc.replay))
         elif mc is not None and mc.base_url and mc.model:
@@ -105,10 +111,7 @@ def open_host(options: HostOptions | None = None) -> Any:
             if mc.api_key_credential:
                 key = credentials.get(mc.api_key_credential)
             elif mc.api_key_env:
-                key = environ.get(mc.api_key_env)
-            if key:
-                # refused like a credential, and scrubbed from messages like one
-                credentials.add_secret(key, "the model API key")
+                key = credentials.key(mc.api_key_env)
             local = None if mc.locality is None else mc.locality == "local"
             providers.append(
                 OpenAIProvider(

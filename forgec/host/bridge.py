@@ -1,23 +1,21 @@
 """The reference `Host`: the bridge every capability call of a run crosses.
 
 For each call, in this order, before anything is touched:
-1. the capability must be one this host knows (TALOS or Talon);
-2. a Talon host tool must be granted by the persona's capability labels (`RUN_LABEL_DENIED`)
-   — checked here even though the listing (`visible_tools`) already hid it, because a caller
-   may bypass the listing;
-3. the input must fit the capability's size limit (compact UTF-8 JSON bytes) and pass the
-   catalog's static check (when the catalog module is present) and the handler's own checks
-   (`RUN_CAPABILITY_FAILED`);
-4. the handler runs on the host (SQLite, HTTP, the delegation registries).
+1. the capability must have a row (`forgec.ir.capabilities`) and a registered handler
+   (`forgec.host.handlers`; each `forgec/host/<tool>.py` registers its own);
+2. a Talon host tool must be granted by the persona's capability labels (`RUN_LABEL_DENIED`),
+   by the rows' one rule (`grants`) — checked here even though the listing already hid it,
+   because a caller may bypass the listing;
+3. computed values above a host cap are lowered to it (SPEC §12), then the input must pass the
+   row's shape: its size limit and the very check `forgec check` runs on literals
+   (`RUN_CAPABILITY_FAILED`); a handler never checks again what the shape says;
+4. the handler runs on the host (SQLite, HTTP, the delegation registries) with one `HostCall`.
 
 Compensation derives the undo from the step's own input and result (SPEC §5 pairs): a created
 task is cancelled, a status or a note's content is put back from `previousStatus`/`previous`, a
 created schedule is deleted and an updated/cancelled/deleted one restored from `previous`, and a
 memory item written or deleted gets its prior value back (recorded by the bridge at call time,
 since the SPEC's `memory.access` results carry no prior value).
-
-Label matching: a tool's label must be held exactly, except `channel.send:<name>`, which
-`channel.send:*` also grants.
 """
 
 from __future__ import annotations
@@ -29,117 +27,85 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import forgec.catalog  # noqa: F401  (registers the cron, SQL and URL rules the rows' shapes name)
+
+# importing a tool module registers its handler (`forgec.host.handlers`)
 from forgec.host import channels, dbquery, delegation, memory_access, schedules, talos
 from forgec.host import http as nethttp
 from forgec.host import validate as v
 from forgec.host.config import HostConfig
 from forgec.host.credentials import CredentialStore
 from forgec.host.db import DatabaseError, connect
+from forgec.host.handlers import HANDLERS, HostCall
 from forgec.host.models import ModelRouter
+from forgec.ir import capabilities as rows
 from forgec.runtime import flowlabels
 from forgec.runtime.host import CallContext, HostError
-from forgec.runtime.talos_facts import INPUT_LIMITS as TALOS_INPUT_LIMITS
-from forgec.runtime.talos_facts import TALOS_UNDO, undo_input
+from forgec.runtime.talos_facts import undo_input
+
+_TOOL_MODULES = (channels, dbquery, delegation, memory_access, schedules, talos, nethttp)
 
 # Talon host tools → the label each needs (channel.send's depends on the channel)
 TALON_LABELS: dict[str, str] = {
-    "schedule.manage": "schedule.manage:own",
-    "channel.send": "channel.send:*",
-    "memory.access": "memory.access:thread",
-    "net.http": "net.http:egress",
-    "db.query": "db.query:own",
-    "subagent.invoke": "subagent.invoke",
-    "subagent.background": "subagent.background",
-    "persona.send": "persona.send:*",
-    "persona.task_status": "persona.send:*",
-    "persona.list": "persona.send:*",
+    row.name: row.label for row in rows.rows_of("talon") if row.label is not None
 }
 TALON_TOOLS = tuple(TALON_LABELS)
-
-# bytes of compact JSON input; used when the catalog does not say
-TALON_INPUT_LIMITS = {
-    "schedule.manage": 48 * 1024,
-    "channel.send": 64 * 1024,
-    "memory.access": 64 * 1024,
-    "net.http": 64 * 1024,
-    "db.query": 32 * 1024,
-    "subagent.invoke": 64 * 1024,
-    "subagent.background": 80 * 1024,
-    "persona.send": 80 * 1024,
-    "persona.task_status": 1024,
-    "persona.list": 1024,
-}
+# bytes of compact JSON input, every capability of the host
+INPUT_LIMITS: dict[str, int] = {row.name: row.input_limit for row in rows.rows_of("talon")}
 
 # memory.access undo records kept per (tool, node): more than a run can make (256 transitions)
 JOURNAL_DEPTH = 512
 
 # compensation pairs (SPEC §5): step capability → the capability that undoes it
-UNDO = {
-    **TALOS_UNDO,
-    "schedule.manage": "schedule.manage",
-    "memory.access": "memory.access",
+UNDO: dict[str, str] = {row.name: row.undo for row in rows.ROWS if row.undo is not None}
+TALOS_UNDO = {name: undo for name, undo in UNDO.items() if "talos" in rows.BY_NAME[name].targets}
+
+# host caps (SPEC §12): a computed value above is lowered to the cap (a literal is an error)
+CAPS: dict[tuple[str, str], float] = {
+    (row.name, field): cap for row in rows.ROWS for field, cap in row.caps.items()
 }
 
 
 def label_needed(capability: str, input: Any) -> str | None:
     """The label a call needs (None for TALOS capabilities)."""
-    if capability == "channel.send":
-        channel = input.get("channelId") if isinstance(input, Mapping) else None
-        return f"channel.send:{channel}" if isinstance(channel, str) else "channel.send:*"
-    return TALON_LABELS.get(capability)
+    row = rows.BY_NAME.get(capability)
+    return row.label_needed(input) if row is not None else None
 
 
 def grants(labels: frozenset[str] | set[str] | tuple[str, ...], needed: str) -> bool:
-    if needed in labels:
-        return True
-    return needed.startswith("channel.send:") and "channel.send:*" in labels
+    """Whether `labels` hold the label `needed` (the rows' one rule)."""
+    return rows.label_grants(labels, needed)
 
 
 def visible_tools(labels: frozenset[str] | set[str] | tuple[str, ...]) -> list[str]:
-    """The Talon host tools the labels grant (a listing hides the rest)."""
-    out = []
-    for tool in TALON_TOOLS:
-        if tool == "channel.send":
-            if any(label.startswith("channel.send:") for label in labels):
-                out.append(tool)
-        elif grants(labels, TALON_LABELS[tool]):
-            out.append(tool)
-    return out
-
-
-# host caps the seed says a computed value is capped at (a literal above is a compile error)
-CAPS = {("net.http", "timeoutMs"): 120_000, ("db.query", "limit"): 1000}
+    """The Talon host tools the labels grant some call of (a listing hides the rest)."""
+    return [tool for tool in TALON_TOOLS if rows.grants(labels, tool)]
 
 
 def apply_caps(capability: str, input: Any) -> Any:
     """The input with computed values above a host cap lowered to it (SPEC §12)."""
     if capability == "persona.list" and input is None:
         return {}
-    if not isinstance(input, Mapping):
+    row = rows.BY_NAME.get(capability)
+    if row is None or not isinstance(input, Mapping):
         return input
     out = None
-    for (cap_name, field), cap in CAPS.items():
-        value = input.get(field) if cap_name == capability else None
+    for field, cap in row.caps.items():
+        value = input.get(field)
         if isinstance(value, int | float) and not isinstance(value, bool) and value > cap:
             out = dict(input) if out is None else out
-            out[field] = cap
+            out[field] = int(cap) if float(cap).is_integer() else cap
     return input if out is None else out
 
 
-def _catalog_spec(capability: str) -> Any:
-    """The catalog's spec for a capability, or None when the catalog is not available."""
-    try:
-        from forgec.catalog import get_catalog
-
-        return get_catalog("talon").get(capability)
-    except ImportError:  # the catalog is optional for an embedder of the runtime alone
-        return None
-
-
-# capabilities that never touch the shared connection (db.query opens its own read-only one,
-# net.http only the network): they run outside the lock, so a slow server or query never holds
-# the other callers up (each is bounded by its own time limit anyway)
-_OWN_CONNECTION = frozenset({"db.query", "net.http"})
+def input_problems(capability: str, input: Any) -> list[str]:
+    """Every problem with a run-time input, by the row's shape: the check `forgec check` runs
+    on literals, here on the whole evaluated input (size included)."""
+    row = rows.BY_NAME[capability]
+    return [
+        (("/" + "/".join(map(str, p.path)) + ": ") if p.path else "") + p.message
+        for p in row.shape.check(input, frozenset(), runtime=True)
+    ]
 
 
 class ReferenceHost:
@@ -208,40 +174,31 @@ class ReferenceHost:
     # --- the bridge --------------------------------------------------------------------------
 
     def check_call(self, capability: str, input: Any) -> None:
-        """Steps 1–3 of the bridge: known, granted, within size, valid per the catalog."""
-        if capability in talos.HANDLERS:
-            limit = TALOS_INPUT_LIMITS[capability]
-        elif capability in TALON_LABELS:
-            needed = label_needed(capability, input)
-            assert needed is not None
-            if not grants(self.labels, needed):
-                raise HostError(
-                    "RUN_LABEL_DENIED",
-                    f"{capability} needs the capability label {needed!r}, which persona "
-                    f"{self.persona!r} does not hold",
-                )
-            limit = TALON_INPUT_LIMITS[capability]
-        else:
+        """Steps 1–3 of the bridge: known, granted, valid per the row's shape (size included)."""
+        row = rows.BY_NAME.get(capability)
+        if row is None or capability not in HANDLERS:
             v.fail(f"unknown capability {capability!r}")
-        spec = _catalog_spec(capability)
-        limit = getattr(spec, "input_limit", None) or limit
+        if not rows.grants(self.labels, capability, input):
+            raise HostError(
+                "RUN_LABEL_DENIED",
+                f"{capability} needs the capability label {row.label_needed(input)!r}, which "
+                f"persona {self.persona!r} does not hold",
+            )
         size = v.compact_size(input)
-        if size > limit:
-            v.fail(f"{capability}: the input is {size} bytes, over the {limit}-byte limit")
-        if spec is not None:
-            problems = spec.check_runtime_input(input)
-            if problems:
-                detail = "; ".join(
-                    (("/" + "/".join(map(str, p.path)) + ": ") if p.path else "") + p.message
-                    for p in problems
-                )
-                v.fail(f"{capability}: {detail}")
+        if size > row.input_limit:
+            v.fail(
+                f"{capability}: the input is {size} bytes, over the {row.input_limit}-byte limit"
+            )
+        problems = input_problems(capability, input)
+        if problems:
+            v.fail(f"{capability}: {'; '.join(problems)}")
 
     @contextmanager
     def _boundary(self, code: str, what: str) -> Iterator[None]:
         """Every error that leaves the host passes here: a `HostError` keeps its code with its
-        message scrubbed of every credential value and the API key; anything else (a library's
-        exception, whose text may quote a header) becomes a scrubbed `HostError` too."""
+        message scrubbed of every secret the credential store holds (credentials and every key
+        the host read); anything else (a library's exception, whose text may quote a header)
+        becomes a scrubbed `HostError` too. Results leave through `scrub_value` the same way."""
         try:
             yield
         except HostError as exc:
@@ -266,24 +223,30 @@ class ReferenceHost:
 
     def call(self, capability: str, input: Any, context: CallContext) -> Any:
         with self._boundary("RUN_CAPABILITY_FAILED", capability):
-            return self._call(capability, input, context)
+            return self.credentials.scrub_value(self._call(capability, input, context))
 
     def _call(self, capability: str, input: Any, context: CallContext) -> Any:
         input = apply_caps(capability, input)
         self.check_call(capability, input)
         self.check_flow(capability, input, context)
+        registered = HANDLERS[capability]
+        call = HostCall(capability, input, context, self)
         try:
-            if capability in _OWN_CONNECTION:
-                return self._dispatch(capability, input, context)
+            if registered.own_connection:
+                return registered.handler(call)
             with self._lock:
-                return self._dispatch(capability, input, context)
+                return registered.handler(call)
         except sqlite3.OperationalError as exc:
             busy = "locked" in str(exc) or "busy" in str(exc)
             v.fail(f"{capability}: database error: {exc}", transient=busy)
         except DatabaseError as exc:
             v.fail(f"{capability}: {exc}")
 
-    def _ctx(self, context: CallContext | None = None) -> delegation.DelegationContext:
+    def delegation_context(
+        self, context: CallContext | None = None
+    ) -> delegation.DelegationContext:
+        """What a delegating handler needs of the host: persona, thread, database, a model."""
+
         def ask(op: str, inp: Any, schema: Mapping[str, Any] | None) -> Any:
             ctx = context or CallContext(tool_id="host", tool_version=1, node_id="subagent")
             return self.router.answer(op, inp, {"privacy": "local-preferred"}, schema, ctx)
@@ -296,80 +259,19 @@ class ReferenceHost:
             file_roots=self.config.file_searcher_roots,
             spark_base_url=self.config.spark_coder_base_url,
             spark_model=self.config.spark_coder_model,
+            key=self.credentials.key,
+            config=self.config,
+            # set by the daemon on the host of a turn that runs an A2A task (chain bound)
+            a2a_depth=getattr(self, "a2a_depth", 0),
         )
 
-    def _dispatch(self, capability: str, inp: Any, context: CallContext) -> Any:
-        handler = talos.HANDLERS.get(capability)
-        if handler is not None:
-            return handler(self.conn, inp)
-        if capability == "schedule.manage":
-            return schedules.manage(
-                self.conn,
-                inp,
-                persona=self.persona,
-                thread=self.thread,
-                prompts_dir=self.prompts_dir,
-            )
-        if capability == "memory.access":
-            result, undo = memory_access.access(
-                self.conn, inp, persona=self.persona, thread=self.thread
-            )
-            if undo is not None:
-                stack = self._memory_journal.setdefault((context.tool_id, context.node_id), [])
-                stack.append(undo)
-                del stack[:-JOURNAL_DEPTH]  # a long-lived host must not grow without bound
-            return result
-        if capability == "db.query":
-            return dbquery.run_query(
-                self.db_path,
-                inp,
-                persona=self.persona,
-                thread=self.thread,
-                time_limit_ms=self.config.db_query_time_ms,
-            )
-        if capability == "net.http":
-            return nethttp.request(
-                inp,
-                context,
-                credentials=self.credentials,
-                host_allow=self.config.allow_hosts,
-                resolve=self.resolve,
-                max_redirects=self.config.max_redirects,
-                ca_file=self.config.ca_file,
-            )
-        if capability == "channel.send":
-            return channels.send(
-                self.conn,
-                inp,
-                channels=self.config.channels,
-                persona=self.persona,
-                thread=self.thread,
-            )
-        if capability == "subagent.invoke":
-            return delegation.invoke(inp, self.subagents, self._ctx(context))
-        if capability == "subagent.background":
-            return delegation.background(
-                self.conn,
-                inp,
-                runner=self.background_runner,
-                personas=self.personas,
-                ctx=self._ctx(context),
-            )
-        if capability == "persona.send":
-            return delegation.persona_send(
-                self.conn,
-                inp,
-                personas=self.personas,
-                handlers=self.persona_handlers,
-                ctx=self._ctx(context),
-                await_ms=self.config.a2a_await_ms,
-            )
-        if capability == "persona.task_status":
-            return delegation.task_status(self.conn, inp, ctx=self._ctx(context))
-        if capability == "persona.list":
-            v.fields("persona.list", {} if inp is None else inp, allowed=set())
-            return delegation.persona_list(self.personas, self.persona_handlers, self.persona)
-        v.fail(f"unknown capability {capability!r}")
+    def record_memory_undo(
+        self, context: CallContext, undo: tuple[str, dict[str, Any] | None]
+    ) -> None:
+        """Keep the item as it was before a memory.access write or delete, for compensation."""
+        stack = self._memory_journal.setdefault((context.tool_id, context.node_id), [])
+        stack.append(undo)
+        del stack[:-JOURNAL_DEPTH]  # a long-lived host must not grow without bound
 
     # --- the rest of the protocol ------------------------------------------------------------
 
@@ -382,7 +284,8 @@ class ReferenceHost:
         context: CallContext,
     ) -> Any:
         with self._boundary("RUN_MODEL_FAILED", "the model step"):
-            return self.router.answer(op, input, requirements, output_schema, context)
+            answer = self.router.answer(op, input, requirements, output_schema, context)
+            return self.credentials.scrub_value(answer)
 
     def has_credential(self, credential_id: str) -> bool:
         return self.credentials.has(credential_id)
@@ -415,7 +318,9 @@ class ReferenceHost:
         context: CallContext,
     ) -> Any:
         with self._boundary("RUN_CAPABILITY_FAILED", capability):
-            return self._compensate(capability, step_capability, step_input, step_result, context)
+            return self.credentials.scrub_value(
+                self._compensate(capability, step_capability, step_input, step_result, context)
+            )
 
     def _compensate(
         self,

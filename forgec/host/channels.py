@@ -5,7 +5,9 @@ Channels are configured by name, each with a connector that decides the stored f
 - `outbox`: the Markdown as written;
 - `plain`: rendered to plain text (emphasis marks dropped, links as `text (url)`, list bullets);
 - `html`: rendered with markdown-it-py, raw HTML in the Markdown escaped, not passed through;
-- `slack`: Slack mrkdwn (`*bold*`, `_italic_`, `~strike~`, `<url|text>`, `&`, `<`, `>` escaped).
+- `slack`: Slack mrkdwn (`*bold*`, `_italic_`, `~strike~`, `<url|text>`, `&`, `<`, `>` escaped);
+- `webhook`: converted by the channel's `format` (one of the above), then POSTed to its `url` by
+  the daemon's connector worker (`forgec.daemon.connectors`), at most once per message id.
 
 The thread is the host's choice (the channel's configured thread, else the current one); the
 caller never names it. Unknown channels are an error listing the configured ones.
@@ -20,6 +22,7 @@ from typing import Any
 from forgec.host import validate as v
 from forgec.host.config import ChannelConfig
 from forgec.host.db import Tx, new_id, now_iso
+from forgec.host.handlers import HostCall, handles
 
 CAP = "channel.send"
 
@@ -129,18 +132,16 @@ def _render_blocks(tokens: list[Any], slack: bool) -> str:
 
 def send(
     conn: sqlite3.Connection,
-    inp: Any,
+    inp: Mapping[str, Any],
     *,
     channels: Mapping[str, ChannelConfig],
     persona: str,
     thread: str,
 ) -> dict[str, Any]:
-    f = v.fields(
-        CAP, inp, allowed={"channelId", "content", "replyTo"}, required=("channelId", "content")
-    )
-    channel_id = v.req_string(CAP, f, "channelId", min_len=1, max_len=128)
-    content = v.req_string(CAP, f, "content", min_len=1)
-    reply_to = v.string(CAP, f, "replyTo", max_len=256)
+    f = inp  # checked at the bridge by the row's shape
+    channel_id = f["channelId"]
+    content = f["content"]
+    reply_to = f.get("replyTo")
     channel = channels.get(channel_id)
     if channel is None:
         known = (
@@ -149,7 +150,9 @@ def send(
         )
         v.fail(f"{CAP}: unknown channel {channel_id!r} (configured: {known})")
     thread_id = channel.thread or thread
-    rendered = render(content, channel.connector)
+    # a webhook stores what it will POST: the Markdown converted by its `format`
+    fmt = channel.format if channel.connector == "webhook" else channel.connector
+    rendered = render(content, fmt)
     mid = new_id("msg")
     now = now_iso()
     with Tx(conn):
@@ -174,3 +177,14 @@ def send(
             ),
         )
     return {"messageId": mid, "channelId": channel_id}
+
+
+@handles(CAP)
+def handle(call: HostCall) -> dict[str, Any]:
+    return send(
+        call.conn,
+        call.input,
+        channels=call.host.config.channels,
+        persona=call.persona,
+        thread=call.thread,
+    )

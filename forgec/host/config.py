@@ -20,7 +20,9 @@ class ConfigError(Exception):
     """The host configuration is unreadable or invalid (a usage error for the CLI)."""
 
 
-CONNECTORS = ("outbox", "plain", "html", "slack")
+CONNECTORS = ("outbox", "plain", "html", "slack", "webhook")
+# what a webhook channel converts the Markdown to before POSTing it (the other connectors)
+WEBHOOK_FORMATS = ("outbox", "plain", "html", "slack")
 
 
 @attrs.frozen
@@ -28,6 +30,8 @@ class ChannelConfig:
     name: str
     connector: str = "outbox"
     thread: str | None = None  # the thread messages to this channel land in
+    url: str | None = None  # webhook: where talond POSTs each message
+    format: str = "outbox"  # webhook: the conversion applied first (one of WEBHOOK_FORMATS)
 
 
 @attrs.frozen
@@ -44,6 +48,28 @@ class ModelConfig:
 
 
 @attrs.frozen
+class PersonaModel:
+    provider: str | None = None  # a `[providers.NAME]`; None: the host's `[model]`
+    model: str | None = None  # the model id on that endpoint; None: the provider's own
+
+
+@attrs.frozen
+class TalondConfig:
+    """`[talond]`: the daemon's bounds (docs/talond.md)."""
+
+    rounds: int = 16  # tool-call rounds per turn
+    turn_seconds: int = 300  # wall-clock budget of one turn
+    lease_seconds: int = 60  # a claimed row is re-taken this long after its last heartbeat
+    poll_ms: int = 500
+    workers: int = 4  # turns run at once
+    consent_policy: Path | None = None  # R4 tools allowed to run unasked (forgec.mcp.policy)
+    webhook_attempts: int = 6  # POSTs of one message before it is given up
+    webhook_backoff_ms: int = 1000  # first retry delay, doubled each time (capped at 5 min)
+    webhook_timeout_ms: int = 10_000
+    grace_seconds: int = 20  # a stop waits this long for in-flight turns, then hands them back
+
+
+@attrs.frozen
 class HostConfig:
     db: Path | None = None
     persona: str = "assistant"
@@ -54,6 +80,9 @@ class HostConfig:
     allow_hosts: tuple[str, ...] = ()  # host-side allowlist; empty = the manifest's only
     resolve: tuple[str, ...] = ()  # curl-style HOST:PORT:ADDR overrides
     max_redirects: int = 5
+    # SPEC §14: net.http may connect to loopback/private/link-local addresses only for hosts
+    # the operator mapped (`resolve`), unless this is set
+    allow_private: bool = False
     ca_file: Path | None = None  # an extra trusted CA for https (PEM)
     credentials_file: Path | None = None
     model: ModelConfig | None = None
@@ -64,6 +93,11 @@ class HostConfig:
     a2a_await_ms: int = 30_000
     # SPEC §15 `[flows] deny`: label rules refused at the bridge with RUN_FLOW_DENIED
     flow_deny: tuple[str, ...] = ()
+    # named model endpoints (`[providers.NAME]`, the keys of `[model]`) and, per persona,
+    # which provider and model id it uses (`[personas.NAME]`); the daemon reads both
+    providers: Mapping[str, ModelConfig] = attrs.field(factory=dict)
+    persona_models: Mapping[str, PersonaModel] = attrs.field(factory=dict)
+    talond: TalondConfig = attrs.field(factory=lambda: TalondConfig())
 
 
 _TOP = {
@@ -78,6 +112,9 @@ _TOP = {
     "db_query",
     "a2a",
     "flows",
+    "providers",
+    "personas",
+    "talond",
 }
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
@@ -161,21 +198,31 @@ def parse_config(data: Mapping[str, Any], *, base: Path) -> HostConfig:
             where = f"[channels.{name}]"
             if not _NAME.match(name):
                 raise ConfigError(f"{where}: a channel name is letters, digits, . _ -")
-            t = _expect(table, where, {"connector", "thread"})
+            t = _expect(table, where, {"connector", "thread", "url", "format"})
             connector = t.get("connector", "outbox")
             if connector not in CONNECTORS:
                 raise ConfigError(f"{where}.connector must be one of {', '.join(CONNECTORS)}")
             thread = _str(t["thread"], f"{where}.thread") if "thread" in t else None
-            parsed[name] = ChannelConfig(name=name, connector=connector, thread=thread)
+            parsed[name] = ChannelConfig(
+                name=name, connector=connector, thread=thread, **_webhook(t, where, connector)
+            )
         kw["channels"] = parsed
     if "network" in top:
-        net = _expect(top["network"], "[network]", {"allow", "resolve", "max_redirects", "ca_file"})
+        net = _expect(
+            top["network"],
+            "[network]",
+            {"allow", "resolve", "max_redirects", "ca_file", "allow_private"},
+        )
         if "ca_file" in net:
             kw["ca_file"] = _path(net["ca_file"], "network.ca_file", base)
         if "allow" in net:
             kw["allow_hosts"] = tuple(h.lower() for h in _strs(net["allow"], "network.allow"))
         if "resolve" in net:
             kw["resolve"] = _strs(net["resolve"], "network.resolve")
+        if "allow_private" in net:
+            if not isinstance(net["allow_private"], bool):
+                raise ConfigError("network.allow_private must be true or false")
+            kw["allow_private"] = net["allow_private"]
         if "max_redirects" in net:
             kw["max_redirects"] = _int(net["max_redirects"], "network.max_redirects", 0, 20)
     if "credentials" in top:
@@ -215,7 +262,72 @@ def parse_config(data: Mapping[str, Any], *, base: Path) -> HostConfig:
                     f"flows.deny: unknown rule {rule!r} (one of {', '.join(DENY_RULES)})"
                 )
         kw["flow_deny"] = tuple(dict.fromkeys(deny))
+    if "providers" in top:
+        providers = top["providers"]
+        if not isinstance(providers, Mapping):
+            raise ConfigError("[providers] must be a table of provider tables")
+        for name in providers:
+            if not _NAME.match(name):
+                raise ConfigError(f"[providers.{name}]: a provider name is letters, digits, . _ -")
+        kw["providers"] = {name: _model(t, base) for name, t in providers.items()}
+    if "personas" in top:
+        kw["persona_models"] = _persona_models(top["personas"], kw.get("providers", {}))
+    if "talond" in top:
+        kw["talond"] = _talond(top["talond"], base)
     return HostConfig(**kw)
+
+
+def _webhook(t: Mapping[str, Any], where: str, connector: str) -> dict[str, Any]:
+    if connector != "webhook":
+        if "url" in t or "format" in t:
+            raise ConfigError(f'{where}: `url` and `format` are for connector = "webhook"')
+        return {}
+    url = _str(t.get("url"), f"{where}.url")
+    if not url.startswith(("http://", "https://")):
+        raise ConfigError(f"{where}.url must be an http:// or https:// URL")
+    fmt = t.get("format", "outbox")
+    if fmt not in WEBHOOK_FORMATS:
+        raise ConfigError(f"{where}.format must be one of {', '.join(WEBHOOK_FORMATS)}")
+    return {"url": url, "format": fmt}
+
+
+def _persona_models(table: Any, providers: Mapping[str, Any]) -> dict[str, PersonaModel]:
+    if not isinstance(table, Mapping):
+        raise ConfigError("[personas] must be a table of persona tables")
+    out: dict[str, PersonaModel] = {}
+    for name, entry in table.items():
+        where = f"[personas.{name}]"
+        t = _expect(entry, where, {"provider", "model"})
+        provider = _str(t["provider"], f"{where}.provider") if "provider" in t else None
+        if provider is not None and provider not in providers:
+            known = ", ".join(sorted(providers)) or "none are configured"
+            raise ConfigError(f"{where}.provider {provider!r} is not a [providers.NAME] ({known})")
+        model = _str(t["model"], f"{where}.model") if "model" in t else None
+        out[name] = PersonaModel(provider=provider, model=model)
+    return out
+
+
+def _talond(table: Any, base: Path) -> TalondConfig:
+    bounds = {
+        "rounds": (1, 256),
+        "turn_seconds": (1, 24 * 3600),
+        "lease_seconds": (5, 3600),
+        "poll_ms": (10, 60_000),
+        "workers": (1, 64),
+        "webhook_attempts": (1, 100),
+        "webhook_backoff_ms": (1, 600_000),
+        "webhook_timeout_ms": (100, 600_000),
+        "grace_seconds": (0, 3600),
+    }
+    t = _expect(table, "[talond]", set(bounds) | {"consent_policy"})
+    kw: dict[str, Any] = {
+        key: _int(t[key], f"talond.{key}", low, high)
+        for key, (low, high) in bounds.items()
+        if key in t
+    }
+    if "consent_policy" in t:
+        kw["consent_policy"] = _path(t["consent_policy"], "talond.consent_policy", base)
+    return TalondConfig(**kw)
 
 
 def _model(table: Any, base: Path) -> ModelConfig:

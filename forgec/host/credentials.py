@@ -1,12 +1,23 @@
-"""The credential store: where `{"$credential": id}` headers get their secret values.
+"""The host's one registry of secret values: credentials, and every key the host reads.
 
-Two sources, the explicit one first: a file given with `--credentials` (JSON or TOML, by
-extension; a flat table `id = "value"` or `id = {value = "..."}`), then the environment variable
-`FORGEC_CREDENTIAL_<ID>` (the id upper-cased, `.` and `-` turned into `_`). Values never leave
-this module except into the one request header they were declared for (see `http.py`); the
-store's `repr` shows ids only. A value holding a control character is refused when the store
-is made, naming the id; `CredentialStore.scrub` removes every value (and the model API key)
-from error messages before they leave the host (`bridge.py`).
+Credentials (what `{"$credential": id}` headers get) come from two sources, the explicit one
+first: a file given with `--credentials` (JSON or TOML, by extension; a flat table
+`id = "value"` or `id = {value = "..."}`), then the environment variable
+`FORGEC_CREDENTIAL_<ID>` (the id upper-cased, `.` and `-` turned into `_`).
+
+Keys are the other secrets the host reads for its own use: the model's API key (`[model]
+api_key_env`, or a credential id) and each sub-agent's (`KEY_VARIABLES`: spark-coder's
+`OPENAI_API_KEY`). They are read from the environment once, when the host opens, into this same
+store; a sub-agent asks the store (`key`), never `os.environ`.
+
+Every value — credential or key — is checked when the store is made or the key added: one
+holding a control character is refused naming its id or variable, never its value (a trailing
+CR would make the HTTP library raise an error quoting the header). Values never leave this module
+except into the one request header they were declared for (`http.py`) or the provider that owns
+the key; the store's `repr` shows ids only. `CredentialStore.scrub` removes every value the
+store holds, in every spelling a library's message may use, from whatever the host lets out
+(`bridge.py` calls it on every error and every result at the boundary): the registry is the
+one list the scrub reads, so a secret the host knows is a secret the scrub knows.
 """
 
 from __future__ import annotations
@@ -16,11 +27,16 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from forgec.host.config import ConfigError
 
 PREFIX = "FORGEC_CREDENTIAL_"
 REDACTED = "[redacted]"
+
+# environment variables holding keys the host's own parts read, and who reads each: read once
+# when the host opens, checked and scrubbed like credentials
+KEY_VARIABLES: dict[str, str] = {"OPENAI_API_KEY": "the spark-coder sub-agent's key"}
 
 
 def env_name(credential_id: str) -> str:
@@ -49,17 +65,19 @@ def control_problem(value: str) -> str | None:
 
 
 class CredentialStore:
-    """Credential values by id, plus every other secret the host holds (the model API key).
+    """Credential values by id, plus every key the host holds (the model's, the sub-agents').
 
-    All values are read and checked when the store is made — the file's and every
-    `FORGEC_CREDENTIAL_*` variable of the environment — so a bad value is a one-line error
-    naming the id before anything runs, never a value in a message later."""
+    All values are read and checked when the store is made — the file's, every
+    `FORGEC_CREDENTIAL_*` variable of the environment and every variable of `KEY_VARIABLES`
+    that is set — so a bad value is a one-line error naming the id before anything runs, never
+    a value in a message later."""
 
     def __init__(
         self,
         values: Mapping[str, str] | None = None,
         *,
         environ: Mapping[str, str] | None = None,
+        key_variables: Mapping[str, str] | None = None,
     ) -> None:
         self._values = dict(values or {})
         for key, value in self._values.items():
@@ -72,10 +90,18 @@ class CredentialStore:
             problem = control_problem(value)
             if problem is not None:
                 raise ConfigError(f"credential from ${key} {problem}")
-        self._others: list[str] = []
+        self._keys: dict[str, str] = {}
+        readers = KEY_VARIABLES if key_variables is None else key_variables
+        for variable, reader in readers.items():
+            value = env.get(variable)
+            if value:
+                self.add_key(variable, value, f"${variable} ({reader})")
 
     def __repr__(self) -> str:
-        return f"CredentialStore(ids={sorted(self._values)!r}, env=FORGEC_CREDENTIAL_*)"
+        return (
+            f"CredentialStore(ids={sorted(self._values)!r}, env=FORGEC_CREDENTIAL_*, "
+            f"keys={sorted(self._keys)!r})"
+        )
 
     def get(self, credential_id: str) -> str | None:
         if credential_id in self._values:
@@ -85,36 +111,83 @@ class CredentialStore:
     def has(self, credential_id: str) -> bool:
         return self.get(credential_id) is not None
 
-    def add_secret(self, value: str, what: str) -> None:
-        """Another secret to keep out of messages (the model API key); checked like the rest."""
+    def add_key(self, name: str, value: str, what: str) -> None:
+        """A key the host reads (named `name`, shown as `what` in a refusal), checked and kept."""
         problem = control_problem(value)
         if problem is not None:
             raise ConfigError(f"{what} {problem}")
-        self._others.append(value)
+        self._keys[name] = value
+
+    def key(self, name: str) -> str | None:
+        """The key read from the environment variable `name` when the host opened, or None."""
+        return self._keys.get(name)
+
+    def secrets(self) -> list[str]:
+        """Every secret value the store holds: what the scrub removes."""
+        return [*self._values.values(), *self._environ.values(), *self._keys.values()]
 
     def scrub(self, text: str) -> str:
-        """`text` with every credential value and secret, in every spelling a library's
-        message may use (as is, `repr`-escaped, bytes-escaped, stripped), replaced by
-        `[redacted]`. The host calls this on every error message it lets out."""
-        return scrub(text, [*self._values.values(), *self._environ.values(), *self._others])
+        """`text` with every credential value and key, in every spelling a library's message
+        may use (as is, `repr`-escaped, bytes-escaped, stripped), replaced by `[redacted]`.
+        The host calls this on every error message it lets out."""
+        return scrub(text, self.secrets())
+
+    def scrub_value(self, value: Any) -> Any:
+        """A JSON value with `scrub` applied to every string in it, keys included (a capability
+        result or a model answer leaving the host)."""
+        secrets = self.secrets()
+        if not secrets:
+            return value
+        return _scrub_value(value, _Scrubber(secrets))
+
+
+class _Scrubber:
+    """The spellings of a set of secrets, longest first, with a cheap pre-test."""
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        spellings: set[str] = set()
+        for secret in secrets:
+            for form in (
+                secret,
+                secret.strip(),
+                repr(secret)[1:-1],
+                str(secret.encode("utf-8"))[2:-1],
+                secret.encode("unicode_escape").decode("ascii"),
+            ):
+                if form:
+                    spellings.add(form)
+        self.forms = sorted(spellings, key=len, reverse=True)  # longest first: no leftovers
+
+    def __call__(self, text: str) -> str:
+        for form in self.forms:
+            if form in text:
+                text = text.replace(form, REDACTED)
+        return text
+
+
+def _scrub_value(value: Any, scrubber: _Scrubber) -> Any:
+    """A copy of `value` with every string scrubbed; iterative, so any depth is fine."""
+    root: list[Any] = [value]
+    stack: list[tuple[Any, Any]] = [(root, 0)]
+    while stack:
+        container, slot = stack.pop()
+        item = container[slot]
+        if isinstance(item, str):
+            container[slot] = scrubber(item)
+        elif isinstance(item, list):
+            copy = list(item)
+            container[slot] = copy
+            stack.extend((copy, i) for i in range(len(copy)))
+        elif isinstance(item, dict):
+            copied = {scrubber(k): v for k, v in item.items()}
+            container[slot] = copied
+            stack.extend((copied, k) for k in copied)
+    return root[0]
 
 
 def scrub(text: str, secrets: Iterable[str]) -> str:
     """`text` without any of `secrets`: the one scrub function at the host boundary."""
-    spellings: set[str] = set()
-    for secret in secrets:
-        for form in (
-            secret,
-            secret.strip(),
-            repr(secret)[1:-1],
-            str(secret.encode("utf-8"))[2:-1],
-            secret.encode("unicode_escape").decode("ascii"),
-        ):
-            if form:
-                spellings.add(form)
-    for form in sorted(spellings, key=len, reverse=True):  # longest first: no partial leftovers
-        text = text.replace(form, REDACTED)
-    return text
+    return _Scrubber(secrets)(text)
 
 
 def load_credentials_file(path: Path | str) -> dict[str, str]:

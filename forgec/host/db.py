@@ -171,6 +171,78 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX a2a_target ON a2a_tasks (target_persona, status, seq);
     """,
+    # 4: the daemon's leased rows (forgec.daemon.queue is the one module that reads and writes
+    # them): schedule firings, a turn's journal, leases on the A2A and background queues, the
+    # connector workers' delivery state of each message
+    """
+    CREATE TABLE schedule_firings (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        schedule_id TEXT NOT NULL,
+        persona TEXT NOT NULL,
+        slot TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('leased', 'completed', 'failed')),
+        owner TEXT,
+        lease_until TEXT,
+        attempts INTEGER NOT NULL DEFAULT 1,
+        result TEXT,
+        error TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        UNIQUE (schedule_id, slot)
+    );
+    CREATE INDEX schedule_firings_status ON schedule_firings (status, lease_until);
+    CREATE TABLE turn_journal (
+        work_id TEXT NOT NULL,
+        step INTEGER NOT NULL,
+        kind TEXT NOT NULL CHECK (kind IN ('model', 'call', 'result')),
+        body TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (work_id, step)
+    );
+    ALTER TABLE a2a_tasks ADD COLUMN depth INTEGER NOT NULL DEFAULT 1;
+    ALTER TABLE a2a_tasks ADD COLUMN thread_id TEXT;
+    ALTER TABLE a2a_tasks ADD COLUMN owner TEXT;
+    ALTER TABLE a2a_tasks ADD COLUMN lease_until TEXT;
+    ALTER TABLE a2a_tasks ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;
+    CREATE TABLE background_tasks_v4 (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        persona TEXT NOT NULL,
+        thread_id TEXT,
+        prompt TEXT NOT NULL,
+        provider TEXT,
+        profile TEXT,
+        working_directory TEXT,
+        timeout_minutes INTEGER NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('queued', 'running', 'completed', 'failed')),
+        result TEXT,
+        error TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        deadline TEXT NOT NULL,
+        owner TEXT,
+        lease_until TEXT,
+        attempts INTEGER NOT NULL DEFAULT 0
+    );
+    INSERT INTO background_tasks_v4 (seq, id, persona, thread_id, prompt, provider, profile,
+        working_directory, timeout_minutes, status, result, error, created_at, updated_at,
+        deadline)
+    SELECT seq, id, persona, thread_id, prompt, provider, profile, working_directory,
+        timeout_minutes, status, result, error, created_at, updated_at, deadline
+    FROM background_tasks;
+    DROP TABLE background_tasks;
+    ALTER TABLE background_tasks_v4 RENAME TO background_tasks;
+    ALTER TABLE messages ADD COLUMN delivery TEXT NOT NULL DEFAULT 'pending'
+        CHECK (delivery IN ('pending', 'sending', 'delivered', 'failed', 'uncertain'));
+    ALTER TABLE messages ADD COLUMN delivery_attempts INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE messages ADD COLUMN next_attempt_at TEXT;
+    ALTER TABLE messages ADD COLUMN delivery_owner TEXT;
+    ALTER TABLE messages ADD COLUMN delivery_lease_until TEXT;
+    ALTER TABLE messages ADD COLUMN delivered_at TEXT;
+    ALTER TABLE messages ADD COLUMN delivery_error TEXT;
+    CREATE INDEX messages_delivery ON messages (delivery, next_attempt_at);
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -10,13 +10,18 @@
   runner callable the embedder registers, on a worker thread with its own connection. They end
   `completed` or `failed` (a cancel or an overrun deadline is `failed` with the reason); the
   completion is posted into the originating thread's messages. `timeoutMinutes` below 15 is
-  raised to 15. Without a runner, `spawn` is an error saying so.
+  raised to 15. Without a runner the task is `queued` for the daemon (`forgec talond`), which
+  runs it as a turn of its profile's whole persona. A profile is the persona's whole self:
+  prompt, skills, labels, model and provider (`profile_of`), never only its card.
 - **Personas** load from a folder: `<folder>/<name>/persona.md` (first line, `#` stripped, is
   the description), `skills/` (one entry per skill) and/or `skills.txt`, `labels.txt`
   (capability labels, one per line) and `prompts/`.
 - **A2A** (`persona.send`, `persona.task_status`): durable rows in `a2a_tasks`
   (`queued` → `running` → `completed` | `failed`), processed by the handler registered for the
-  target persona on a worker thread; `await_reply` and `wait_ms` poll the row.
+  target persona on a worker thread, or — with no handler, for a persona of the folder — left
+  `queued` for the daemon; `await_reply` and `wait_ms` poll the row. A chain of sends (A → B →
+  A …) is bounded: a send made by a turn that itself runs an A2A task of depth `MAX_DEPTH` is
+  stored `failed` with an error saying so, and never reaches its target.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ import attrs
 from forgec.host import db as dbm
 from forgec.host import validate as v
 from forgec.host.db import Tx, new_id, now_iso
+from forgec.host.handlers import HostCall, handles
 from forgec.runtime.host import HostError
 
 
@@ -46,6 +52,7 @@ class Persona:
     skills: tuple[str, ...] = ()
     labels: tuple[str, ...] = ()
     folder: Path | None = None
+    prompt: str = ""  # persona.md, the system prompt
 
     @property
     def prompts_dir(self) -> Path | None:
@@ -88,6 +95,7 @@ def load_personas(folder: Path | None) -> dict[str, Persona]:
             skills=tuple(dict.fromkeys(skills)),
             labels=tuple(_lines(sub / "labels.txt")),
             folder=sub,
+            prompt=text,
         )
     return personas
 
@@ -104,6 +112,36 @@ class DelegationContext:
     file_roots: tuple[Path, ...] = ()
     spark_base_url: str = "https://api.openai.com/v1"
     spark_model: str = "gpt-5.4-spark"
+    # variable name → the key the host read when it opened (`CredentialStore.key`): checked,
+    # and scrubbed from everything the host lets out; a sub-agent never reads os.environ
+    key: Callable[[str], str | None] = lambda name: None
+    config: Any = None  # the HostConfig (a profile's model and provider)
+    a2a_depth: int = 0  # depth of the A2A task the current turn runs for (0: none)
+
+
+MAX_DEPTH = 4  # sends in one A2A chain (SPEC §19)
+
+
+def profile_of(persona: Persona, config: Any = None) -> dict[str, Any]:
+    """A persona as a background profile: everything it is (the seed: "a profile uses another
+    loaded persona's prompt, skills, model, provider, and capabilities")."""
+    chosen = (getattr(config, "persona_models", None) or {}).get(persona.name)
+    provider = chosen.provider if chosen is not None else None
+    model = chosen.model if chosen is not None else None
+    if model is None:
+        endpoint = (
+            (getattr(config, "providers", None) or {}).get(provider)
+            if provider is not None
+            else getattr(config, "model", None)
+        )
+        model = getattr(endpoint, "model", None)
+    return {
+        **persona.card(),
+        "prompt": persona.prompt,
+        "labels": list(persona.labels),
+        "model": model,
+        "provider": provider,
+    }
 
 
 SubagentFn = Callable[[dict[str, Any], DelegationContext], Any]
@@ -286,7 +324,7 @@ def spark_coder(inp: dict[str, Any], ctx: DelegationContext) -> Any:
     from forgec.host.models import OpenAIProvider, _parse_json, validate_output
 
     name = "spark-coder"
-    key = os.environ.get("OPENAI_API_KEY")
+    key = ctx.key("OPENAI_API_KEY")
     if not key:
         v.fail(f"{name} needs OPENAI_API_KEY, which is not set in the host's environment")
     f = v.fields(name, inp, allowed={"task", "files"}, required=("task",))
@@ -327,13 +365,13 @@ def builtin_subagents() -> dict[str, SubagentFn]:
     }
 
 
-def invoke(inp: Any, registry: Mapping[str, SubagentFn], ctx: DelegationContext) -> dict[str, Any]:
+def invoke(
+    inp: Mapping[str, Any], registry: Mapping[str, SubagentFn], ctx: DelegationContext
+) -> dict[str, Any]:
     cap = "subagent.invoke"
-    f = v.fields(cap, inp, allowed={"name", "input"}, required=("name",))
-    name = v.req_string(cap, f, "name", min_len=1, max_len=128)
+    f = inp  # checked at the bridge by the row's shape
+    name = f["name"]
     payload = f.get("input") or {}
-    if not isinstance(payload, Mapping):
-        v.fail(f"{cap}: `input` must be an object")
     fn = registry.get(name)
     if fn is None:
         known = ", ".join(sorted(registry)) or "none"
@@ -369,7 +407,7 @@ def _expire(conn: Any) -> None:
     with Tx(conn):
         conn.execute(
             "UPDATE background_tasks SET status = 'failed', error = 'timed out', updated_at = ?"
-            " WHERE status = 'running' AND deadline < ?",
+            " WHERE status IN ('queued', 'running') AND deadline < ?",
             (now, now),
         )
 
@@ -414,37 +452,41 @@ def _finish_bg(
         conn.close()
 
 
+def background_job(
+    task_id: str,
+    prompt: str,
+    provider: str | None,
+    profile: Persona | None,
+    workdir: str | None,
+    minutes: int,
+    ctx: DelegationContext,
+) -> dict[str, Any]:
+    """What a background runner is handed: the task and its profile's whole persona."""
+    return {
+        "taskId": task_id,
+        "prompt": prompt,
+        "provider": provider,
+        "profile": profile_of(profile, ctx.config) if profile is not None else None,
+        "workingDirectory": workdir,
+        "timeoutMinutes": minutes,
+    }
+
+
 def background(
     conn: Any,
-    inp: Any,
+    inp: Mapping[str, Any],
     *,
     runner: BackgroundRunner | None,
     personas: Mapping[str, Persona],
     ctx: DelegationContext,
 ) -> dict[str, Any]:
-    f = v.fields(
-        BG,
-        inp,
-        allowed={
-            "action",
-            "prompt",
-            "taskId",
-            "provider",
-            "profile",
-            "workingDirectory",
-            "timeoutMinutes",
-        },
-        required=("action",),
-    )
-    action = v.req_string(
-        BG, f, "action", choices=("spawn", "status", "cancel", "result", "profiles")
-    )
+    f = inp  # checked at the bridge by the row's shape
+    action = f["action"]
     if action == "profiles":
-        return {"profiles": [p.card() for p in personas.values()]}
+        # wrapped like every delegation answer (SPEC §13), so it matches the outputSchema
+        return {"result": [p.card() for p in personas.values()]}
     if action != "spawn":
-        task_id = v.string(BG, f, "taskId", min_len=1, max_len=200)
-        if task_id is None:
-            v.fail(f"{BG}: `taskId` is required for {action}")
+        task_id = f["taskId"]
         _expire(conn)
         row = conn.execute(
             "SELECT * FROM background_tasks WHERE id = ? AND persona = ?", (task_id, ctx.persona)
@@ -463,22 +505,20 @@ def background(
         if action == "status":
             out.pop("result", None)
         return out
-    prompt = v.req_string(BG, f, "prompt", min_len=1, max_len=64 * 1024)
-    provider = v.string(BG, f, "provider", max_len=128)
-    profile = v.string(BG, f, "profile", max_len=128)
-    workdir = v.string(BG, f, "workingDirectory", max_len=4096)
-    minutes = v.integer(BG, f, "timeoutMinutes", default=15, low=0, high=24 * 60, cap=True)
+    prompt = f["prompt"]
+    provider = f.get("provider")
+    profile = f.get("profile")
+    workdir = f.get("workingDirectory")
+    minutes = min(v.whole(f.get("timeoutMinutes"), 15), 24 * 60)
     minutes = max(minutes, 15)  # the seed: the minimum effective value is 15
     if profile is not None and profile not in personas:
         known = ", ".join(sorted(personas)) or "none are loaded"
         v.fail(f"{BG}: unknown profile {profile!r} (personas: {known})")
     if workdir is not None and not Path(workdir).expanduser().is_dir():
         v.fail(f"{BG}: workingDirectory {workdir!r} is not a directory")
-    if runner is None:
-        v.fail(
-            f"{BG}: no background agent runner is registered in this host "
-            "(HostOptions.background_runner)"
-        )
+    if provider is not None and ctx.config is not None and provider not in ctx.config.providers:
+        known = ", ".join(sorted(ctx.config.providers)) or "none are configured"
+        v.fail(f"{BG}: unknown provider {provider!r} ([providers.NAME]: {known})")
     task_id = new_id("bg")
     now = _dt.datetime.now(_dt.UTC)
     deadline = (now + _dt.timedelta(minutes=minutes)).isoformat(timespec="milliseconds")
@@ -486,7 +526,7 @@ def background(
         conn.execute(
             "INSERT INTO background_tasks (id, persona, thread_id, prompt, provider, profile,"
             " working_directory, timeout_minutes, status, created_at, updated_at, deadline)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)",
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 task_id,
                 ctx.persona,
@@ -496,19 +536,17 @@ def background(
                 profile,
                 workdir,
                 minutes,
+                "running" if runner is not None else "queued",
                 now_iso(),
                 now_iso(),
                 deadline.replace("+00:00", "Z"),
             ),
         )
-    job = {
-        "taskId": task_id,
-        "prompt": prompt,
-        "provider": provider,
-        "profile": personas[profile].card() if profile else None,
-        "workingDirectory": workdir,
-        "timeoutMinutes": minutes,
-    }
+    if runner is None:  # the daemon takes it from the queue
+        return {"taskId": task_id, "status": "queued"}
+    job = background_job(
+        task_id, prompt, provider, personas[profile] if profile else None, workdir, minutes, ctx
+    )
 
     def work() -> None:
         try:
@@ -600,7 +638,7 @@ def _wait(conn: Any, task_id: str, wait_ms: int) -> Any:
 
 def persona_send(
     conn: Any,
-    inp: Any,
+    inp: Mapping[str, Any],
     *,
     personas: Mapping[str, Persona],
     handlers: Mapping[str, PersonaHandler],
@@ -608,45 +646,58 @@ def persona_send(
     await_ms: int,
 ) -> dict[str, Any]:
     cap = "persona.send"
-    f = v.fields(
-        cap,
-        inp,
-        allowed={"target_persona", "message", "await_reply"},
-        required=("target_persona", "message"),
-    )
-    target = v.req_string(cap, f, "target_persona", min_len=1, max_len=128)
-    message = v.req_string(cap, f, "message", min_len=1, max_len=64 * 1024)
-    await_reply = v.boolean(cap, f, "await_reply", default=False)
+    f = inp  # checked at the bridge by the row's shape
+    target = f["target_persona"]
+    message = f["message"]
+    await_reply = bool(f.get("await_reply", False))
     if target == ctx.persona:
         v.fail(f"{cap}: a persona cannot send a task to itself")
     if target not in personas and target not in handlers:
         known = ", ".join(sorted((set(personas) | set(handlers)) - {ctx.persona})) or "none"
         v.fail(f"{cap}: unknown persona {target!r} (available: {known})")
     handler = handlers.get(target)
-    if handler is None:
-        v.fail(
-            f"{cap}: persona {target!r} has no A2A handler registered in this host "
-            "(HostOptions.persona_handlers)"
-        )
     task_id = new_id("a2a")
     now = now_iso()
+    depth = ctx.a2a_depth + 1
+    too_deep = depth > MAX_DEPTH
+    error = (
+        f"refused: the A2A chain is over its bound of {MAX_DEPTH} sends "
+        f"(this send would be number {depth}); the task never reached {target!r}"
+        if too_deep
+        else None
+    )
     with Tx(conn):
         conn.execute(
-            "INSERT INTO a2a_tasks (id, from_persona, target_persona, message, status,"
-            " created_at, updated_at) VALUES (?, ?, ?, ?, 'queued', ?, ?)",
-            (task_id, ctx.persona, target, message, now, now),
+            "INSERT INTO a2a_tasks (id, from_persona, target_persona, message, status, error,"
+            " depth, thread_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                task_id,
+                ctx.persona,
+                target,
+                message,
+                "failed" if too_deep else "queued",
+                error,
+                depth,
+                ctx.thread,
+                now,
+                now,
+            ),
         )
-    start_worker(ctx.db_path, task_id, handler)
+    if too_deep:
+        return {"taskId": task_id, "status": "failed", "targetPersona": target, "error": error}
+    if handler is not None:
+        start_worker(ctx.db_path, task_id, handler)
+    # else: a persona of the folder with no in-process handler; the daemon takes it
     if not await_reply:
         return {"taskId": task_id, "status": "queued"}
     return _a2a_json(_wait(conn, task_id, await_ms))
 
 
-def task_status(conn: Any, inp: Any, *, ctx: DelegationContext) -> dict[str, Any]:
+def task_status(conn: Any, inp: Mapping[str, Any], *, ctx: DelegationContext) -> dict[str, Any]:
     cap = "persona.task_status"
-    f = v.fields(cap, inp, allowed={"task_id", "wait_ms"}, required=("task_id",))
-    task_id = v.req_string(cap, f, "task_id", min_len=1, max_len=200)
-    wait_ms = v.integer(cap, f, "wait_ms", default=0, low=0, high=120_000, cap=True)
+    f = inp  # checked at the bridge by the row's shape
+    task_id = f["task_id"]
+    wait_ms = min(v.whole(f.get("wait_ms"), 0), 120_000)
     row = conn.execute("SELECT from_persona FROM a2a_tasks WHERE id = ?", (task_id,)).fetchone()
     if row is None or row["from_persona"] != ctx.persona:
         v.fail(f"{cap}: no A2A task {task_id!r} sent by this persona")
@@ -673,3 +724,48 @@ def resume_queued(db_path: Path, conn: Any, handlers: Mapping[str, PersonaHandle
         handler = handlers.get(row["target_persona"])
         if handler is not None:
             start_worker(db_path, row["id"], handler)
+
+
+# --- the handlers the bridge calls by name (`forgec.host.handlers`) --------------------------
+
+
+@handles("subagent.invoke")
+def handle_invoke(call: HostCall) -> dict[str, Any]:
+    host = call.host
+    return invoke(call.input, host.subagents, host.delegation_context(call.context))
+
+
+@handles(BG)
+def handle_background(call: HostCall) -> dict[str, Any]:
+    host = call.host
+    return background(
+        call.conn,
+        call.input,
+        runner=host.background_runner,
+        personas=host.personas,
+        ctx=host.delegation_context(call.context),
+    )
+
+
+@handles("persona.send")
+def handle_persona_send(call: HostCall) -> dict[str, Any]:
+    host = call.host
+    return persona_send(
+        call.conn,
+        call.input,
+        personas=host.personas,
+        handlers=host.persona_handlers,
+        ctx=host.delegation_context(call.context),
+        await_ms=host.config.a2a_await_ms,
+    )
+
+
+@handles("persona.task_status")
+def handle_task_status(call: HostCall) -> dict[str, Any]:
+    return task_status(call.conn, call.input, ctx=call.host.delegation_context(call.context))
+
+
+@handles("persona.list")
+def handle_persona_list(call: HostCall) -> list[dict[str, Any]]:
+    host = call.host
+    return persona_list(host.personas, host.persona_handlers, host.persona)

@@ -7,40 +7,52 @@ Algorithm of one call:
    names it for that header; one that arrived as data is refused.
 2. For the first request and for every redirect (followed by hand, at most `max_redirects`):
    the URL must pass `forgec.catalog.urls.parse_url` (the checker's own URL parser: http or
-   https, no userinfo, a plain host) and its host (lower-cased, punycode, no port) must be in the manifest's allowlist AND, when the host configuration lists hosts,
-   in that list too (an empty host-side list leaves the manifest's as the only gate). A refusal
-   is `RUN_NETWORK_DENIED` and nothing is sent.
-3. A credential header is attached only when the request's host is one of that credential's
-   declared hosts (and never after a downgrade from https to http); a first request to another
-   host is refused, a redirect to another host simply goes without it.
-4. The response body is streamed and reading stops past 256 KiB (`RUN_RESULT_TOO_LARGE`); one
-   deadline (`timeoutMs`) covers connect, TLS, headers, body and every hop: each socket
-   operation gets only what is left of it (`_deadline_stream`), so a server trickling bytes
-   cannot hold the run past `timeoutMs`.
+   https, no userinfo, a plain host) and its host (lower-cased, punycode, no port) must be in
+   the manifest's allowlist AND, when the host configuration lists hosts, in that list too (an
+   empty host-side list leaves the manifest's as the only gate). A refusal is
+   `RUN_NETWORK_DENIED` and nothing is sent.
+3. The host name is resolved once, here, and every address it resolves to is checked against
+   `forgec.host.addresses` (loopback, private, link-local, metadata, unique-local, multicast,
+   unspecified...): one refused address refuses the hop (`RUN_NETWORK_DENIED`), unless the
+   operator mapped that host (`--resolve`, `[network] resolve`: the mapping is the operator's
+   word) or set `[network] allow_private = true`. The connection then goes to the address that
+   was checked (`pins`): the HTTP library never resolves the name itself, so a DNS answer that
+   changes between the check and the connect (rebinding) cannot steer it elsewhere.
+4. A credential header is attached only to an `https` request to one of that credential's
+   declared hosts: a first request over `http` that would carry one is refused, and so is a
+   redirect to `http` on a host it would be attached to; a redirect to another host simply goes
+   without it.
+5. The response body is streamed and reading stops past 256 KiB (`RUN_RESULT_TOO_LARGE`); one
+   deadline (`timeoutMs`) covers the name lookup, connect, TLS, headers, body and every hop:
+   each socket operation gets only what is left of it (`_deadline_stream`), so a server
+   trickling bytes cannot hold the run past `timeoutMs`.
 
-Name override (`--resolve HOST:PORT:ADDR`, as curl): a custom httpcore network backend connects
-to ADDR instead of resolving HOST. Everything else — the URL, the `Host` header, TLS SNI and
-certificate checks — still uses HOST, so the request is the one the real name would get.
-Proxies from the environment are ignored (`trust_env=False`): they would bypass both.
+Name override (`--resolve HOST:PORT:ADDR`, as curl): the connection goes to ADDR instead of a
+lookup of HOST. Everything else — the URL, the `Host` header, TLS SNI and certificate checks —
+still uses HOST, so the request is the one the real name would get (the same holds for the
+pinned address of step 3). Proxies from the environment are ignored (`trust_env=False`): they
+would bypass both.
 """
 
 from __future__ import annotations
 
 import re
+import socket
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from forgec.catalog.urls import parse_url
 from forgec.host import validate as v
+from forgec.host.addresses import refused
 from forgec.host.credentials import CredentialStore
+from forgec.host.handlers import HostCall, handles
 from forgec.runtime.host import CallContext, HostError
 
 CAP = "net.http"
-METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD")
 DEFAULT_TIMEOUT_MS = 30_000
-MAX_TIMEOUT_MS = 120_000
 MAX_BODY = 256 * 1024
 DENIED = "RUN_NETWORK_DENIED"
 _TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$")
@@ -114,7 +126,7 @@ def _deadline_stream(stream: Any, deadline: float) -> Any:
 
 
 def _make_client(
-    resolve: Mapping[tuple[str, int], str],
+    pins: Mapping[tuple[str, int], str],
     timeout_s: float,
     ca_file: Path | None = None,
     deadline: float | None = None,
@@ -142,7 +154,9 @@ def _make_client(
             local_address: str | None = None,
             socket_options: Any = None,
         ) -> Any:
-            addr = resolve.get((host.lower(), port), host)
+            addr = pins.get((host.lower(), port))
+            if addr is None:  # every hop is pinned before it is sent: never a second lookup
+                raise HostError(DENIED, f"{CAP}: {host!r} was not resolved and checked")
             stream = super().connect_tcp(
                 addr,
                 port,
@@ -165,6 +179,70 @@ def _make_client(
         follow_redirects=False,
         trust_env=False,
     )
+
+
+Resolver = Callable[[str, int], list[str]]
+
+
+def system_resolver(host: str, port: int) -> list[str]:
+    """The addresses the system's resolver gives `host` (every family, TCP)."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+def _lookup(resolver: Resolver, host: str, port: int, deadline: float) -> list[str]:
+    """`resolver(host, port)` within what is left of the request's deadline.
+
+    `getaddrinfo` has no timeout of its own: it runs in a daemon thread the call stops
+    waiting for at the deadline."""
+    out: list[Any] = []
+
+    def work() -> None:
+        try:
+            out.append(resolver(host, port))
+        except (OSError, UnicodeError) as exc:
+            out.append(exc)
+
+    worker = threading.Thread(target=work, daemon=True)
+    worker.start()
+    worker.join(max(0.0, deadline - time.monotonic()))
+    if not out:
+        v.fail(f"{CAP}: looking up {host!r} timed out", transient=True)
+    if isinstance(out[0], Exception) or not out[0]:
+        v.fail(f"{CAP}: cannot resolve host {host!r}", transient=True)
+    return list(out[0])
+
+
+def pin_address(
+    host: str,
+    port: int,
+    *,
+    resolve: Mapping[tuple[str, int], str],
+    allow_private: bool,
+    resolver: Resolver,
+    deadline: float,
+    what: str,
+) -> str:
+    """The one address a hop to host:port connects to (SPEC §14): the operator's mapping, else
+    the resolver's first answer once every answer passed `addresses.refused`."""
+    mapped = resolve.get((host, port))
+    if mapped is not None:
+        return mapped
+    addresses = _lookup(resolver, host, port, deadline)
+    if not allow_private:
+        for address in addresses:
+            try:
+                why = refused(address)
+            except ValueError:
+                why = "not an IP address"
+            if why is not None:
+                raise HostError(
+                    DENIED,
+                    f"{what}: {host!r} resolves to {address}, a {why} address; net.http does "
+                    "not connect into the machine's own network (the operator may map the host "
+                    "with --resolve or set [network] allow_private = true)",
+                )
+    return addresses[0]
 
 
 def check_url(url: str, context: CallContext, host_allow: tuple[str, ...], *, what: str) -> str:
@@ -223,7 +301,7 @@ def _headers(inp: Mapping[str, Any], context: CallContext) -> tuple[dict[str, st
 
 
 def request(
-    inp: Any,
+    inp: Mapping[str, Any],
     context: CallContext,
     *,
     credentials: CredentialStore,
@@ -231,23 +309,16 @@ def request(
     resolve: Mapping[tuple[str, int], str] | None = None,
     max_redirects: int = 5,
     ca_file: Path | None = None,
+    allow_private: bool = False,
+    resolver: Resolver | None = None,
 ) -> dict[str, Any]:
     import httpx
 
-    f = v.fields(
-        CAP,
-        inp,
-        allowed={"method", "url", "headers", "body", "timeoutMs"},
-        required=("method", "url"),
-    )
-    method = v.req_string(CAP, f, "method")
-    if method.upper() not in METHODS or method != method.upper():
-        v.fail(f"{CAP}: `method` must be one of {', '.join(METHODS)}, not {method!r}")
-    url_text = v.req_string(CAP, f, "url", min_len=1, max_len=8192)
-    body = v.string(CAP, f, "body")
-    timeout_ms = v.integer(
-        CAP, f, "timeoutMs", default=DEFAULT_TIMEOUT_MS, low=1, high=MAX_TIMEOUT_MS, cap=True
-    )
+    f = inp  # checked at the bridge by the row's shape (method, URL, caps applied)
+    method = f["method"]
+    url_text = f["url"]
+    body = f.get("body")
+    timeout_ms = v.whole(f.get("timeoutMs"), DEFAULT_TIMEOUT_MS)
     plain, cred_headers = _headers(f, context)
     first_host = check_url(url_text, context, host_allow, what=CAP)
     url = httpx.URL(url_text)  # parse_url read it with this same parser: it cannot fail now
@@ -258,6 +329,12 @@ def request(
                 DENIED,
                 f"{CAP}: credential {cid!r} may only be sent to "
                 f"{', '.join(context.credential_hosts.get(cid, ())) or 'no host'}, not {first_host!r}",
+            )
+        if url.scheme != "https":
+            raise HostError(
+                DENIED,
+                f"{CAP}: credential {cid!r} is only sent over https, and this request is "
+                f"plain {url.scheme}",
             )
         secret = credentials.get(cid)
         if secret is None:
@@ -271,22 +348,37 @@ def request(
 
     deadline = time.monotonic() + timeout_ms / 1000
     content: bytes | None = body.encode("utf-8") if body is not None else None
-    first_scheme = url.scheme
-    client = _make_client(resolve or {}, timeout_ms / 1000, ca_file, deadline)
+    mapped = resolve or {}
+    pins: dict[tuple[str, int], str] = {}
+    client = _make_client(pins, timeout_ms / 1000, ca_file, deadline)
     try:
         for hop in range(max_redirects + 1):
-            host = (
-                first_host
-                if hop == 0
-                else check_url(str(url), context, host_allow, what=f"{CAP} redirect")
-            )
+            what = CAP if hop == 0 else f"{CAP} redirect"
+            host = first_host if hop == 0 else check_url(str(url), context, host_allow, what=what)
             headers = dict(plain)
             if not any(k.lower() == "accept-encoding" for k in headers):
                 headers["accept-encoding"] = "gzip, deflate"  # the two `_decode` undoes
             for name, cid in cred_headers.items():
-                downgraded = first_scheme == "https" and url.scheme != "https"
-                if host in context.credential_hosts.get(cid, ()) and not downgraded:
-                    headers[name] = secrets[name]
+                if host not in context.credential_hosts.get(cid, ()):
+                    continue  # another host: the request goes without the credential
+                if url.scheme != "https":
+                    raise HostError(
+                        DENIED,
+                        f"{what}: the server redirected to plain {url.scheme}, and credential "
+                        f"{cid!r} is only sent over https",
+                    )
+                headers[name] = secrets[name]
+            port = url.port or (443 if url.scheme == "https" else 80)
+            if (host, port) not in pins:
+                pins[(host, port)] = pin_address(
+                    host,
+                    port,
+                    resolve=mapped,
+                    allow_private=allow_private,
+                    resolver=resolver or system_resolver,
+                    deadline=deadline,
+                    what=what,
+                )
             status, resp_headers, text, location = _send(
                 client, method, url, headers, content, deadline, timeout_ms
             )
@@ -374,3 +466,18 @@ def _decode(data: bytes, encoding: str) -> bytes:
             "RUN_RESULT_TOO_LARGE", f"{CAP}: the decoded response body is larger than 256 KiB"
         )
     return out
+
+
+@handles(CAP, own_connection=True)
+def handle(call: HostCall) -> dict[str, Any]:
+    host = call.host
+    return request(
+        call.input,
+        call.context,
+        credentials=host.credentials,
+        host_allow=host.config.allow_hosts,
+        resolve=host.resolve,
+        max_redirects=host.config.max_redirects,
+        ca_file=host.config.ca_file,
+        allow_private=host.config.allow_private,
+    )

@@ -15,10 +15,12 @@ from __future__ import annotations
 import json
 import sqlite3
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 from forgec.host import validate as v
 from forgec.host.db import Tx, new_id, now_iso
+from forgec.host.handlers import HostCall, handles
 
 CAP = "memory.access"
 OPERATIONS = ("read", "write", "delete", "list")
@@ -83,17 +85,13 @@ def _upsert(
 
 
 def access(
-    conn: sqlite3.Connection, inp: Any, *, persona: str, thread: str
+    conn: sqlite3.Connection, inp: Mapping[str, Any], *, persona: str, thread: str
 ) -> tuple[dict[str, Any], tuple[str, dict[str, Any] | None] | None]:
     """(result, undo record) — the undo record is (key, item before) for write and delete."""
-    f = v.fields(
-        CAP, inp, allowed={"operation", "key", "value", "namespace"}, required=("operation",)
-    )
-    op = v.req_string(CAP, f, "operation", choices=OPERATIONS)
-    key = v.string(CAP, f, "key", min_len=1, max_len=256)
-    ns_given = v.string(CAP, f, "namespace", max_len=64)
-    if op in ("read", "delete") and key is None:
-        v.fail(f"{CAP}: `key` is required for {op}")
+    f = inp
+    op = f["operation"]
+    key = f.get("key")
+    ns_given = f.get("namespace")
 
     if op == "list":
         sql = "SELECT key, type, value FROM memory_items WHERE persona = ? AND thread_id = ?"
@@ -120,8 +118,6 @@ def access(
             )
         return {"key": key, "deleted": before is not None}, (key, before)
     # write
-    if "value" not in f:
-        v.fail(f"{CAP}: `value` is required for write")
     value = f["value"]
     text = (
         value
@@ -134,3 +130,11 @@ def access(
         before = snapshot(conn, persona, thread, key)
         _upsert(conn, persona, thread, key, kind, text)
     return {"key": key, "namespace": kind}, (key, before)
+
+
+@handles(CAP)
+def handle(call: HostCall) -> dict[str, Any]:
+    result, undo = access(call.conn, call.input, persona=call.persona, thread=call.thread)
+    if undo is not None:
+        call.host.record_memory_undo(call.context, undo)
+    return result

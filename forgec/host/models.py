@@ -12,6 +12,10 @@ the operation and the input as JSON; with an output schema it asks for structure
 (`response_format: {"type": "json_schema", ...}`), parses the answer as JSON and validates it
 against the schema (fastjsonschema). Without a schema the answer is the reply text.
 
+An agent's turn (the daemon, `forgec.daemon.agent`) uses `OpenAIProvider.turn`: the conversation
+and the tools as OpenAI function tools in, the assistant's text and its tool calls
+(`parse_turn`) out.
+
 A replay file is a JSON list (or `{"answers": [...]}`) of `{"node"?, "op"?, "input"?, "output"}`
 records; each step takes the first unused record whose given keys all match, in file order.
 """
@@ -23,6 +27,8 @@ import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
+
+import attrs
 
 from forgec.runtime.host import CallContext, HostError
 
@@ -159,13 +165,52 @@ class OpenAIProvider:
         return validate_output(_parse_json(text), output_schema)
 
     def chat(self, body: Mapping[str, Any]) -> str:
+        content = self._message(self._post(body))["content"]
+        if not isinstance(content, str):
+            raise HostError(FAILED, "the model's reply has no text content")
+        return content
+
+    def turn(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]],
+        *,
+        model: str | None = None,
+        timeout_s: float | None = None,
+    ) -> TurnReply:
+        """One round of an agent's turn: the conversation so far and the tools it may call
+        (OpenAI `tools`, `type: function`) → the assistant's text and tool calls."""
+        body: dict[str, Any] = {
+            "model": model or self.model,
+            "messages": [dict(m) for m in messages],
+            "temperature": 0,
+        }
+        if tools:
+            body["tools"] = [dict(t) for t in tools]
+            body["tool_choice"] = "auto"
+        return parse_turn(self._message(self._post(body, timeout_s=timeout_s)))
+
+    @staticmethod
+    def _message(data: Any) -> dict[str, Any]:
+        try:
+            message = data["choices"][0]["message"]
+        except (KeyError, IndexError, TypeError):
+            raise HostError(FAILED, "the model's reply is not a chat completion") from None
+        if not isinstance(message, dict):
+            raise HostError(FAILED, "the model's reply is not a chat completion")
+        return message
+
+    def _post(self, body: Mapping[str, Any], *, timeout_s: float | None = None) -> Any:
         import httpx
 
         headers = {"content-type": "application/json"}
         if self._api_key:
             headers["authorization"] = f"Bearer {self._api_key}"
+        timeout = (
+            self.timeout_ms / 1000 if timeout_s is None else min(timeout_s, self.timeout_ms / 1000)
+        )
         try:
-            with httpx.Client(timeout=self.timeout_ms / 1000, trust_env=False) as client:
+            with httpx.Client(timeout=timeout, trust_env=False) as client:
                 resp = client.post(f"{self.base_url}/chat/completions", json=body, headers=headers)
         except httpx.TimeoutException:
             raise HostError(
@@ -183,13 +228,75 @@ class OpenAIProvider:
                 transient=resp.status_code == 429 or resp.status_code >= 500,
             )
         try:
-            data = resp.json()
-            content = data["choices"][0]["message"]["content"]
-        except (ValueError, KeyError, IndexError, TypeError):
+            return resp.json()
+        except ValueError:
             raise HostError(FAILED, "the model's reply is not a chat completion") from None
-        if not isinstance(content, str):
-            raise HostError(FAILED, "the model's reply has no text content")
-        return content
+
+
+@attrs.frozen
+class ToolCall:
+    id: str
+    name: str
+    arguments: Any  # the parsed JSON object, or None when the model's text was not JSON
+    raw_arguments: str
+
+
+@attrs.frozen
+class TurnReply:
+    content: str | None
+    tool_calls: tuple[ToolCall, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        """The assistant message as it goes back into the conversation (and the journal)."""
+        out: dict[str, Any] = {"role": "assistant", "content": self.content}
+        if self.tool_calls:
+            out["tool_calls"] = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.raw_arguments},
+                }
+                for c in self.tool_calls
+            ]
+        return out
+
+
+MAX_TOOL_CALLS = 32  # per model answer: more is refused rather than run
+
+
+def parse_turn(message: Mapping[str, Any]) -> TurnReply:
+    """The OpenAI tool-call protocol: `tool_calls: [{id, type: function, function: {name,
+    arguments: "<JSON text>"}}]` beside an optional `content`. Anything malformed is refused
+    here, in one line, so the agent loop only ever sees well-formed calls."""
+    content = message.get("content")
+    if content is not None and not isinstance(content, str):
+        raise HostError(FAILED, "the model's reply has a content that is not text")
+    raw = message.get("tool_calls") or []
+    if not isinstance(raw, list):
+        raise HostError(FAILED, "the model's reply has tool_calls that are not a list")
+    if len(raw) > MAX_TOOL_CALLS:
+        raise HostError(
+            FAILED, f"the model asked for {len(raw)} tool calls at once (at most {MAX_TOOL_CALLS})"
+        )
+    calls: list[ToolCall] = []
+    for i, item in enumerate(raw):
+        fn = item.get("function") if isinstance(item, Mapping) else None
+        name = fn.get("name") if isinstance(fn, Mapping) else None
+        if not isinstance(name, str) or not name:
+            raise HostError(FAILED, f"tool call {i} of the model's reply names no function")
+        text = fn.get("arguments") if isinstance(fn, Mapping) else None
+        if isinstance(text, Mapping):  # some servers send the object itself
+            text = json.dumps(text, ensure_ascii=False)
+        text = text if isinstance(text, str) and text.strip() else "{}"
+        try:
+            args: Any = json.loads(text)
+        except ValueError:
+            args = None
+        call_id = (
+            item.get("id") if isinstance(item.get("id"), str) and item.get("id") else f"call_{i}"
+        )
+        calls.append(ToolCall(id=call_id, name=name, arguments=args, raw_arguments=text))
+    return TurnReply(content=content, tool_calls=tuple(calls))
 
 
 class ReplayProvider:

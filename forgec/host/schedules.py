@@ -6,7 +6,11 @@ the one cron rule (`forgec.catalog.cron.validate_cron`, the same the checker app
 `NAME`, `NAME.md` or `NAME.txt` — never a path. Every action sees only the persona's own rows,
 so another persona's schedule id is "not found", not "forbidden" (ids do not leak).
 
-`cancel` disables; `delete` removes. `update`, `cancel` and `delete` return the row as it was
+`prompt` and `promptFile` are both optional (the seed): a schedule with neither fires its
+`label` as the prompt, and one with no label either fires a line naming the schedule
+(`forgec.daemon` reads `firing_prompt`). `cancel` disables, and `update` keeps a cancelled
+schedule disabled (changing a schedule is not arming it: create a new one to run it again);
+`delete` removes. `update`, `cancel` and `delete` return the row as it was
 before under `previous`, which is what the compensation restores (SPEC §5: `schedule.manage` ⟲
 `schedule.manage`).
 """
@@ -16,12 +20,14 @@ from __future__ import annotations
 import datetime as _dt
 import re
 import sqlite3
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from forgec.catalog.cron import normalize_cron, validate_cron
 from forgec.host import validate as v
 from forgec.host.db import Tx, new_id, now_iso
+from forgec.host.handlers import HostCall, handles
 
 CAP = "schedule.manage"
 ACTIONS = ("create", "update", "cancel", "delete", "list")
@@ -89,32 +95,23 @@ def _get(conn: sqlite3.Connection, persona: str, sid: str) -> sqlite3.Row:
 
 def manage(
     conn: sqlite3.Connection,
-    inp: Any,
+    inp: Mapping[str, Any],
     *,
     persona: str,
     thread: str,
     prompts_dir: Path | None,
 ) -> dict[str, Any]:
-    f = v.fields(
-        CAP,
-        inp,
-        allowed={"action", "scheduleId", "cronExpr", "label", "prompt", "promptFile"},
-        required=("action",),
-    )
-    action = v.req_string(CAP, f, "action", choices=ACTIONS)
-    sid = v.string(CAP, f, "scheduleId", min_len=1, max_len=200)
-    cron = v.string(CAP, f, "cronExpr", max_len=200)
-    label = v.string(CAP, f, "label", max_len=200)
-    prompt = v.string(CAP, f, "prompt", max_len=32 * 1024)
-    prompt_file = v.string(CAP, f, "promptFile", max_len=100)
-    if prompt is not None and prompt_file is not None:
-        v.fail(f"{CAP}: `prompt` and `promptFile` are mutually exclusive")
+    f = inp
+    action = f["action"]
+    sid = f.get("scheduleId")
+    cron = f.get("cronExpr")
+    label = f.get("label")
+    prompt = f.get("prompt")
+    prompt_file = f.get("promptFile")
     if cron is not None:
-        cron = check_cron(cron)
+        cron = normalize_cron(cron)  # the row's shape has checked it with the one cron rule
     if prompt_file is not None:
         resolve_prompt_file(prompt_file, prompts_dir)
-    if action in ("update", "cancel", "delete") and sid is None:
-        v.fail(f"{CAP}: `scheduleId` is required for {action}")
 
     if action == "list":
         rows = conn.execute(
@@ -122,10 +119,6 @@ def manage(
         ).fetchall()
         return {"schedules": [row_json(r) for r in rows]}
     if action == "create":
-        if cron is None:
-            v.fail(f"{CAP}: `cronExpr` is required for create")
-        if prompt is None and prompt_file is None:
-            v.fail(f"{CAP}: create needs a `prompt` or a `promptFile`")
         new = new_id("sch")
         now = now_iso()
         with Tx(conn):
@@ -148,8 +141,6 @@ def manage(
                 "UPDATE schedules SET enabled = 0, updated_at = ? WHERE id = ?", (now_iso(), sid)
             )
         else:  # update
-            if cron is None and label is None and prompt is None and prompt_file is None:
-                v.fail(f"{CAP}: update needs at least one of cronExpr, label, prompt, promptFile")
             new_prompt, new_file = before["prompt"], before["prompt_file"]
             if prompt is not None:
                 new_prompt, new_file = prompt, None
@@ -205,3 +196,28 @@ def restore(conn: sqlite3.Connection, persona: str, previous: dict[str, Any]) ->
 def remove(conn: sqlite3.Connection, persona: str, sid: str) -> None:
     with Tx(conn):
         conn.execute("DELETE FROM schedules WHERE id = ? AND persona = ?", (sid, persona))
+
+
+def firing_prompt(row: sqlite3.Row | dict[str, Any], prompts_dir: Path | None) -> str:
+    """What a firing asks the persona (SPEC §19): the `prompt`, else the `promptFile`'s text,
+    else the `label`, else a line naming the schedule."""
+    if row["prompt"]:
+        return str(row["prompt"])
+    if row["prompt_file"]:
+        return resolve_prompt_file(str(row["prompt_file"]), prompts_dir).read_text(
+            encoding="utf-8", errors="replace"
+        )
+    if row["label"]:
+        return str(row["label"])
+    return f"Scheduled task {row['id']} ({row['cron_expr']})"
+
+
+@handles(CAP)
+def handle(call: HostCall) -> dict[str, Any]:
+    return manage(
+        call.conn,
+        call.input,
+        persona=call.persona,
+        thread=call.thread,
+        prompts_dir=call.host.prompts_dir,
+    )

@@ -1,7 +1,7 @@
 """TALOS capabilities on SQLite: tasks, notes and memories (SPEC §5 inputs and results).
 
-Each handler takes the connection and the already size-checked input, checks every field again
-and returns the JSON result. Writes run in one IMMEDIATE transaction so a crash never leaves a
+Each handler is registered for its capability (`forgec.host.handlers`) and takes one `HostCall`
+whose input the bridge has checked against the row's shape; it returns the JSON result. Writes run in one IMMEDIATE transaction so a crash never leaves a
 half-written row. Lists are newest first: by `created_at`, then by insertion order (`seq`) for
 rows created in the same millisecond.
 
@@ -12,7 +12,6 @@ words, each quoted as a phrase, joined with OR, and the score is `-bm25` so high
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import re
 import sqlite3
@@ -21,7 +20,7 @@ from typing import Any
 
 from forgec.host import validate as v
 from forgec.host.db import Tx, new_id, now_iso
-from forgec.runtime.talos_facts import TASK_STATUSES
+from forgec.host.handlers import HostCall, handles
 
 
 def _task(row: sqlite3.Row) -> dict[str, Any]:
@@ -89,36 +88,24 @@ def _newest_first(
     return conn.execute(sql, args).fetchall()
 
 
-def _due(value: str | None) -> str | None:
-    if value is None:
-        return None
-    try:
-        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
-            raise ValueError(value)
-        _dt.date.fromisoformat(value)
-    except ValueError:
-        v.fail(f"tasks.create: `due` must be an ISO 8601 date (YYYY-MM-DD), not {value!r}")
-    return value
-
-
-def tasks_list(conn: sqlite3.Connection, inp: Any) -> dict[str, Any]:
-    cap = "tasks.list"
-    f = v.fields(cap, inp, allowed={"status", "query", "limit"})
-    status = v.string(cap, f, "status", choices=TASK_STATUSES)
-    query = v.string(cap, f, "query", max_len=500)
-    limit = v.integer(cap, f, "limit", default=50, low=1, high=100)
+@handles("tasks.list")
+def tasks_list(call: HostCall) -> dict[str, Any]:
+    conn, f = call.conn, call.input
+    status = f.get("status")
+    query = f.get("query")
+    limit = v.whole(f.get("limit"), 50)
     where = [("status = ?", status)] if status is not None else []
     rows = _newest_first(conn, "tasks", where, query, "notes", limit)
     return {"items": [_task(r) for r in rows]}
 
 
-def tasks_create(conn: sqlite3.Connection, inp: Any) -> dict[str, Any]:
-    cap = "tasks.create"
-    f = v.fields(cap, inp, allowed={"title", "notes", "due", "status"}, required=("title",))
-    title = v.req_string(cap, f, "title", min_len=1, max_len=200)
-    notes = v.string(cap, f, "notes", default="") or ""
-    due = _due(v.string(cap, f, "due"))
-    status = v.string(cap, f, "status", default="open", choices=TASK_STATUSES) or "open"
+@handles("tasks.create")
+def tasks_create(call: HostCall) -> dict[str, Any]:
+    conn, f = call.conn, call.input
+    title = f["title"]
+    notes = f.get("notes") or ""
+    due = f.get("due")
+    status = f.get("status") or "open"
     now = now_iso()
     tid = new_id("task")
     with Tx(conn):
@@ -137,11 +124,11 @@ def get_task(conn: sqlite3.Connection, task_id: str) -> dict[str, Any]:
     return _task(row)
 
 
-def tasks_set_status(conn: sqlite3.Connection, inp: Any) -> dict[str, Any]:
-    cap = "tasks.setStatus"
-    f = v.fields(cap, inp, allowed={"id", "status"}, required=("id", "status"))
-    tid = v.req_string(cap, f, "id", min_len=1, max_len=200)
-    status = v.req_string(cap, f, "status", choices=TASK_STATUSES)
+@handles("tasks.setStatus")
+def tasks_set_status(call: HostCall) -> dict[str, Any]:
+    cap, conn, f = call.capability, call.conn, call.input
+    tid = f["id"]
+    status = f["status"]
     with Tx(conn):
         row = conn.execute("SELECT status FROM tasks WHERE id = ?", (tid,)).fetchone()
         if row is None:
@@ -155,20 +142,20 @@ def tasks_set_status(conn: sqlite3.Connection, inp: Any) -> dict[str, Any]:
     return task
 
 
-def notes_list(conn: sqlite3.Connection, inp: Any) -> dict[str, Any]:
-    cap = "notes.list"
-    f = v.fields(cap, inp, allowed={"query", "limit"})
-    query = v.string(cap, f, "query", max_len=500)
-    limit = v.integer(cap, f, "limit", default=50, low=1, high=100)
+@handles("notes.list")
+def notes_list(call: HostCall) -> dict[str, Any]:
+    conn, f = call.conn, call.input
+    query = f.get("query")
+    limit = v.whole(f.get("limit"), 50)
     rows = _newest_first(conn, "notes", [], query, "body", limit)
     return {"items": [_note(r) for r in rows]}
 
 
-def notes_create(conn: sqlite3.Connection, inp: Any) -> dict[str, Any]:
-    cap = "notes.create"
-    f = v.fields(cap, inp, allowed={"title", "body"}, required=("title", "body"))
-    title = v.req_string(cap, f, "title", min_len=1, max_len=200)
-    body = v.req_string(cap, f, "body")
+@handles("notes.create")
+def notes_create(call: HostCall) -> dict[str, Any]:
+    conn, f = call.conn, call.input
+    title = f["title"]
+    body = f["body"]
     now = now_iso()
     nid = new_id("note")
     with Tx(conn):
@@ -186,12 +173,12 @@ def get_note(conn: sqlite3.Connection, note_id: str) -> dict[str, Any]:
     return _note(row)
 
 
-def notes_update(conn: sqlite3.Connection, inp: Any) -> dict[str, Any]:
-    cap = "notes.update"
-    f = v.fields(cap, inp, allowed={"id", "title", "body"}, required=("id",))
-    nid = v.req_string(cap, f, "id", min_len=1, max_len=200)
-    title = v.string(cap, f, "title", min_len=1, max_len=200)
-    body = v.string(cap, f, "body")
+@handles("notes.update")
+def notes_update(call: HostCall) -> dict[str, Any]:
+    cap, conn, f = call.capability, call.conn, call.input
+    nid = f["id"]
+    title = f.get("title")
+    body = f.get("body")
     with Tx(conn):
         row = conn.execute("SELECT title, body FROM notes WHERE id = ?", (nid,)).fetchone()
         if row is None:
@@ -222,11 +209,11 @@ def fts_query(text: str) -> str | None:
     return " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
 
 
-def memory_search(conn: sqlite3.Connection, inp: Any) -> dict[str, Any]:
-    cap = "memory.search"
-    f = v.fields(cap, inp, allowed={"query", "limit"}, required=("query",))
-    query = v.req_string(cap, f, "query", max_len=500)
-    limit = v.integer(cap, f, "limit", default=10, low=1, high=50)
+@handles("memory.search")
+def memory_search(call: HostCall) -> dict[str, Any]:
+    conn, f = call.conn, call.input
+    query = f["query"]
+    limit = v.whole(f.get("limit"), 10)
     match = fts_query(query)
     if match is None:
         return {"items": []}
@@ -239,15 +226,11 @@ def memory_search(conn: sqlite3.Connection, inp: Any) -> dict[str, Any]:
     return {"items": [{"id": r["id"], "text": r["text"], "score": float(r["score"])} for r in rows]}
 
 
-def memory_create(conn: sqlite3.Connection, inp: Any) -> dict[str, Any]:
-    cap = "memory.create"
-    f = v.fields(cap, inp, allowed={"text", "tags"}, required=("text",))
-    text = v.req_string(cap, f, "text", min_len=1)
-    tags = f.get("tags")
-    if tags is None:
-        tags = []
-    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
-        v.fail(f"{cap}: `tags` must be a list of strings")
+@handles("memory.create")
+def memory_create(call: HostCall) -> dict[str, Any]:
+    conn, f = call.conn, call.input
+    text = f["text"]
+    tags = list(f.get("tags") or [])
     mid = new_id("mem")
     with Tx(conn):
         conn.execute(
@@ -256,18 +239,6 @@ def memory_create(conn: sqlite3.Connection, inp: Any) -> dict[str, Any]:
         )
     row = conn.execute("SELECT * FROM memories WHERE id = ?", (mid,)).fetchone()
     return _memory(row)
-
-
-HANDLERS = {
-    "tasks.list": tasks_list,
-    "tasks.create": tasks_create,
-    "tasks.setStatus": tasks_set_status,
-    "notes.list": notes_list,
-    "notes.create": notes_create,
-    "notes.update": notes_update,
-    "memory.search": memory_search,
-    "memory.create": memory_create,
-}
 
 
 def load_state(conn: sqlite3.Connection, tool_id: str) -> dict[str, Any] | None:

@@ -1,8 +1,8 @@
-"""Run-time input checks shared by every capability handler.
+"""What the capability handlers share for failing: one error code, one size measure.
 
-The compiler checks literal inputs, but a flow computes values at run time and a manifest may
-come from a model: each handler therefore checks its whole input again, here, at the bridge.
-Every failure is a `HostError` with `RUN_CAPABILITY_FAILED` and a message naming the field.
+The input itself is checked once, at the bridge, by the capability's row (`forgec.ir.shapes`,
+the check `forgec check` runs on literals), so a handler reads fields it can trust. Every
+failure is a `HostError` with `RUN_CAPABILITY_FAILED` and a message naming the field.
 """
 
 from __future__ import annotations
@@ -36,7 +36,10 @@ def fields(
     allowed: frozenset[str] | set[str],
     required: tuple[str, ...] = (),
 ) -> Mapping[str, Any]:
-    """The input as an object with only known fields and every required one present."""
+    """The input as an object with only known fields and every required one present.
+
+    For inputs that have no row: a built-in sub-agent's own input (`subagent.invoke`'s
+    `input`). A capability's input is checked by its row's shape at the bridge instead."""
     if not isinstance(value, Mapping):
         fail(f"{capability}: the input must be an object, not {type_name(value)}")
     unknown = sorted(k for k in value if k not in allowed)
@@ -46,6 +49,11 @@ def fields(
         if name not in value or value[name] is None:
             fail(f"{capability}: `{name}` is required")
     return value
+
+
+def whole(value: Any, default: int) -> int:
+    """An optional integer field the shape has checked (run-time data may spell it `5.0`)."""
+    return default if value is None else int(value)
 
 
 def type_name(value: Any) -> str:

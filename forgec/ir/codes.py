@@ -20,7 +20,7 @@ class CodeDoc:
     severity: Severity
     summary: str
     doc: str
-    kind: str = "check"  # "check" (compile time) or "run" (run time)
+    kind: str = "check"  # "check" (compile time), "run" (run time), "server" (around a check)
 
 
 E, W = Severity.ERROR, Severity.WARNING
@@ -236,10 +236,12 @@ _ENTRIES: list[tuple[str, Severity, str, str]] = [
     (
         "FORGE_CREDENTIAL_SCOPE",
         E,
-        "A credential may reach a host the network list does not allow.",
+        "A credential may reach a host the network list does not allow, or travel over plain http.",
         "Every host of a credential must be in the network allowlist, so a key can only travel to "
         'a host the tool may reach. Example: credential hosts `["api.example.org"]` with '
-        "network forbidden.",
+        "network forbidden. A step that sends a credential to a literal `http:` URL is refused "
+        "too: a credential is only attached to an https request (a computed http URL is "
+        "refused at run time with RUN_NETWORK_DENIED).",
     ),
     (
         "FORGE_SECRET_FOUND",
@@ -450,9 +452,28 @@ _RUN: list[tuple[str, str, str]] = [
     ),
 ]
 
+# Raised around a check, not by one: a server's budgeted check (`forgec.budget`) that stopped.
+_SERVER: list[tuple[str, str, str]] = [
+    (
+        "FORGEC_CHECK_BUDGET",
+        "The check did not finish within the server's check budget.",
+        "The MCP server, the language server and the Tool Forge screen check a tool off their "
+        "event loop, in a worker process with a time budget (default 5 s; `--check-budget "
+        "SECONDS`) and a memory cap. A check that overruns either is stopped and reported as "
+        "this error: the tool is not installed and nothing is written, and every other request "
+        "is answered meanwhile. Every pass is bounded (SPEC §16: any input within the limits "
+        "checks within 2 s), so this means a forgec bug or a machine far slower than expected; "
+        "`forgec check FILE` on the same file shows how long it takes. Example: `tool_create` "
+        "of a manifest whose check takes 8 s under a 5 s budget.",
+    ),
+]
+
 REGISTRY: dict[str, CodeDoc] = {
     code: CodeDoc(code, sev, summary, doc) for code, sev, summary, doc in _ENTRIES
 }
+REGISTRY.update(
+    {code: CodeDoc(code, E, summary, doc, kind="server") for code, summary, doc in _SERVER}
+)
 REGISTRY.update(
     {code: CodeDoc(code, E, summary, doc or summary, kind="run") for code, summary, doc in _RUN}
 )

@@ -1,29 +1,16 @@
-"""The TALOS capability facts of SPEC §5 that more than one layer needs: each capability's input
-size limit, the task statuses, and which capability undoes which.
-
-Plain data in the shared vocabulary, so the catalog (what the compiler checks) and the hosts
-(what the bridge enforces, via `forgec.runtime.talos_facts`) read one table and cannot drift;
-the runtime may import it because `forgec.ir` imports nothing but attrs.
+"""The TALOS capability facts of SPEC §5 in the shape older readers take them: each
+capability's input size limit, the task statuses, and which capability undoes which — all
+derived from the rows of `forgec.ir.capabilities`, where each is spelled once.
 """
 
 from __future__ import annotations
 
-# capability → input limit in bytes of compact UTF-8 JSON (the seed's capability table)
-INPUT_LIMITS: dict[str, int] = {
-    "tasks.list": 1024,
-    "tasks.create": 16 * 1024,
-    "tasks.setStatus": 1024,
-    "notes.list": 1024,
-    "notes.create": 32 * 1024,
-    "notes.update": 32 * 1024,
-    "memory.search": 1024,
-    "memory.create": 32 * 1024,
-}
-TASK_STATUSES = ("open", "done", "cancelled")
+from forgec.ir.capabilities import TASK_STATUSES, rows_of
 
+_ROWS = rows_of("talos")
+# capability → input limit in bytes of compact UTF-8 JSON (the seed's capability table)
+INPUT_LIMITS: dict[str, int] = {row.name: row.input_limit for row in _ROWS}
 # step capability → the capability that undoes it
-TALOS_UNDO: dict[str, str] = {
-    "tasks.create": "tasks.setStatus",
-    "tasks.setStatus": "tasks.setStatus",
-    "notes.update": "notes.update",
-}
+TALOS_UNDO: dict[str, str] = {row.name: row.undo for row in _ROWS if row.undo is not None}
+
+__all__ = ["INPUT_LIMITS", "TALOS_UNDO", "TASK_STATUSES"]

@@ -1,8 +1,11 @@
 """Which characters a tool's text may not hold, and how to show one (SPEC §14).
 
 One table for every consumer: the checker refuses these characters in `title`, `ui`, credential
-`purpose`, `description` and `fail` messages, and the text renderers print any that still reach
-them escaped. Plain data and `re` only, so the runtime and the renderers may import it.
+`purpose`, `description` and `fail` messages, and every text forgec writes for a person prints
+any that still reach it escaped (`ESCAPED_ON_OUTPUT`: the terminal renderers through
+`forgec.render.safe`, `.forge` string literals through the formatter, JSON text through
+`forgec.runtime.jsontext`). Plain data and `re` only, so the runtime and the renderers may
+import it.
 
 Unicode category Cc is exactly U+0000–U+001F and U+007F–U+009F (the category is closed: no
 future Unicode version adds to it), so the class is written as ranges, not looked up per
@@ -22,6 +25,18 @@ BIDI_RANGES: tuple[tuple[int, int], ...] = (
     (0x2066, 0x2069),  # isolates (LRI RLI FSI PDI)
 )
 CONTROL_OR_BIDI: tuple[tuple[int, int], ...] = CONTROL_RANGES + BIDI_RANGES
+
+# Not refused in a tool's text, but escaped wherever forgec writes text for a person: the line
+# and paragraph separators (some viewers break lines at them) and lone surrogates (a UTF-8
+# stream cannot even encode one: printing it would be a traceback).
+LINE_SEPARATOR_RANGES: tuple[tuple[int, int], ...] = ((0x2028, 0x2029),)
+SURROGATE_RANGES: tuple[tuple[int, int], ...] = ((0xD800, 0xDFFF),)
+ESCAPED_ON_OUTPUT: tuple[tuple[int, int], ...] = (
+    CONTROL_OR_BIDI + LINE_SEPARATOR_RANGES + SURROGATE_RANGES
+)
+ESCAPED_ON_OUTPUT_CHARS: frozenset[str] = frozenset(
+    chr(c) for lo, hi in ESCAPED_ON_OUTPUT for c in range(lo, hi + 1)
+)
 
 # What a description or a fail message may hold of the above: line breaks and tabs.
 MULTILINE_ALLOWED = "\n\t"

@@ -121,13 +121,16 @@ class Analysis:
         return sorted(props) if isinstance(props, dict) else []
 
 
-def analyse(uri: str, text: str, *, target: str = "talos") -> Analysis:
-    """Check TEXT (named by URI) and index it."""
-    import forgec
+def analyse(
+    uri: str, text: str, *, target: str = "talos", budget_s: float | None = None
+) -> Analysis:
+    """Check TEXT (named by URI) and index it; with BUDGET_S, in a worker process within that
+    many seconds (`forgec.budget`: over it, the analysis holds `FORGEC_CHECK_BUDGET`)."""
+    from forgec.budget import check_with_budget
 
     form = language_of(uri, text) or "talostool"
     path = _display_path(uri, form)
-    report = forgec.check(text, path=path, target=target)
+    report = check_with_budget(text, path=path, target=target, budget_s=budget_s)
     analysis = Analysis(uri=uri, text=text, form=form, target=target, report=report)
     manifest = report.ir
     if manifest is None or report.source_map is None:

@@ -2,13 +2,19 @@
 
 A change schedules one check after a short pause (`DEBOUNCE_S`); a newer change cancels the
 one waiting, and a check whose document moved on meanwhile publishes nothing. Requests
-(hover, completion, …) answer from the analysis of the text as it is now, checking it on the
-spot if the debounced check has not run yet, so an answer never describes an older text.
+(hover, completion, …) answer from the analysis of the text as it is now, waiting for its
+check if it has not run yet, so an answer never describes an older text.
+
+Checks run off the event loop, in a worker process within the check budget (`forgec.budget`,
+default 5 s; `--check-budget`, the `checkBudget` initialization option or setting): while one
+document is checked, requests about the others are answered, and a check over the budget ends
+as `FORGEC_CHECK_BUDGET` on that document. Concurrent askers of one text share one check.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from typing import Any
 
@@ -18,6 +24,8 @@ from pygls.lsp.server import LanguageServer
 from forgec.lsp import features, semantic
 from forgec.lsp.analysis import Analysis, analyse, language_of
 from forgec.lsp.positions import LineIndex
+
+DEFAULT_BUDGET_S = 5.0  # forgec.budget.DEFAULT_BUDGET_S (not imported here: start-up stays lazy)
 
 DEBOUNCE_S = 0.01  # coalesces a burst of keystrokes; short enough to answer within 30 ms
 TARGETS = ("talos", "talon")
@@ -36,6 +44,9 @@ class ForgeLanguageServer(LanguageServer):
         self.analyses: dict[str, Analysis] = {}
         self.indexed: dict[str, Analysis] = {}  # the last analysis of each document with an index
         self.pending: dict[str, asyncio.Task[None]] = {}
+        self.budget_s = DEFAULT_BUDGET_S
+        # the check in flight for each document: ((text, target, budget), its future)
+        self.running: dict[str, tuple[tuple[str, str, float], asyncio.Future[Analysis]]] = {}
 
     # -- documents -----------------------------------------------------------------------
 
@@ -60,19 +71,53 @@ class ForgeLanguageServer(LanguageServer):
         return a, LineIndex(text, self.encoding())
 
     def check(self, uri: str, text: str) -> Analysis:
-        a = analyse(uri, text, target=self.target_for(uri))
+        a = analyse(uri, text, target=self.target_for(uri), budget_s=self.budget_s)
+        self.remember(uri, a)
+        return a
+
+    def remember(self, uri: str, a: Analysis) -> None:
         self.analyses[uri] = a
         if a.nodes:
             self.indexed[uri] = a
+
+    async def analysis_of(self, uri: str, text: str) -> Analysis:
+        """The analysis of TEXT, checked in a worker thread (which waits on the budgeted worker
+        process), so the event loop keeps answering meanwhile."""
+        target = self.target_for(uri)
+        a = self.analyses.get(uri)
+        if a is not None and a.text == text and a.target == target:
+            return a
+        key = (text, target, self.budget_s)
+        running = self.running.get(uri)
+        if running is None or running[0] != key:
+            work = functools.partial(analyse, uri, text, target=target, budget_s=key[2])
+            future = asyncio.get_running_loop().run_in_executor(None, work)
+            running = (key, future)
+            self.running[uri] = running
+        try:
+            a = await asyncio.shield(running[1])
+        finally:
+            if self.running.get(uri) is running and running[1].done():
+                del self.running[uri]
+        if self.text_of(uri) == text:  # a slower check of an older text must not win
+            self.remember(uri, a)
         return a
 
-    def publish(self, uri: str) -> None:
+    async def ready(self, uri: str) -> None:
+        """Wait until the document's text as it is now has been analysed."""
+        text = self.text_of(uri)
+        if text is not None and language_of(uri, text) is not None:
+            await self.analysis_of(uri, text)
+
+    async def publish(self, uri: str) -> None:
         text = self.text_of(uri)
         if text is None:
             return
         if language_of(uri, text) is None:
             return
-        a = self.check(uri, text)
+        a = await self.analysis_of(uri, text)
+        if self.text_of(uri) != text:
+            return  # the document moved on: its own check publishes
         diags = features.diagnostics(a, LineIndex(text, self.encoding()))
         version = self.workspace.get_text_document(uri).version
         self.text_document_publish_diagnostics(
@@ -92,7 +137,10 @@ class ForgeLanguageServer(LanguageServer):
             return
         if self.pending.get(uri) is asyncio.current_task():
             del self.pending[uri]
-        self.publish(uri)
+        try:
+            await self.publish(uri)
+        except Exception:  # the server must outlive any one document
+            log.exception("forgec lsp: publishing %s failed", uri)
 
     def target_for(self, uri: str) -> str:
         """The client's target setting, else what `[tool.forgec]` nearest the file says."""
@@ -117,6 +165,22 @@ class ForgeLanguageServer(LanguageServer):
             value = value.get("target")
         if isinstance(value, str) and value in TARGETS and value != self.target:
             self.target = value
+            return True
+        return False
+
+    def set_budget(self, value: Any) -> bool:
+        """Take `checkBudget` (seconds) from settings shaped like `set_target`'s."""
+        if isinstance(value, dict):
+            value = value.get("forgec", value)
+        if isinstance(value, dict):
+            value = value.get("checkBudget")
+        if (
+            isinstance(value, int | float)
+            and not isinstance(value, bool)
+            and 0 < value <= 3600
+            and value != self.budget_s
+        ):
+            self.budget_s = float(value)
             return True
         return False
 
@@ -153,6 +217,25 @@ def _guard(default: Any) -> Any:
     return wrap
 
 
+def _answer(default: Any) -> Any:
+    """A request about one document: answered once the document's current text is analysed
+    (off the event loop), failing to DEFAULT as `_guard` does."""
+
+    def wrap(fn: Any) -> Any:
+        async def run(ls: ForgeLanguageServer, params: Any) -> Any:
+            try:
+                await ls.ready(params.text_document.uri)
+                return fn(ls, params)
+            except Exception:  # the server must outlive any one document
+                log.exception("forgec lsp: %s failed", fn.__name__)
+                return default
+
+        run.__name__ = fn.__name__
+        return run
+
+    return wrap
+
+
 @server.feature(lsp.INITIALIZED)
 def initialized(ls: ForgeLanguageServer, params: lsp.InitializedParams) -> None:
     pass
@@ -161,6 +244,7 @@ def initialized(ls: ForgeLanguageServer, params: lsp.InitializedParams) -> None:
 @server.feature(lsp.INITIALIZE)
 def initialize(ls: ForgeLanguageServer, params: lsp.InitializeParams) -> None:
     ls.set_target(params.initialization_options or {})
+    ls.set_budget(params.initialization_options or {})
 
 
 @server.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)
@@ -170,16 +254,17 @@ def did_change_configuration(
     from forgec.frontend.settings import clear_cache
 
     clear_cache()  # the files' own settings may have changed too
+    ls.set_budget(params.settings or {})
     ls.set_target(params.settings or {})
     if ls.analyses:
         for uri in list(ls.analyses):
-            ls.publish(uri)
+            ls.schedule(uri)
 
 
 @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
 @_guard(None)
 def did_open(ls: ForgeLanguageServer, params: lsp.DidOpenTextDocumentParams) -> None:
-    ls.publish(params.text_document.uri)
+    ls.schedule(params.text_document.uri)
 
 
 @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
@@ -205,7 +290,7 @@ def _point(index: LineIndex, pos: lsp.Position) -> Any:
 
 
 @server.feature(lsp.TEXT_DOCUMENT_HOVER)
-@_guard(None)
+@_answer(None)
 def hover(ls: ForgeLanguageServer, params: lsp.HoverParams) -> lsp.Hover | None:
     got = ls.current(params.text_document.uri)
     if got is None:
@@ -215,7 +300,7 @@ def hover(ls: ForgeLanguageServer, params: lsp.HoverParams) -> lsp.Hover | None:
 
 
 @server.feature(lsp.TEXT_DOCUMENT_DEFINITION)
-@_guard([])
+@_answer([])
 def definition(ls: ForgeLanguageServer, params: lsp.DefinitionParams) -> list[lsp.Location]:
     got = ls.current(params.text_document.uri)
     if got is None:
@@ -225,7 +310,7 @@ def definition(ls: ForgeLanguageServer, params: lsp.DefinitionParams) -> list[ls
 
 
 @server.feature(lsp.TEXT_DOCUMENT_REFERENCES)
-@_guard([])
+@_answer([])
 def references(ls: ForgeLanguageServer, params: lsp.ReferenceParams) -> list[lsp.Location]:
     got = ls.current(params.text_document.uri)
     if got is None:
@@ -240,7 +325,7 @@ def references(ls: ForgeLanguageServer, params: lsp.ReferenceParams) -> list[lsp
     lsp.TEXT_DOCUMENT_COMPLETION,
     lsp.CompletionOptions(trigger_characters=["$", "{", ">", '"', " ", "."]),
 )
-@_guard(None)
+@_answer(None)
 def completion(ls: ForgeLanguageServer, params: lsp.CompletionParams) -> lsp.CompletionList | None:
     uri = params.text_document.uri
     got = ls.current(uri)
@@ -252,7 +337,7 @@ def completion(ls: ForgeLanguageServer, params: lsp.CompletionParams) -> lsp.Com
 
 
 @server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
-@_guard([])
+@_answer([])
 def document_symbol(
     ls: ForgeLanguageServer, params: lsp.DocumentSymbolParams
 ) -> list[lsp.DocumentSymbol]:
@@ -269,7 +354,7 @@ def document_symbol(
         code_action_kinds=[lsp.CodeActionKind.QuickFix, lsp.CodeActionKind.RefactorRewrite]
     ),
 )
-@_guard([])
+@_answer([])
 def code_action(ls: ForgeLanguageServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
     got = ls.current(params.text_document.uri)
     if got is None:
@@ -279,7 +364,7 @@ def code_action(ls: ForgeLanguageServer, params: lsp.CodeActionParams) -> list[l
 
 
 @server.feature(lsp.TEXT_DOCUMENT_FORMATTING)
-@_guard([])
+@_answer([])
 def formatting(ls: ForgeLanguageServer, params: lsp.DocumentFormattingParams) -> list[lsp.TextEdit]:
     got = ls.current(params.text_document.uri)
     if got is None:
@@ -306,5 +391,7 @@ def semantic_tokens(
     return lsp.SemanticTokens(data=semantic.encode(text, LineIndex(text, ls.encoding())))
 
 
-def main() -> None:
+def main(budget_s: float | None = None) -> None:
+    if budget_s is not None:
+        server.budget_s = budget_s
     server.start_io()

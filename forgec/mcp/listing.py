@@ -8,10 +8,12 @@ same function decides again at call time, so a tool that is not listed is refuse
   that without `--persona-labels` only those are);
 - `tool_create`, with the label `tool.create`.
 
-Label grants follow the host's bridge (`forgec.host.bridge.grants`): a persona label grants
-itself, and `channel.send:*` also grants every `channel.send:<name>`. A host tool whose label has a
-parameter part (`channel.send:<channel>`, worst case `channel.send:*`) is listed when any label of that family is granted;
-the bridge then checks the actual channel on every call.
+Label grants are the rows' one rule (`forgec.ir.capabilities.grants`), the very function the
+host's bridge calls: a persona label grants itself, and `channel.send:*` also grants every
+`channel.send:<name>`. A host tool is listed when some call of it is granted — for a
+parameterised label (`channel.send:<channelId>`), a label naming a valid parameter — and the
+bridge then checks the actual call (its channel) again. `persona.send:researcher` is not a
+label of any row, so it lists nothing.
 
 Annotations are derived from marks (never taken from the manifest), SPEC §17:
 - `readOnlyHint`: every power is Read (or there is none) and the tool keeps no state;
@@ -63,12 +65,11 @@ TOOL_CREATE_OUTPUT: dict[str, Any] = {
     "properties": {
         "ok": {"type": "boolean"},
         "name": {"type": ["string", "null"]},
-        "version": {"type": ["integer", "null"]},
-        "status": {"type": ["string", "null"], "enum": ["installed", "proposed", None]},
+        "status": {"type": ["string", "null"], "enum": ["waiting", None]},
         "enabled": {"type": "boolean"},
         "report": {"type": "object"},
     },
-    "required": ["ok", "name", "version", "enabled", "report"],
+    "required": ["ok", "name", "status", "enabled", "report"],
 }
 
 
@@ -107,20 +108,11 @@ class ToolEntry:
 
 
 def label_granted(needed: str, granted: Iterable[str]) -> bool:
-    """The bridge's rule, so a listed tool is never refused by the host for its label: a label
-    is held exactly, except `channel.send:<name>`, which `channel.send:*` also grants."""
-    labels = frozenset(granted)
-    if needed in labels:
-        return True
-    return needed.startswith("channel.send:") and "channel.send:*" in labels
+    """The bridge's rule (the rows' `label_grants`), so a listed tool is never refused by the
+    host for its label."""
+    from forgec.ir.capabilities import label_grants
 
-
-def family_granted(needed: str, granted: Iterable[str]) -> bool:
-    """For listing a host tool whose worst-case label is a family (`channel.send:*`): any
-    label of the family lists it; the bridge checks the actual channel on each call."""
-    if needed.endswith(":*"):
-        return any(label.startswith(needed[:-1]) for label in granted)
-    return label_granted(needed, granted)
+    return label_grants(granted, needed)
 
 
 def annotations_from_marks(marks: Marks, *, keeps_state: bool = False) -> Annotations:
@@ -222,14 +214,15 @@ def host_entries(labels: Iterable[str]) -> list[ToolEntry]:
     """The Talon host tools the labels grant, from the `talon` catalog."""
     from forgec.catalog import get_catalog
     from forgec.catalog.base import StepMarks
+    from forgec.ir.capabilities import grants
 
-    granted = list(labels)
+    granted = frozenset(labels)
     out: list[ToolEntry] = []
     for spec in get_catalog("talon").capabilities.values():
         if spec.mcp_name is None:
             continue
         worst: StepMarks = spec.marks({})
-        if worst.label is None or not family_granted(worst.label, granted):
+        if worst.label is None or not grants(granted, spec.name):
             continue
         marks = Marks(
             powers=(worst.power,),
@@ -275,8 +268,9 @@ def create_entry() -> ToolEntry:
         title="Create a forged tool",
         description=(
             "Check a forged tool (a talos.local-tool.v1 manifest or .forge text) and, when it "
-            "has no error, install it as a new version that is OFF. Returns the check report, "
-            "the tool's name (dynamic:<id>) and version. Only a person can turn a tool on."
+            "has no error, store it OFF for a person to review (the store numbers versions: "
+            "yours are not used). Returns the check report and the tool's name (dynamic:<id>). "
+            "Only a person can turn a tool on."
         ),
         input_schema=TOOL_CREATE_INPUT,
         output_schema=TOOL_CREATE_OUTPUT,

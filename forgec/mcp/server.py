@@ -60,6 +60,8 @@ class ServeOptions:
     db: Path | None = None
     policy: ConsentPolicy = attrs.field(factory=ConsentPolicy)
     templates: Path | None = None  # the folder holding `tool-instructions/`; None: the defaults
+    # seconds a `tool_create` check may take, in a worker process (SPEC §16; forgec.budget)
+    check_budget: float = 5.0
 
 
 @attrs.define
@@ -175,9 +177,15 @@ class ForgeServer:
         self._reader.close()
 
     def _store(self) -> Any:
+        import functools
+
+        from forgec.budget import check_with_budget
         from forgec.store import Store
 
-        return Store(self.options.store)
+        # the check of a model's manifest runs in a worker process within the budget: a
+        # hostile input costs that worker, never this server (SPEC §16)
+        checker = functools.partial(check_with_budget, budget_s=self.options.check_budget)
+        return Store(self.options.store, checker=checker)
 
     # -- what is visible ------------------------------------------------------------------
 
@@ -278,7 +286,8 @@ class ForgeServer:
         if problem is not None:
             return _refusal(f"invalid input for `{name}`: {problem}")
         if visible.entry.kind == "create":
-            return self._tool_create(args)
+            # off the event loop: every other request is answered while this one checks
+            return await _in_thread(self._tool_create, args)
         if visible.entry.kind == "host":
             return await self._host_call(ctx, visible.entry, args)
         return await self._forged_call(ctx, visible, args)
@@ -443,7 +452,9 @@ class ForgeServer:
             problem = await _in_thread(_host_problem, entry, args, host)
             if problem is not None:
                 return _refusal(problem)
-            if entry.annotations.open_world or _host_risk(entry) == "R4":
+            # the row's risk decides, as for a forged tool: R4 asks every time; an R3 tool
+            # (subagent_invoke, persona_send) runs on the persona's labels alone
+            if _host_risk(entry) == "R4":
                 names = (entry.name, entry.internal)
                 if not self.options.policy.allows(names):
                     refusal = await self._ask(ctx, entry, f"`{entry.name}`")
@@ -465,8 +476,6 @@ class ForgeServer:
         )
 
     def _tool_create(self, args: dict[str, Any]) -> Any:
-        import mcp_types as types
-
         has_manifest, has_source = "manifest" in args, "source" in args
         if has_manifest == has_source:
             return _refusal("tool_create takes exactly one of `manifest` (object) or `source`")
@@ -481,8 +490,9 @@ class ForgeServer:
 
         try:
             with self._store() as store:
-                # a model's version: of a new id it is installed off; of an id that has
-                # versions it is a proposal that only a person can accept (SPEC §14)
+                # a model's version: of a new id it is v1, off; of an id that has versions
+                # it is a proposal only a person can accept (SPEC §14); either way the store
+                # numbers it and the answer below does not depend on which
                 result = store.install(
                     source,
                     path=path,
@@ -492,46 +502,53 @@ class ForgeServer:
                 )
         except StoreError as exc:
             return _refusal(f"tool_create failed: {exc}")
-        report = result.to_json()
-        name = f"dynamic:{result.installed[0]}" if result.installed else None
-        version = result.installed[1] if result.installed else None
-        structured = {
-            "ok": result.installed is not None,
-            "name": name,
-            "version": version,
-            "status": result.status,
-            "enabled": False,
-            "report": report,
-        }
-        if result.status == "proposed":
-            summary = (
-                f"{name} v{version} proposed, waiting for a person: it is not current and "
-                "changes nothing unless a person reviews and accepts it"
-            )
-        elif result.installed:
-            summary = (
-                f"installed {name} v{version}, OFF: a person must review and turn it on "
-                f"(`forgec tools enable {result.installed[0]}`)"
-            )
-        else:
-            issues = [
-                f"- {d['code']} at {d['path'] or '/'}: {d['message']}"
-                for d in report["diagnostics"]
-                if d["severity"] == "error"
-            ]
-            summary = "not installed; every issue:\n" + "\n".join(issues)
-        return types.CallToolResult(
-            content=[types.TextContent(type="text", text=summary)],
-            structured_content=structured,
-            is_error=result.installed is None,
+        return _created_answer(result.report)
+
+
+def _created_answer(report: Any) -> Any:
+    """What `tool_create` tells the model: a function of its own manifest's check alone.
+
+    The store numbers a model's version and never refuses it on numbers (forgec.store.core),
+    so whether the id exists, which versions it has, and whether this became a first version
+    or a proposal change nothing here: the answer names no stored version number and is the
+    same for an id the model cannot list whether or not it exists (SPEC §14)."""
+    import mcp_types as types
+
+    checked = report.to_json()
+    tool_id = report.manifest.get("id") if isinstance(report.manifest, dict) else None
+    name = f"dynamic:{tool_id}" if report.ok and isinstance(tool_id, str) else None
+    if name is not None:
+        summary = (
+            f"{name} stored for a person to review, OFF: it changes nothing until a person "
+            "reads it and turns it on"
         )
+    else:
+        issues = [
+            f"- {d['code']} at {d['path'] or '/'}: {d['message']}"
+            for d in checked["diagnostics"]
+            if d["severity"] == "error"
+        ]
+        summary = "not stored; every issue:\n" + "\n".join(issues)
+    structured = {
+        "ok": name is not None,
+        "name": name,
+        "status": "waiting" if name is not None else None,
+        "enabled": False,
+        "report": checked,
+    }
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=summary)],
+        structured_content=structured,
+        is_error=name is None,
+    )
 
 
 def _host_risk(entry: ToolEntry) -> str:
-    from forgec.catalog import get_catalog
+    """The worst-case risk of a host tool, from its row (R4 for anything without one)."""
+    from forgec.ir.capabilities import BY_NAME
 
-    spec = get_catalog("talon").get(entry.internal)
-    return spec.marks({}).risk if spec is not None else "R4"
+    row = BY_NAME.get(entry.internal)
+    return row.marks.risk if row is not None else "R4"
 
 
 CONSENT_KEY = "forgec_consent"
@@ -798,6 +815,8 @@ async def serve_stdio(options: ServeOptions, *, interval: float = POLL_INTERVAL_
     from mcp.server.lowlevel.server import NotificationOptions
     from mcp.server.stdio import stdio_server
 
+    from forgec.budget import close_workers, warm_up
+
     forge = ForgeServer(options)
     announcer = Announcer()
     server = build_server(forge, announcer)
@@ -805,7 +824,9 @@ async def serve_stdio(options: ServeOptions, *, interval: float = POLL_INTERVAL_
     try:
         async with stdio_server() as (read_stream, write_stream), anyio.create_task_group() as tg:
             tg.start_soon(watch_store, forge, announcer, interval)
+            tg.start_soon(_in_thread, warm_up)  # the first tool_create need not start a worker
             await server.run(read_stream, write_stream, init)
             tg.cancel_scope.cancel()  # the client went away: stop polling
     finally:
         forge.close()
+        close_workers()

@@ -5,26 +5,39 @@ string of the file holds. This module computes, for every `$template` of the flo
 it may produce when its references lead to constants, so the secrets pass can scan them
 (SPEC §14, "secrets after folding").
 
-The analysis is a small may-analysis over the IR. Each variable a `set` writes maps to the
-values it may hold (at most `MAX_VALUES`, each plain JSON or `UNKNOWN`); any other writer (a
-capability or model step's `target`, a loop's item and index, `input`) is `UNKNOWN`. It is
-flow-insensitive: a variable holds every value any step assigns it, on any path, so "on any
-path" costs no path enumeration; the nodes are visited in the graph pass's topological order
-(loop bodies in their body order) so a chain of `set`s settles in one round, and the rounds
-repeat until nothing changes (at most `MAX_ROUNDS`). Unreachable steps count too: a secret the
-file spells in pieces is in the file whether or not the step runs.
+The analysis is a small may-analysis over the IR. Each variable maps to the values it may hold
+(at most `MAX_VALUES`, each a constant or `UNKNOWN`): a `set` writes what its value folds to;
+`input` holds the input schema's `default`s (and anything the caller sends); `state.X` holds
+its schema's `default` and every value a `set` writes to it; a loop over a list that folds to
+constants binds its item variable to each item and its index variable to each index; any other
+writer (a capability or model step's `target`) is `UNKNOWN`. It is flow-insensitive: a variable
+holds every value any step assigns it, on any path, so "on any path" costs no path
+enumeration; the nodes are visited in the graph pass's topological order (loop bodies in their
+body order) so a chain of `set`s settles in one round, and the rounds repeat until nothing
+changes (at most `MAX_ROUNDS`). Unreachable steps count too: a secret the file spells in pieces
+is in the file whether or not the step runs.
 
 A template is folded by rendering each combination of its parts' values (at most
 `MAX_COMBINATIONS`) as the runtime would (`forgec.runtime.values.render`), an unknown part as a
 space, which no token spans. Only templates with at least one part folded to a constant are
 returned: the rest are scanned as written by the secrets pass already.
+
+**Bounded by construction** (SPEC §16, docs/analysis.md "Constant folding"). Every constant is a
+`_Const` that carries its compact-JSON size and a 16-byte digest, both computed from its
+members' when it is built, so no value is ever serialised or hashed whole to be compared or
+measured; a value whose size would pass `VALUE_LIMIT` (256 KiB) is `UNKNOWN` *before* it is
+built (the size of a template's rendering is the sum of its parts', known before the join).
+Each check also has a fixed work allowance (`WORK_UNITS`, bytes built plus a weight per
+operation) for the environment and another for the renderings; when one runs out, whatever is
+still to be folded is `UNKNOWN`. Unknown means "anything": a cap never invents a constant.
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import attrs
@@ -34,7 +47,6 @@ from forgec.ir.nodes import (
     CapabilityNode,
     CredentialRef,
     ForeachNode,
-    IfNode,
     ListExpr,
     Literal,
     LlmNode,
@@ -42,21 +54,27 @@ from forgec.ir.nodes import (
     Node,
     ObjectExpr,
     Ref,
-    ReturnNode,
     SetNode,
     Template,
     Value,
+    node_type,
     walk_nodes,
 )
+from forgec.ir.rules import NODE_TYPE_NAMES
 from forgec.passes.context import Facts
-from forgec.runtime.values import MISSING, RunFailure, render, resolve
+from forgec.runtime.limits import VALUE_LIMIT
 
-__all__ = ["UNKNOWN", "FoldedTemplate", "folded_templates"]
+__all__ = ["NODE_TABLE", "UNKNOWN", "FoldedTemplate", "folded_templates"]
 
-MAX_VALUES = 8  # values kept per variable; more and it is UNKNOWN
-MAX_COMBINATIONS = 32  # renderings per template
+MAX_VALUES = 16  # values kept per variable; more and it is UNKNOWN
+MAX_COMBINATIONS = 256  # renderings per template
 MAX_ROUNDS = 6
 HOLE = " "  # an unknown part of a template: breaks any token the parts around it would form
+# Work allowed per check, in bytes built; an operation (a member placed, a part looked up, a
+# combination tried) weighs OP_WEIGHT bytes, about its cost in time. One allowance for the
+# environment, one for the renderings handed to the scanner: ~30 ms each on a laptop core.
+WORK_UNITS = 16 << 20
+OP_WEIGHT = 128
 
 
 class _Unknown:
@@ -77,24 +95,160 @@ class FoldedTemplate:
     texts: tuple[str, ...]  # what it may render to, with at least one part folded
 
 
+# ---------------------------------------------------------------------------------------------
+# Constants that know their size and identity
+
+
+class _Const:
+    """A folded JSON value with its compact-JSON size (bytes) and a digest of its content.
+
+    `members` holds the members' `_Const`s (a tuple for a list, a dict for an object), so a
+    path into the value and every measure of it cost its depth, never its size."""
+
+    __slots__ = ("_text", "key", "members", "size", "value")
+
+    def __init__(self, value: Any, size: int, key: bytes, members: Any = None) -> None:
+        self.value = value
+        self.size = size
+        self.key = key
+        self.members = members
+        self._text: str | None = None
+
+
+def _digest(data: bytes) -> bytes:
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+class _OutOfWork(Exception):
+    """The allowance ran out: what was being folded is UNKNOWN, and so is everything after."""
+
+
+class _Budget:
+    __slots__ = ("left",)
+
+    def __init__(self, units: int) -> None:
+        self.left = units
+
+    def spend(self, units: int) -> None:
+        self.left -= units
+        if self.left < 0:
+            raise _OutOfWork
+
+
+class _Builder:
+    """Makes `_Const`s within the value limit, charging their cost to a budget."""
+
+    def __init__(self, budget: _Budget) -> None:
+        self.budget = budget
+        self._literals: dict[int, Any] = {}  # id(Literal) → its _Const (or UNKNOWN)
+        self._keep: list[Any] = []  # the Literals memoised, so their ids stay theirs
+
+    def scalar(self, value: Any) -> Any:
+        try:
+            text = orjson.dumps(value)
+        except (TypeError, orjson.JSONEncodeError):
+            return UNKNOWN
+        self.budget.spend(OP_WEIGHT + len(text))
+        if len(text) > VALUE_LIMIT:
+            return UNKNOWN
+        tag = b"s" if type(value) is str else b"v"
+        return _Const(value, len(text), _digest(tag + text))
+
+    def list_of(self, items: list[Any]) -> Any:
+        self.budget.spend(OP_WEIGHT * (1 + len(items)))
+        size = 1 + len(items) if items else 2
+        for item in items:
+            if item is UNKNOWN:
+                return UNKNOWN  # a list holding something unknown is not a constant
+            size += item.size
+            if size > VALUE_LIMIT:
+                return UNKNOWN
+        key = _digest(b"[" + b"".join(item.key for item in items))
+        return _Const([item.value for item in items], size, key, tuple(items))
+
+    def object_of(self, fields: list[tuple[str, Any]]) -> Any:
+        self.budget.spend(OP_WEIGHT * (1 + len(fields)))
+        members: dict[str, Any] = {}
+        size = 1 + len(fields) if fields else 2
+        for name, member in fields:
+            if member is UNKNOWN:
+                continue  # an unknown member: folded as absent (a lookup of it is UNKNOWN)
+            text = orjson.dumps(name)
+            self.budget.spend(len(text))
+            size += len(text) + 1 + member.size
+            if size > VALUE_LIMIT:
+                return UNKNOWN
+            members[name] = member
+        parts = sorted(_digest(orjson.dumps(k)) + m.key for k, m in members.items())
+        key = _digest(b"{" + b"".join(parts))
+        return _Const({k: m.value for k, m in members.items()}, size, key, members)
+
+    def plain(self, value: Any) -> Any:
+        """A plain JSON value (a literal, a schema default) as a `_Const`, iteratively."""
+        t = type(value)
+        if t is not list and t is not dict:
+            return self.scalar(value)
+        # post-order over the value: each container is built after its members
+        done: dict[int, Any] = {}
+        stack: list[tuple[Any, bool]] = [(value, False)]
+        while stack:
+            v, ready = stack.pop()
+            tv = type(v)
+            if tv is not list and tv is not dict:
+                done[id(v)] = self.scalar(v)
+                continue
+            if id(v) in done:
+                continue
+            if not ready:
+                stack.append((v, True))
+                stack.extend((x, False) for x in (v if tv is list else v.values()))
+                continue
+            if tv is list:
+                done[id(v)] = self.list_of([done[id(x)] for x in v])
+            else:
+                done[id(v)] = self.object_of([(k, done[id(x)]) for k, x in v.items()])
+        return done[id(value)]
+
+    def literal(self, lit: Literal) -> Any:
+        got = self._literals.get(id(lit))
+        if got is None:
+            got = self.plain(lit.value)
+            self._literals[id(lit)] = got
+            self._keep.append(lit)
+        return got
+
+    def text_of(self, c: _Const) -> str | None:
+        """What a template placeholder renders `c` as (the runtime's `render`): a string as
+        it is, anything else as its compact JSON; None when the runtime could not."""
+        if type(c.value) is str:
+            return str(c.value)
+        if c._text is None:
+            self.budget.spend(OP_WEIGHT + c.size)
+            try:
+                from forgec.runtime.jsontext import dumps
+
+                c._text = dumps(c.value).decode("utf-8")
+            except (TypeError, orjson.JSONEncodeError):
+                return None
+        return c._text
+
+
+# ---------------------------------------------------------------------------------------------
+# Entry point
+
+
 def folded_templates(manifest: Manifest, facts: Facts) -> Iterator[FoldedTemplate]:
     """Every template whose references fold to constants, with what it may render to, in
     manifest order; lazily, so a caller with a budget renders no more than it scans."""
     flow = manifest.flow
     if flow is None:
         return
-    # the common case, first and cheaply: no template reads a variable a `set` writes
     all_nodes = walk_nodes(flow.nodes)
-    written: set[str] = set()
-    for node, _loop in all_nodes:
-        if type(node) is SetNode and node.target:
-            var = _variable(node.target)
-            if var is not None:
-                written.add(var)
+    written = _folded_variables(manifest, all_nodes)
     if not written:
-        return
+        return  # the common case, first and cheaply: no variable can hold a constant
     # the builder recorded each node's reads (template placeholders included): only a node
-    # reading a variable some `set` writes can hold a template to fold
+    # reading a variable that may hold a constant can hold a template to fold
     reads = manifest.node_reads
     templates: list[tuple[Node, Template]] = []
     for node, _loop in all_nodes:
@@ -105,11 +259,55 @@ def folded_templates(manifest: Manifest, facts: Facts) -> Iterator[FoldedTemplat
                 templates.append((node, t))
     if not templates:
         return
-    env = _environment(_in_order(flow.nodes, facts))
+    env = _Environment(_Builder(_Budget(WORK_UNITS)))
+    env.seed(manifest)
+    env.settle(_in_order(flow.nodes, facts))
+    render = _Builder(_Budget(WORK_UNITS))
     for node, template in templates:
-        texts = _fold_template(template, env)
+        try:
+            texts = _fold_template(template, env.values, render)
+        except _OutOfWork:
+            return  # the allowance is spent: the rest is unknown, and unknown is not scanned
         if texts:
             yield FoldedTemplate(node, template, texts)
+
+
+def _folded_variables(manifest: Manifest, all_nodes: list[tuple[Node, Any]]) -> set[str]:
+    """The variables some constant can reach: `set` targets, loop variables, and `input` and
+    `state.X` when their schemas give a `default`."""
+    out: set[str] = set()
+    for node, _loop in all_nodes:
+        kind = type(node)
+        if kind is SetNode and node.target:  # type: ignore[union-attr]
+            var = _variable(node.target)  # type: ignore[union-attr]
+            if var is not None:
+                out.add(var)
+        elif kind is ForeachNode:
+            for var in (node.item_var, node.index_var):  # type: ignore[union-attr]
+                if var:
+                    out.add(var)
+    if _has_default(manifest.input_schema):
+        out.add("input")
+    state = manifest.state
+    if state is not None and isinstance(state.fields, dict):
+        for name, schema in state.fields.items():
+            if isinstance(schema, dict) and "default" in schema:
+                out.add(f"state.{name}")
+    return out
+
+
+def _has_default(schema: Any) -> bool:
+    stack = [schema]
+    while stack:
+        s = stack.pop()
+        if not isinstance(s, dict):
+            continue
+        if "default" in s:
+            return True
+        props = s.get("properties")
+        if isinstance(props, dict):
+            stack.extend(props.values())
+    return False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -139,39 +337,138 @@ def _in_order(top: tuple[Node, ...], facts: Facts) -> list[Node]:
 
 
 _Env = dict[str, tuple[Any, ...]]
+_Writes = Iterator[tuple[str, tuple[Any, ...]]]
 
 
-def _environment(nodes: list[Node]) -> _Env:
-    env: _Env = {}
-    for _round in range(MAX_ROUNDS):
-        changed = False
-        for node in nodes:
-            for var, values in _writes(node, env):
-                merged = _merge(env.get(var, ()), values)
-                if merged != env.get(var, ()):
-                    env[var] = merged
-                    changed = True
-        if not changed:
-            break
-    return env
+class _Environment:
+    def __init__(self, builder: _Builder) -> None:
+        self.values: _Env = {}
+        self.build = builder
+        self.exhausted = False
 
+    def seed(self, manifest: Manifest) -> None:
+        """The schema defaults: what `input` and `state.X` hold before any step writes."""
+        try:
+            defaults = _defaults_object(manifest.input_schema)
+            if defaults is not None:
+                # the caller may send anything; the defaults fill what it leaves out
+                self.values["input"] = (self.build.plain(defaults), UNKNOWN)
+            state = manifest.state
+            if state is not None and isinstance(state.fields, dict):
+                for name, schema in state.fields.items():
+                    if isinstance(schema, dict) and "default" in schema:
+                        self.values[f"state.{name}"] = (self.build.plain(schema["default"]),)
+        except _OutOfWork:
+            self._give_up()
 
-def _writes(node: Node, env: _Env) -> Iterator[tuple[str, tuple[Any, ...]]]:
-    if isinstance(node, SetNode):
+    def settle(self, nodes: list[Node]) -> None:
+        if self.exhausted:
+            return
+        env = self.values
+        try:
+            for _round in range(MAX_ROUNDS):
+                changed = False
+                for node in nodes:
+                    for var, values in NODE_TABLE[node_type(node)].writes(self, node):
+                        old = env.get(var, ())
+                        merged = _merge(old, values)
+                        if merged is not old:
+                            env[var] = merged
+                            changed = True
+                if not changed:
+                    break
+        except _OutOfWork:
+            self._give_up()
+
+    def _give_up(self) -> None:
+        """Out of work: every variable may hold anything (sound, and nothing more is built)."""
+        self.exhausted = True
+        for var in self.values:
+            self.values[var] = (UNKNOWN,)
+
+    # -- per node type (NODE_TABLE) -------------------------------------------------------
+
+    def set_writes(self, node: SetNode) -> _Writes:
         if node.target is None:
             return
-        values = _fold(node.value, env) if node.value is not None else (UNKNOWN,)
+        values = self.fold(node.value) if node.value is not None else (UNKNOWN,)
         var = _variable(node.target)
         if var is not None:
             yield var, values
         else:  # a path target (`a.b`): its root may now hold anything
             yield node.target.split(".", 1)[0].split("[", 1)[0], (UNKNOWN,)
-    elif isinstance(node, CapabilityNode | LlmNode) and node.target:
-        yield _variable(node.target) or node.target.split(".", 1)[0], (UNKNOWN,)
-    elif isinstance(node, ForeachNode):
-        for var in (node.item_var, node.index_var):
-            if var:
-                yield var, (UNKNOWN,)
+
+    def step_writes(self, node: CapabilityNode | LlmNode) -> _Writes:
+        if node.target:
+            yield _variable(node.target) or node.target.split(".", 1)[0], (UNKNOWN,)
+
+    def loop_writes(self, node: ForeachNode) -> _Writes:
+        """A loop over lists that fold to constants: each item, and each index, may be bound."""
+        items: list[Any] = []
+        width = 0
+        for source in self.fold(node.source):
+            if source is UNKNOWN or type(source.members) is not tuple:
+                items, width = [UNKNOWN], MAX_VALUES + 1
+                break
+            items.extend(source.members)
+            width = max(width, len(source.members))
+        if node.item_var:
+            yield node.item_var, tuple(items) or (UNKNOWN,)
+        if node.index_var:
+            indexes = tuple(self.build.scalar(i) for i in range(width))
+            yield node.index_var, indexes if 0 < width <= MAX_VALUES else (UNKNOWN,)
+
+    @staticmethod
+    def no_writes(node: Node) -> _Writes:
+        return iter(())
+
+    # -- values ---------------------------------------------------------------------------
+
+    def fold(self, value: Value | None) -> tuple[Any, ...]:
+        """The values `value` may evaluate to (a few; `UNKNOWN` for what no literal decides)."""
+        if value is None or isinstance(value, CredentialRef):
+            return (UNKNOWN,)  # a credential is the host's, never folded
+        if isinstance(value, Literal):
+            return (self.build.literal(value),)
+        if isinstance(value, Ref):
+            return _lookup(value, self.values, self.build)
+        if isinstance(value, Template):
+            return tuple(_renderings(value, self.values, self.build, folded_only=False)) or (
+                UNKNOWN,
+            )
+        if isinstance(value, ObjectExpr):
+            fields = [(k, self.fold(v)) for k, v in value.fields]
+            width = max((len(vs) for _k, vs in fields), default=1)
+            # the k-th value of each field, not every combination: a few candidates, bounded
+            return tuple(
+                self.build.object_of([(k, vs[min(i, len(vs) - 1)]) for k, vs in fields])
+                for i in range(width)
+            )
+        if isinstance(value, ListExpr):
+            items = [self.fold(v) for v in value.items]
+            width = max((len(vs) for vs in items), default=1)
+            return tuple(
+                self.build.list_of([vs[min(i, len(vs) - 1)] for vs in items]) for i in range(width)
+            )
+        return (UNKNOWN,)
+
+
+def _defaults_object(schema: Any) -> Any:
+    """The value the input validator's defaults make of an empty object, or None when the
+    schema gives no default (nested objects' defaults included)."""
+    if not isinstance(schema, dict):
+        return None
+    if "default" in schema:
+        return schema["default"]
+    props = schema.get("properties")
+    if not isinstance(props, dict):
+        return None
+    out = {}
+    for name, sub in props.items():
+        got = _defaults_object(sub)
+        if got is not None:
+            out[name] = got
+    return out or None
 
 
 def _variable(target: str) -> str | None:
@@ -184,59 +481,28 @@ def _variable(target: str) -> str | None:
     return None
 
 
-def _key(value: Any) -> bytes:
-    if value is UNKNOWN:
-        return b"?"
-    try:
-        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-    except (TypeError, orjson.JSONEncodeError):
-        return repr(value).encode()
-
-
 def _merge(old: tuple[Any, ...], new: tuple[Any, ...]) -> tuple[Any, ...]:
-    keys = {_key(v) for v in old}
+    """OLD with NEW's values added (by digest); OLD itself when nothing is new."""
+    if old == (UNKNOWN,):
+        return old
+    keys = {v.key for v in old if v is not UNKNOWN}
     out = list(old)
     for v in new:
-        k = _key(v)
-        if k not in keys:
-            keys.add(k)
+        if v is UNKNOWN:
+            if UNKNOWN not in out:
+                out.append(UNKNOWN)
+        elif v.key not in keys:
+            keys.add(v.key)
             out.append(v)
+    if len(out) == len(old):
+        return old
     if len(out) > MAX_VALUES:
         return (UNKNOWN,)
     return tuple(out)
 
 
 # ---------------------------------------------------------------------------------------------
-# Folding values
-
-
-def _fold(value: Value | None, env: _Env) -> tuple[Any, ...]:
-    """The values `value` may evaluate to (a few; `UNKNOWN` for what no literal decides)."""
-    if value is None or isinstance(value, CredentialRef):
-        return (UNKNOWN,)  # a credential is the host's, never folded
-    if isinstance(value, Literal):
-        return (value.value,)
-    if isinstance(value, Ref):
-        return _lookup(value, env)
-    if isinstance(value, Template):
-        return tuple(text for text, _folded in _renderings(value, env)) or (UNKNOWN,)
-    if isinstance(value, ObjectExpr):
-        fields = [(k, _fold(v, env)) for k, v in value.fields]
-        width = max((len(vs) for _k, vs in fields), default=1)
-        # the k-th value of each field, not every combination: a few candidates, bounded
-        return tuple(
-            {
-                k: vs[min(i, len(vs) - 1)]
-                for k, vs in fields
-                if vs[min(i, len(vs) - 1)] is not UNKNOWN
-            }
-            for i in range(width)
-        )
-    if isinstance(value, ListExpr):
-        items = [_fold(v, env) for v in value.items]
-        width = max((len(vs) for vs in items), default=1)
-        return tuple([vs[min(i, len(vs) - 1)] for vs in items] for i in range(width))
-    return (UNKNOWN,)
+# References and templates
 
 
 def _reads_any(refs: Iterable[Ref], written: set[str]) -> bool:
@@ -266,7 +532,7 @@ def _root(ref: Ref) -> str:
     return str(segments[0]) if segments else ""
 
 
-def _lookup(ref: Ref, env: _Env) -> tuple[Any, ...]:
+def _lookup(ref: Ref, env: _Env, build: _Builder) -> tuple[Any, ...]:
     segments = ref.segments
     if not segments:
         return (UNKNOWN,)
@@ -277,70 +543,99 @@ def _lookup(ref: Ref, env: _Env) -> tuple[Any, ...]:
     values = env.get(root)
     if values is None:
         return (UNKNOWN,)
+    build.budget.spend(OP_WEIGHT * len(values) * (1 + len(rest)))
     out: list[Any] = []
     for v in values:
-        if v is UNKNOWN:
-            out.append(UNKNOWN)
-            continue
-        got = resolve({"$": v}, ["$", *rest]) if rest else v
-        out.append(UNKNOWN if got is MISSING else got)
+        for seg in rest:
+            if v is UNKNOWN:
+                break
+            members = v.members
+            if type(seg) is int:
+                ok = type(members) is tuple and 0 <= seg < len(members)
+            else:
+                ok = type(members) is dict and seg in members
+            v = members[seg] if ok else UNKNOWN
+        out.append(v)
     return tuple(out)
 
 
-def _renderings(template: Template, env: _Env) -> list[tuple[str, bool]]:
-    """Each rendering of `template` and whether a reference in it folded to a constant."""
+def _renderings(
+    template: Template, env: _Env, build: _Builder, *, folded_only: bool
+) -> Iterator[Any]:
+    """Each rendering of `template` as a `_Const` string (UNKNOWN when over the value limit);
+    with FOLDED_ONLY, only those in which a reference folded to a constant."""
     choices: list[tuple[tuple[str, bool], ...]] = []
     for part in template.parts:
         if isinstance(part, str):
             choices.append(((part, False),))
-        else:
-            choices.append(
-                tuple(
-                    (HOLE, False) if v is UNKNOWN else (_render(v), True)
-                    for v in _lookup(part, env)
-                )
-                or ((HOLE, False),)
-            )
-    out: list[tuple[str, bool]] = []
+            continue
+        options: list[tuple[str, bool]] = []
+        for v in _lookup(part, env, build):
+            text = None if v is UNKNOWN else build.text_of(v)
+            options.append((HOLE, False) if text is None else (text, True))
+        choices.append(tuple(options) or ((HOLE, False),))
     for combo in itertools.islice(itertools.product(*choices), MAX_COMBINATIONS):
-        out.append(("".join(text for text, _ in combo), any(folded for _, folded in combo)))
-    return out
+        build.budget.spend(OP_WEIGHT * (1 + len(combo)))
+        folded = False
+        length = 0
+        for text, was_folded in combo:
+            folded = folded or was_folded
+            length += len(text)
+        if folded_only and not folded:
+            continue
+        if length + 2 > VALUE_LIMIT:
+            yield UNKNOWN  # the runtime refuses to build it: no value, nothing to scan
+            continue
+        yield build.scalar("".join(text for text, _ in combo))
 
 
-def _render(value: Any) -> str:
-    """The runtime's own rendering; a value it would refuse (an unknown inside a structure, one
-    too deep) is a hole, as an unknown is."""
-    try:
-        return render(value)
-    except (TypeError, orjson.JSONEncodeError, RunFailure):
-        return HOLE
-
-
-def _fold_template(template: Template, env: _Env) -> tuple[str, ...]:
+def _fold_template(template: Template, env: _Env, build: _Builder) -> tuple[str, ...]:
     texts: list[str] = []
-    for text, folded in _renderings(template, env):
-        if folded and text not in texts:
-            texts.append(text)
+    seen: set[bytes] = set()
+    for c in _renderings(template, env, build, folded_only=True):
+        if c is not UNKNOWN and c.key not in seen:
+            seen.add(c.key)
+            texts.append(c.value)
     return tuple(texts)
 
 
 # ---------------------------------------------------------------------------------------------
-# Where templates are
+# Per node type: what it writes, and where its templates are
+
+
+def _values_of(*attrs_: str) -> Callable[[Node], list[Value | None]]:
+    def get(node: Node) -> list[Value | None]:
+        return [getattr(node, a) for a in attrs_]
+
+    return get
+
+
+def _condition_values(node: Node) -> list[Value | None]:
+    cond = node.condition  # type: ignore[union-attr]
+    return [] if cond is None else [cond.left, cond.right]
+
+
+@attrs.frozen
+class _NodeRule:
+    writes: Callable[[_Environment, Any], _Writes]
+    values: Callable[[Node], list[Value | None]]  # the value slots that may hold templates
+
+
+NODE_TABLE: dict[str, _NodeRule] = {
+    "set": _NodeRule(_Environment.set_writes, _values_of("value")),
+    "capability": _NodeRule(_Environment.step_writes, _values_of("input")),
+    "llm": _NodeRule(_Environment.step_writes, _values_of("input")),
+    "if": _NodeRule(lambda env, node: _Environment.no_writes(node), _condition_values),
+    "foreach": _NodeRule(_Environment.loop_writes, _values_of("source")),
+    "return": _NodeRule(lambda env, node: _Environment.no_writes(node), _values_of("value")),
+    "fail": _NodeRule(lambda env, node: _Environment.no_writes(node), lambda node: []),
+}
+if set(NODE_TABLE) != set(NODE_TYPE_NAMES):  # pragma: no cover - a new node type
+    raise RuntimeError(f"folding's NODE_TABLE misses {set(NODE_TYPE_NAMES) - set(NODE_TABLE)}")
 
 
 def _templates_of(node: Node) -> Iterator[Template]:
-    values: list[Value | None] = []
-    if isinstance(node, SetNode):
-        values.append(node.value)
-    elif isinstance(node, CapabilityNode | LlmNode):
-        values.append(node.input)
-    elif isinstance(node, ReturnNode):
-        values.append(node.value)
-    elif isinstance(node, IfNode) and node.condition is not None:
-        values += [node.condition.left, node.condition.right]
-    elif isinstance(node, ForeachNode):
-        values.append(node.source)
-    stack = [v for v in values if v is not None]
+    stack = [v for v in NODE_TABLE[node_type(node)].values(node) if v is not None]
     while stack:
         v = stack.pop()
         kind = type(v)  # identity, not isinstance: this may run on every node of a check

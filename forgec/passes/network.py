@@ -13,7 +13,11 @@ One cause, one code (SPEC §4.1):
   nothing substituted later can change that host. Any other URL is checked at run time, and so
   are redirects. A URL that is not acceptable at all is `FORGEC_CAPABILITY_INPUT`'s business.
 - Credentials — each host of each credential requirement must be in the allowlist (under
-  `forbidden` none is), else `FORGE_CREDENTIAL_SCOPE`. This is independent of the host's own
+  `forbidden` none is), else `FORGE_CREDENTIAL_SCOPE`. A step that sends a credential (a
+  `$credential` anywhere in its input) to a URL whose scheme is fixed as `http:` (a literal, or
+  a template whose text before its first placeholder holds the scheme) is
+  `FORGE_CREDENTIAL_SCOPE` at the URL too (SPEC §14: credentials only over https); a computed
+  URL is checked by the host at run time. This is independent of the host's own
   validity (`FORGE_DOMAIN_INVALID`, reported by the structure pass): both lists are read as
   written (the IR keeps only valid hosts) and compared exactly.
 
@@ -26,7 +30,15 @@ from __future__ import annotations
 from typing import Any
 
 from forgec.catalog.urls import url_host
-from forgec.ir.nodes import CapabilityNode, Literal, ObjectExpr, Template, Value
+from forgec.ir.nodes import (
+    CapabilityNode,
+    CredentialRef,
+    ListExpr,
+    Literal,
+    ObjectExpr,
+    Template,
+    Value,
+)
 from forgec.ir.pointer import join
 from forgec.passes.capabilities import capability_nodes
 from forgec.passes.context import PassContext
@@ -54,6 +66,35 @@ def static_host(value: Value | None) -> str | None:
     if not ends:
         return None  # a placeholder may still extend the authority (`https://a.org{{x}}`)
     return url_host(prefix[: min(ends)] + "/")
+
+
+def static_scheme(value: Value | None) -> str | None:
+    """The URL's scheme (lower-cased) when the manifest fixes it; else None."""
+    if isinstance(value, Literal):
+        text = value.value if isinstance(value.value, str) else None
+    elif isinstance(value, Template) and value.parts and isinstance(value.parts[0], str):
+        text = value.parts[0]
+    else:
+        return None
+    if text is None or ":" not in text:
+        return None
+    scheme = text.split(":", 1)[0]
+    return scheme.lower() if scheme.isalpha() else None
+
+
+def credentials_in(value: Value | None) -> list[CredentialRef]:
+    """Every `$credential` a value holds, at any depth (a walk over the value's own size)."""
+    out: list[CredentialRef] = []
+    stack: list[Value] = [] if value is None else [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, CredentialRef):
+            out.append(item)
+        elif isinstance(item, ObjectExpr):
+            stack.extend(member for _, member in item.fields)
+        elif isinstance(item, ListExpr):
+            stack.extend(item.items)
+    return out
 
 
 def url_of(node: CapabilityNode) -> tuple[Value | None, str]:
@@ -110,6 +151,7 @@ def check_network(ctx: PassContext) -> None:
                 )
             continue
         value, pointer = url_of(node)
+        _check_plain_http(ctx, node, value, pointer)
         host = static_host(value)
         if host is None or host in hosts:
             continue
@@ -120,6 +162,21 @@ def check_network(ctx: PassContext) -> None:
             hint=_host_hint(host, hosts),
         )
     _check_credential_scope(ctx, forbidden)
+
+
+def _check_plain_http(ctx: PassContext, node: CapabilityNode, url: Value | None, at: str) -> None:
+    if static_scheme(url) != "http":
+        return
+    sent = credentials_in(node.input)
+    if not sent:
+        return
+    ctx.report(
+        "FORGE_CREDENTIAL_SCOPE",
+        at,
+        f"step `{node.id}` sends credential `{sent[0].id}` over plain http: a credential is only "
+        "attached to an https request",
+        hint="use an `https://` URL",
+    )
 
 
 def _listed(raw: Any) -> list[tuple[int, str]]:

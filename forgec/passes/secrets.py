@@ -36,11 +36,13 @@ import orjson
 from forgec.ir.pointer import escape
 from forgec.passes.context import PassContext
 from forgec.secretscan.rules import (
+    HEADER_USE,
     INVISIBLE,
     LONG_RUN,
     SCREEN_LITERALS,
     SCREEN_STEMS,
     SecretFinding,
+    is_headers_name,
     name_matters,
     scan_text,
 )
@@ -63,8 +65,10 @@ HINT = (
 
 # Keys whose string values are judged under their object's own name.
 _PASSTHROUGH = frozenset({"default", "const", "enum", "examples", "example", "value", "values"})
-_PAIR_NAME_KEYS = ("name", "key", "header", "target")  # `target`: a `set` step's variable
+# `target`: a `set` step's variable
+_PAIR_NAME_KEYS = ("name", "key", "header", "target", "field", "param", "parameter", "variable")
 _PAIR_KEYS = tuple(f'"{k}":'.encode() for k in _PAIR_NAME_KEYS)
+_PAIR_WINDOW = max(map(len, _PAIR_KEYS))
 
 Located = tuple[str, bool, SecretFinding]  # (JSON Pointer, is the member's key, finding)
 
@@ -150,9 +154,10 @@ def _names_along(step: Any, tokens: list[str]) -> list[str]:
     for token in tokens:
         if isinstance(cur, dict):
             names.append(token)
+            names.append(HEADER_USE + token)  # in case the object is a `headers` one
             pair = _pair_name(cur)
             if pair is not None:
-                names.append(pair)
+                names.extend((pair, HEADER_USE + pair))
             cur = cur.get(token)
         elif isinstance(cur, list) and token.isdigit() and int(token) < len(cur):
             cur = cur[int(token)]
@@ -247,7 +252,7 @@ def walk_secrets(raw: Any, *, only: set[str] | None = None) -> list[Located]:
             if id(value) in seen:
                 continue
             seen.add(id(value))
-            pair = _pair_name(value)
+            pair = _pair_name(value, name)
             children: list[tuple[Any, _Link, str | None]] = []
             for key, child in value.items():
                 if not isinstance(key, str):
@@ -257,13 +262,7 @@ def walk_secrets(raw: Any, *, only: set[str] | None = None) -> list[Located]:
                     best = _strongest(scan_text(key))
                     if best is not None:
                         out.append((_pointer(child_link), True, best))
-                if key == "value" and pair is not None:
-                    child_name: str | None = pair
-                elif key in _PASSTHROUGH and name is not None:
-                    child_name = name
-                else:
-                    child_name = key
-                children.append((child, child_link, child_name))
+                children.append((child, child_link, _child_name(key, name, pair)))
             stack.extend(reversed(children))
         elif isinstance(value, list | tuple):
             if id(value) in seen:
@@ -305,16 +304,11 @@ def _walk_screened(raw: Any, only: set[str], name: str | None = None) -> list[Lo
                         best = _strongest(scan_text(key))
                         if best is not None:
                             out.append((_pointer((link, key)), True, best))
-            pair = _pair_name(value)
+            pair = _pair_name(value, name)
             for key, child in value.items():
                 if not isinstance(key, str):
                     continue
-                if key == "value" and pair is not None:
-                    child_name: str | None = pair
-                elif key in _PASSTHROUGH and name is not None:
-                    child_name = name
-                else:
-                    child_name = key
+                child_name = _child_name(key, name, pair)
                 if isinstance(child, str):
                     matters = judged.get(child_name)
                     if matters is None:
@@ -351,14 +345,30 @@ def _pointer(link: _Link) -> str:
     return "".join("/" + escape(t) for t in reversed(tokens))
 
 
-def _pair_name(obj: dict[Any, Any]) -> str | None:
+def _pair_name(obj: dict[Any, Any], name: str | None = None) -> str | None:
+    """The name a `{"name": N, "value": V}` pair judges V under: N, as a header's when the pair
+    says so (`{"header": N, ...}`) or sits in a `headers` list."""
     if "value" not in obj:
         return None
     for k in _PAIR_NAME_KEYS:
         v = obj.get(k)
         if isinstance(v, str):
-            return v
+            return HEADER_USE + v if k == "header" or is_headers_name(name) else v
     return None
+
+
+def _child_name(key: str, name: str | None, pair: str | None) -> str | None:
+    """The name a member is judged under: its pair's name for a pair's `value`, its object's
+    name through `default`, `const`, ... (`_PASSTHROUGH`), `HEADER_USE + key` for a member of
+    a `headers` object (a value judged by its use), else its key."""
+    if key == "value" and pair is not None:
+        return pair
+    if name is not None:
+        if key in _PASSTHROUGH:
+            return name
+        if is_headers_name(name):
+            return HEADER_USE + key
+    return key
 
 
 def _strongest(findings: list[SecretFinding]) -> SecretFinding | None:
@@ -400,8 +410,8 @@ def _finder(*needles: bytes) -> Callable[[bytes, int], int]:
         return lambda hay, pos: hay.find(needle, pos)
     head = needles[0][:1]
     assert all(n[:1] == head for n in needles)
-    tails = "|".join(re.escape(n[1:].decode()) for n in needles)
-    search = re.compile(re.escape(head) + f"(?:{tails})".encode()).search
+    tails = b"|".join(re.escape(n[1:]) for n in needles)
+    search = re.compile(re.escape(head) + b"(?:" + tails + b")").search
     gate = None
     if len(needles) == 1:
         gate = next((bytes([b]) for b in needles[0] if not chr(b).isalpha()), None)
@@ -416,13 +426,16 @@ def _finder(*needles: bytes) -> Callable[[bytes, int], int]:
 
 
 def _finders(words: tuple[str, ...]) -> tuple[Callable[[bytes, int], int], ...]:
-    by_head: dict[str, list[bytes]] = {}
+    by_head: dict[bytes, list[bytes]] = {}
     for word in words:
-        by_head.setdefault(word[:1], []).append(word.encode())
+        encoded = word.encode("utf-8")
+        by_head.setdefault(encoded[:1], []).append(encoded)
     return tuple(_finder(*group) for group in by_head.values())
 
 
-_STEMS = _finders(SCREEN_STEMS)
+# the ASCII stems are searched in every document, the others only in one that is not ASCII
+_STEMS = _finders(tuple(s for s in SCREEN_STEMS if s.isascii()))
+_OTHER_STEMS = _finders(tuple(s for s in SCREEN_STEMS if not s.isascii()))
 _LITERALS = _finders(SCREEN_LITERALS)
 
 
@@ -452,6 +465,7 @@ def screen(blob: bytes) -> tuple[set[str], bool] | None:
     names_matter = False
     for needles, hay in (
         (_STEMS, low),
+        (() if blob.isascii() else _OTHER_STEMS, low),
         (_LITERALS, low),
         ((_RUN,), blob.translate(_RUN_TABLE)),
     ):
@@ -475,13 +489,15 @@ def screen(blob: bytes) -> tuple[set[str], bool] | None:
                     # a secret-like key judges its value, and so does a pair's name
                     if blob[q1 + 1 : q1 + 2] == b":":
                         value_at = q1 + 2  # a key: its value follows
-                    elif blob[max(0, q0 - 9) : q0].endswith(_PAIR_KEYS):
+                    elif blob[max(0, q0 - _PAIR_WINDOW) : q0].endswith(_PAIR_KEYS):
                         # a pair's name, judged on the spot only when `"value"` comes next (the
                         # value may be judged under another member's name: judging it under
                         # this one scans a superset); any other layout walks
                         value_at = q1 + 10 if blob.startswith(b',"value":', q1 + 1) else -1
                     else:
                         value_at = 0
+                    if value_at and text == "header":
+                        names_matter = True  # a `{"header": N, "value": V}` pair: N is elsewhere
                     if value_at and not names_matter and name_matters(text):
                         m = None
                         if value_at > 0:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from forgec.ir import nodes as ir
-from forgec.runtime.jsontext import dumps as json_dumps
+from forgec.runtime.jsontext import compact as json_dumps
 from forgec.runtime.limits import INPUT_LIMIT, RESULT_LIMIT, VALUE_LIMIT
 
 # past this, a bound says nothing the run-time limit does not already say

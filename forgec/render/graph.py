@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from forgec.catalog.fields import is_expression
+from forgec.ir.shapes import is_expression
 from forgec.render.safe import safe_text
 
 

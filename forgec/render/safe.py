@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 
-from forgec.ir.text_rules import BIDI_RANGES, CONTROL_OR_BIDI, escape_char
+from forgec.ir.text_rules import BIDI_RANGES, ESCAPED_ON_OUTPUT_CHARS, escape_char
 
 __all__ = ["BIDI_CONTROLS", "UNSAFE_CHARACTERS", "escape_char", "is_safe", "safe_text"]
 
@@ -32,16 +32,10 @@ def _chars(ranges: tuple[tuple[int, int], ...]) -> frozenset[str]:
     return frozenset(chr(c) for lo, hi in ranges for c in range(lo, hi + 1))
 
 
-# The checker's table (`forgec.ir.text_rules`): Cc and SPEC §14's bidi controls. Renderers
-# escape those and two more that only matter on output (below).
+# The one table (`forgec.ir.text_rules.ESCAPED_ON_OUTPUT`): Cc, SPEC §14's bidi controls, and
+# the line separators and lone surrogates that only matter on output.
 BIDI_CONTROLS: frozenset[str] = _chars(BIDI_RANGES)
-_LINE_SEPARATORS = "\u2028\u2029"
-# a lone surrogate (which Python's `json` lets through) cannot even be written to a UTF-8 stream
-_SURROGATES = "".join(map(chr, range(0xD800, 0xE000)))
-
-UNSAFE_CHARACTERS: frozenset[str] = (
-    _chars(CONTROL_OR_BIDI) | frozenset(_LINE_SEPARATORS) | frozenset(_SURROGATES)
-)
+UNSAFE_CHARACTERS: frozenset[str] = ESCAPED_ON_OUTPUT_CHARS
 
 
 def _char_class(chars: frozenset[str]) -> str:

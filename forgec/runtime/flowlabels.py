@@ -22,27 +22,29 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from forgec.ir.capabilities import ROWS
+
 INPUT = "input"
 MODEL = "model"
 STATE = "private:state"
 OUTPUT = "output"
 
-_PRIVATE_FAMILIES = ("tasks.", "notes.", "persona.", "subagent.")
-_PRIVATE_NAMES = frozenset(
-    {"memory.search", "memory.create", "db.query", "memory.access", "schedule.manage"}
-)
+# the capability → class tables, derived from the rows (`forgec.ir.capabilities`)
+_PRIVATE_NAMES = frozenset(row.name for row in ROWS if row.source == "private")
 EGRESS_CAPABILITIES = frozenset(
-    {"channel.send", "persona.send", "subagent.invoke", "subagent.background"}
+    row.name for row in ROWS if row.sink == "egress" and row.source != "external"
 )
 WRITE_CAPABILITIES = frozenset(
-    {"tasks.create", "tasks.setStatus", "notes.create", "notes.update", "memory.create"}
+    row.name for row in ROWS if row.sink == "write" and row.writing is None
 )
 # capability → (the input field that selects the operation, the operations that write)
 WRITE_WHEN: dict[str, tuple[str, frozenset[str]]] = {
-    "memory.access": ("operation", frozenset({"write", "delete"})),
-    "schedule.manage": ("action", frozenset({"create", "update", "cancel", "delete"})),
+    row.name: (row.selector, row.writing)
+    for row in ROWS
+    if row.sink == "write" and row.writing is not None and row.selector is not None
 }
-HTTP = "net.http"
+# the capability whose source and sink are named by the URL's host (`external:<host>`)
+(HTTP,) = (row.name for row in ROWS if row.source == "external")
 
 # `[flows] deny` rules of the reference host: rule → (label test, sink kind)
 DENY_RULES = ("private->egress", "untrusted->write", "untrusted->egress")
@@ -60,7 +62,7 @@ def source_label(capability: str, host: str | None) -> str | None:
     """The label a capability's result carries by where it came from (None: no source)."""
     if capability == HTTP:
         return f"external:{host or '*'}"
-    if capability in _PRIVATE_NAMES or capability.startswith(_PRIVATE_FAMILIES):
+    if capability in _PRIVATE_NAMES:
         return f"private:{capability}"
     return None
 

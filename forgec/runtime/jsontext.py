@@ -13,6 +13,21 @@ leading zeros in the exponent) outside it, with `.0` on whole numbers: `0.1`, `1
 `0.00001`, `1e-6`, `1e16`, `1.5e300`. Non-finite floats, which JSON cannot hold, are `null`
 as orjson writes them.
 
+Every string is written so that no character of `forgec.ir.text_rules.ESCAPED_ON_OUTPUT`
+appears raw (SPEC §14: text forgec writes for a person never holds a raw control or bidi
+character): orjson already escapes C0 as JSON requires; DEL, C1 (U+0080–U+009F), the bidi
+controls and U+2028/U+2029 are rewritten as `\\uXXXX` escapes. Those characters can only occur
+inside JSON strings (the structure is ASCII), so the rewrite never changes what the text parses
+to: `loads(dumps(v)) == v`, and `dumps(loads(t)) == dumps(v)`.
+
+Stored versions and content hashes: the store hashes the stored text itself (re-read, never
+re-rendered), so a version stored before this rule keeps its hash and stays valid. Only a
+manifest holding such a character gets a different stored text — and so a different hash —
+when it is installed again; the forgec version is part of every hash anyway, so no consent
+was ever carried across releases by hash equality. `escape=False` gives orjson's own string
+text, for the schema-1 hash that was computed over it; `compact` is that text for values a run
+measures and renders (sizes and template placeholders are data, not display).
+
 The runtime owns this module (it renders templates); the compiler, the store and the
 formatters import it from here.
 """
@@ -24,6 +39,8 @@ from typing import Any
 
 import orjson
 
+from forgec.ir.text_rules import ESCAPED_ON_OUTPUT_CHARS
+
 # A float token can only start where a digit is followed by `.` or an exponent; most documents
 # hold none, and then orjson's bytes are returned as they are (one C-speed search).
 _MAYBE_FLOAT = re.compile(rb"[0-9][.eE]")
@@ -33,6 +50,30 @@ _TOKEN = re.compile(
     re.DOTALL,
 )
 _INF = float("inf")
+
+
+def _raw_escaped_bytes() -> re.Pattern[bytes]:
+    """A byte pattern of the UTF-8 forms of every table character orjson writes raw, grouped
+    by their leading bytes (`\xe2\x80[\x8e\x8f\xa8-\xae]`): one scan, no alternation of
+    dozens of literals."""
+    groups: dict[bytes, list[int]] = {}
+    for ch in sorted(ESCAPED_ON_OUTPUT_CHARS):
+        if ord(ch) < 0x20 or 0xD800 <= ord(ch) <= 0xDFFF:
+            continue  # orjson escapes C0 itself and refuses lone surrogates
+        encoded = ch.encode("utf-8")
+        groups.setdefault(encoded[:-1], []).append(encoded[-1])
+    alternatives = [
+        re.escape(lead) + b"[" + b"".join(re.escape(bytes([last])) for last in lasts) + b"]"
+        for lead, lasts in groups.items()
+    ]
+    return re.compile(b"|".join(alternatives))
+
+
+_RAW_ESCAPED = _raw_escaped_bytes()
+
+
+def _json_escape(match: re.Match[bytes]) -> bytes:
+    return b"\\u%04x" % ord(match.group().decode("utf-8"))
 
 
 def format_float(x: float) -> str:
@@ -82,13 +123,28 @@ def normalize(raw: bytes) -> bytes:
     return _TOKEN.sub(_float_token, raw)
 
 
-def dumps(value: Any, *, indent: bool = False) -> bytes:
-    """Compact (or 2-space indented) UTF-8 JSON, byte-identical across orjson releases.
+def escape_unsafe(raw: bytes) -> bytes:
+    """JSON text with every raw DEL, C1, bidi or line-separator character as a `\\u` escape."""
+    if _RAW_ESCAPED.search(raw) is None:
+        return raw
+    return _RAW_ESCAPED.sub(_json_escape, raw)
+
+
+def dumps(value: Any, *, indent: bool = False, escape: bool = True) -> bytes:
+    """Compact (or 2-space indented) UTF-8 JSON, byte-identical across orjson releases, with
+    the characters of SPEC §14 escaped (module doc; `escape=False` keeps orjson's strings).
 
     Raises what `orjson.dumps` raises (`TypeError` / `orjson.JSONEncodeError`) for values
     JSON cannot hold."""
     raw = orjson.dumps(value, option=orjson.OPT_INDENT_2) if indent else orjson.dumps(value)
-    return normalize(raw)
+    return escape_unsafe(normalize(raw)) if escape else normalize(raw)
+
+
+def compact(value: Any) -> bytes:
+    """The compact JSON a run measures and renders values in (SPEC §16's value size, a
+    template placeholder): data, not text for a person, so orjson's strings unescaped — the
+    checker's size bound and the VM's measure stay one function."""
+    return normalize(orjson.dumps(value))
 
 
 def dumps_text(value: Any, *, indent: bool = False) -> str:

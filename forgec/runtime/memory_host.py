@@ -2,7 +2,8 @@
 
 It implements the TALOS capabilities of SPEC §5 over plain dicts (tasks, notes, memories) with
 the same inputs and results as the reference host, checks every input again at the bridge
-(unknown or ill-typed field, size limit → `RUN_CAPABILITY_FAILED`), and undoes steps the way
+with the capability's row, the same shape `check` and the reference host run (unknown or
+ill-typed field, size limit → `RUN_CAPABILITY_FAILED`), and undoes steps the way
 the undo pairs say (`tasks.create` → status `cancelled`; `tasks.setStatus` → the previous
 status; `notes.update` → the previous title and body).
 
@@ -20,9 +21,10 @@ from typing import Any
 import attrs
 import orjson
 
+from forgec.ir.capabilities import BY_NAME
 from forgec.runtime import flowlabels
 from forgec.runtime.host import CallContext, HostError
-from forgec.runtime.talos_facts import INPUT_LIMITS, TALOS_UNDO, TASK_STATUSES, undo_input
+from forgec.runtime.talos_facts import TALOS_UNDO, undo_input
 
 FAILED = "RUN_CAPABILITY_FAILED"
 
@@ -137,14 +139,15 @@ class MemoryHost:
         handler = _HANDLERS.get(capability)
         if handler is None:
             raise HostError(FAILED, f"the in-memory host does not provide {capability!r}")
-        size = len(orjson.dumps(input))
-        if size > INPUT_LIMITS[capability]:
-            raise HostError(
-                FAILED,
-                f"{capability} input is {size} bytes, over its limit of {INPUT_LIMITS[capability]}",
+        # the row's shape: the check `forgec check` runs on literals and the reference host at
+        # its bridge (size included), so the three agree by construction
+        problems = BY_NAME[capability].shape.check(input, frozenset(), runtime=True)
+        if problems:
+            detail = "; ".join(
+                (("/" + "/".join(map(str, p.path)) + ": ") if p.path else "") + p.message
+                for p in problems
             )
-        if not isinstance(input, dict):
-            raise HostError(FAILED, f"{capability} input must be an object")
+            raise HostError(FAILED, f"{capability}: {detail}")
         return handler(self, input)
 
     def model(
@@ -201,40 +204,8 @@ class MemoryHost:
 # --- capabilities ---------------------------------------------------------------------------
 
 
-def _check_fields(
-    capability: str,
-    input: dict[str, Any],
-    fields: Mapping[str, tuple[type | tuple[type, ...], bool]],
-) -> None:
-    """Unknown, missing and ill-typed fields → RUN_CAPABILITY_FAILED, said precisely."""
-    for key in input:
-        if key not in fields:
-            raise HostError(FAILED, f"{capability} has no input field {key!r}")
-    for key, (kinds, required) in fields.items():
-        if key not in input:
-            if required:
-                raise HostError(FAILED, f"{capability} needs input field {key!r}")
-            continue
-        value = input[key]
-        if isinstance(value, bool) and bool not in (
-            kinds if isinstance(kinds, tuple) else (kinds,)
-        ):
-            raise HostError(FAILED, f"{capability} input {key!r} has the wrong type")
-        if not isinstance(value, kinds):
-            raise HostError(FAILED, f"{capability} input {key!r} has the wrong type")
-
-
-def _limit(capability: str, input: dict[str, Any], high: int, default: int) -> int:
-    limit = input.get("limit", default)
-    if not 1 <= limit <= high:
-        raise HostError(FAILED, f"{capability} limit must be 1–{high}, got {limit}")
-    return int(limit)
-
-
-def _title(capability: str, title: str) -> str:
-    if not 1 <= len(title) <= 200:
-        raise HostError(FAILED, f"{capability} title must be 1–200 characters")
-    return title
+def _limit(input: dict[str, Any], default: int) -> int:
+    return int(input.get("limit", default))
 
 
 def _matches(query: str | None, record: dict[str, Any], text_field: str) -> bool:
@@ -256,13 +227,8 @@ def _newest_first(
 
 
 def _tasks_list(host: MemoryHost, input: dict[str, Any]) -> Any:
-    _check_fields(
-        "tasks.list", input, {"status": (str, False), "query": (str, False), "limit": (int, False)}
-    )
-    limit = _limit("tasks.list", input, 100, 100)
+    limit = _limit(input, 100)
     status, query = input.get("status"), input.get("query")
-    if status is not None and status not in TASK_STATUSES:
-        raise HostError(FAILED, f"tasks.list status must be one of {', '.join(TASK_STATUSES)}")
     return _newest_first(
         host.tasks,
         lambda t: (status is None or t["status"] == status) and _matches(query, t, "notes"),
@@ -271,29 +237,12 @@ def _tasks_list(host: MemoryHost, input: dict[str, Any]) -> Any:
 
 
 def _tasks_create(host: MemoryHost, input: dict[str, Any]) -> Any:
-    _check_fields(
-        "tasks.create",
-        input,
-        {
-            "title": (str, True),
-            "notes": (str, False),
-            "due": ((str, type(None)), False),
-            "status": (str, False),
-        },
-    )
     status = input.get("status", "open")
-    if status not in TASK_STATUSES:
-        raise HostError(FAILED, f"tasks.create status must be one of {', '.join(TASK_STATUSES)}")
     due = input.get("due")
-    if due is not None:
-        try:
-            _dt.date.fromisoformat(due)
-        except ValueError:
-            raise HostError(FAILED, f"tasks.create due {due!r} is not a date") from None
     now = host.clock()
     task = {
         "id": host._next_id("task"),
-        "title": _title("tasks.create", input["title"]),
+        "title": input["title"],
         "notes": input.get("notes", ""),
         "due": due,
         "status": status,
@@ -305,12 +254,9 @@ def _tasks_create(host: MemoryHost, input: dict[str, Any]) -> Any:
 
 
 def _tasks_set_status(host: MemoryHost, input: dict[str, Any]) -> Any:
-    _check_fields("tasks.setStatus", input, {"id": (str, True), "status": (str, True)})
     task = host.tasks.get(input["id"])
     if task is None:
         raise HostError(FAILED, f"tasks.setStatus: no task {input['id']!r}")
-    if input["status"] not in TASK_STATUSES:
-        raise HostError(FAILED, f"tasks.setStatus status must be one of {', '.join(TASK_STATUSES)}")
     previous = task["status"]
     task["status"] = input["status"]
     task["updatedAt"] = host.clock()
@@ -318,18 +264,16 @@ def _tasks_set_status(host: MemoryHost, input: dict[str, Any]) -> Any:
 
 
 def _notes_list(host: MemoryHost, input: dict[str, Any]) -> Any:
-    _check_fields("notes.list", input, {"query": (str, False), "limit": (int, False)})
-    limit = _limit("notes.list", input, 100, 100)
+    limit = _limit(input, 100)
     query = input.get("query")
     return _newest_first(host.notes, lambda n: _matches(query, n, "body"), limit)
 
 
 def _notes_create(host: MemoryHost, input: dict[str, Any]) -> Any:
-    _check_fields("notes.create", input, {"title": (str, True), "body": (str, True)})
     now = host.clock()
     note = {
         "id": host._next_id("note"),
-        "title": _title("notes.create", input["title"]),
+        "title": input["title"],
         "body": input["body"],
         "createdAt": now,
         "updatedAt": now,
@@ -339,15 +283,12 @@ def _notes_create(host: MemoryHost, input: dict[str, Any]) -> Any:
 
 
 def _notes_update(host: MemoryHost, input: dict[str, Any]) -> Any:
-    _check_fields(
-        "notes.update", input, {"id": (str, True), "title": (str, False), "body": (str, False)}
-    )
     note = host.notes.get(input["id"])
     if note is None:
         raise HostError(FAILED, f"notes.update: no note {input['id']!r}")
     previous = {"title": note["title"], "body": note["body"]}
     if "title" in input:
-        note["title"] = _title("notes.update", input["title"])
+        note["title"] = input["title"]
     if "body" in input:
         note["body"] = input["body"]
     note["updatedAt"] = host.clock()
@@ -355,8 +296,7 @@ def _notes_update(host: MemoryHost, input: dict[str, Any]) -> Any:
 
 
 def _memory_search(host: MemoryHost, input: dict[str, Any]) -> Any:
-    _check_fields("memory.search", input, {"query": (str, True), "limit": (int, False)})
-    limit = _limit("memory.search", input, 50, 50)
+    limit = _limit(input, 50)
     terms = [t for t in input["query"].lower().split() if t]
     scored = []
     for order, memory in enumerate(host.memories.values()):
@@ -374,10 +314,7 @@ def _memory_search(host: MemoryHost, input: dict[str, Any]) -> Any:
 
 
 def _memory_create(host: MemoryHost, input: dict[str, Any]) -> Any:
-    _check_fields("memory.create", input, {"text": (str, True), "tags": (list, False)})
     tags = input.get("tags", [])
-    if not all(isinstance(t, str) for t in tags):
-        raise HostError(FAILED, "memory.create tags must be strings")
     memory = {"id": host._next_id("mem"), "text": input["text"], "tags": list(tags)}
     memory["createdAt"] = host.clock()
     host.memories[memory["id"]] = memory

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from forgec.runtime.jsontext import dumps as json_dumps
+from forgec.runtime.jsontext import compact as json_dumps
 from forgec.runtime.limits import VALUE_LIMIT
 
 Env = dict[str, Any]

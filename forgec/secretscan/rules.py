@@ -44,11 +44,21 @@ from collections.abc import Callable
 
 import attrs
 
+from forgec.secretscan.names import (
+    HEADER_USE,
+    SCREEN_STEMS,
+    is_headers_name,
+    name_class,
+    words,
+)
+
 __all__ = [
+    "HEADER_USE",
     "SCREEN_LITERALS",
     "SCREEN_STEMS",
     "SecretFinding",
     "has_long_run",
+    "is_headers_name",
     "is_secret_name",
     "name_matters",
     "redact_text",
@@ -70,8 +80,7 @@ class SecretFinding:
 
 STRONG, STRUCTURAL, BY_NAME = 3, 2, 1
 
-# The fast screen's vocabulary (see the module doc). Lower-case ASCII.
-SCREEN_STEMS: tuple[str, ...] = ("pass", "pw", "secret", "cred", "key", "token", "auth")
+# The fast screen's vocabulary (see the module doc): the stems of `names.SCREEN_STEMS`
 # `%`: percent-encoding is seen through; `curl`: `curl -u user:password` (no stem, no long run)
 SCREEN_LITERALS: tuple[str, ...] = ("@", "sig=", "~", "%", "curl")
 # Characters matching ignores (SPEC §14): zero-width space/non-joiner/joiner, word joiner, BOM
@@ -243,8 +252,14 @@ def _classes(v: str) -> int:
     return lower + upper + digit
 
 
+_WORD_PARTS_RE = re.compile(r"[A-Za-z]{2,40}(?:[./_-][A-Za-z]{2,40}){1,8}", re.ASCII)
+
+
 def _password_like(v: str) -> bool:
-    """A digit or a symbol, or a capital past the first letter: not `required`, `Configured`."""
+    """A digit or a symbol, or a capital past the first letter: not `required`, `Configured`,
+    nor words joined by separators (`application/json`, `notes.lastId`, `sort-by-date`)."""
+    if _WORD_PARTS_RE.fullmatch(v) is not None:
+        return False
     if any(not c.isalpha() for c in v):
         return True
     return any("A" <= c <= "Z" for c in v[1:]) and any("a" <= c <= "z" for c in v)
@@ -275,6 +290,18 @@ def _englishy(v: str) -> bool:
     return common >= 0.35 * len(letter_pairs)
 
 
+def _strong_password(v: str) -> bool:
+    """A generated password: 12+ characters holding lower and upper case letters and digits
+    (symbols too, often), random enough and not words (`Summer2026!` is short and words,
+    `user-preferences-2026` has no capital; `Xr6nlI17lluAS%` is a password)."""
+    n = len(v)
+    if not 12 <= n <= 128 or any(c.isspace() for c in v):
+        return False
+    if _classes(v) < 3 or _englishy(v) or _placeholder_body(v):
+        return False
+    return entropy(v) >= min(3.3, math.log2(n) - 0.4)
+
+
 def _high_entropy_token(v: str, *, min_len: int = 16) -> bool:
     """Random enough to be a token: two character classes, entropy above the bar, not words."""
     n = len(v)
@@ -291,110 +318,21 @@ def _high_entropy_token(v: str, *, min_len: int = 16) -> bool:
 # Secret-like names
 
 
-_CAMEL_RE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+", re.ASCII)
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
-
-_SECRET_LAST_WORDS = frozenset(
-    {
-        "password",
-        "passwd",
-        "passphrase",
-        "pwd",
-        "pass",
-        "pw",
-        "passcode",
-        "secret",
-        "secrets",
-        "credential",
-        "credentials",
-        "creds",
-        "apikey",
-        "token",
-        "auth",
-        "authorization",
-        "privatekey",
-        "secretkey",
-        "accesskey",
-    }
-)
-_PASSWORD_WORDS = frozenset({"password", "passwd", "passphrase", "pwd", "pass", "pw", "passcode"})
-_KEY_QUALIFIERS = frozenset(
-    {
-        "api",
-        "access",
-        "secret",
-        "private",
-        "signing",
-        "encryption",
-        "master",
-        "account",
-        "shared",
-        "subscription",
-        "auth",
-        "app",
-        "client",
-        "consumer",
-        "service",
-        "admin",
-        "webhook",
-        "hmac",
-        "session",
-        "storage",
-        "license",
-        "x",
-    }
-)
-_NOT_SECRET_TOKEN_QUALIFIERS = frozenset(
-    {"page", "next", "continuation", "cursor", "sync", "max", "min", "resume", "pagination"}
-)
-
-
-def _words(name: str) -> list[str]:
-    out: list[str] = []
-    for part in re.split(r"[^A-Za-z0-9]+", name):
-        out.extend(w.translate(_ASCII_LOWER) for w in _CAMEL_RE.findall(part))
-    return out
+_words = words
+_name_class = name_class
 
 
 def is_secret_name(name: str | None) -> bool:
-    return _name_class(name) is not None
+    """A name that means a secret (`forgec.secretscan.names`), a header's included."""
+    cls = name_class(name)
+    return cls is not None and cls != "header"
 
 
 def name_matters(name: str | None) -> bool:
-    """Whether `scan_text(…, name=name)` may find more than `scan_text(…)` (the screen needs it)."""
-    return is_secret_name(name)
-
-
-@functools.lru_cache(maxsize=2048)
-def _name_class(name: str | None) -> str | None:
-    """`"password"`, `"auth"` or `"token"` for a secret-like name; None otherwise.
-
-    Only the last word counts (`tokenCount`, `passwordPolicy`, `secretHash` are not secrets),
-    and a name must contain one of `SCREEN_STEMS` (the pass's fast screen relies on it).
-    """
-    if not name or len(name) > 128:
-        return None
-    if _INVISIBLE_RE.search(name) is not None:  # `pass\u00adword` is a password
-        name = name.translate(_INVISIBLE_DROP)
-    low = name.translate(_ASCII_LOWER)
-    if not any(stem in low for stem in SCREEN_STEMS):
-        return None
-    words = _words(name)
-    if not words:
-        return None
-    last = words[-1]
-    prev = words[-2] if len(words) > 1 else ""
-    if last in _PASSWORD_WORDS:
-        return "password"
-    if last in ("auth", "authorization"):
-        return "auth"
-    if last == "key" and prev in _KEY_QUALIFIERS:
-        return "token"
-    if last == "token" and prev in _NOT_SECRET_TOKEN_QUALIFIERS:
-        return None
-    if last in _SECRET_LAST_WORDS:
-        return "token"
-    return None
+    """Whether `scan_text(…, name=name)` may find more than `scan_text(…)`, or the name's
+    value holds strings that may (a `headers` object): the pass's screen needs it."""
+    return name_class(name) is not None or is_headers_name(name)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -559,10 +497,23 @@ _FREE_PATTERNS = {
     # `curl -u user:password` / `--user user:password`
     "curl": r"(?<![A-Za-z0-9_-])curl(?=[ \t])",
 }
+# the other spellings and languages of `names` (each holds one of its stems), as a trie so the
+# master regex tries few branches per character: a name is judged by `names.name_class` once
+# its assignment is found. Non-ASCII ones start from a letter the ASCII-only case folding cannot
+# miss (`ароль` for `Пароль`, `ifre` for `Şifre`).
+_MORE_KEYWORDS = (
+    "key", "cookie", "session", "cred", "contrase", "clave", "mdp", "jeton", "kennw", "geheim",
+    "senha", "segret", "chiave", "wachtw", "salasan", "jelsz", "sifre", "haslo", "parol",
+    "losen", "clé", "schlüssel", "lösenord", "hasło", "ifre", "ароль", "окен", "люч", "密码",
+    "口令", "密钥", "秘钥", "令牌", "パスワード", "トークン", "暗号", "비밀번호", "암호", "토큰",
+)  # fmt: skip
 _KEYWORDS = (
     r"pass(?:word|wd|phrase|code)?|pwd?|secret|token|api[_-]?key|access[_-]?key|auth(?:[_-]?key)?|"
-    r"private[_-]?key|secret[_-]?key|account[_-]?key|shared[_-]?access[_-]?key|sig"
+    r"private[_-]?key|secret[_-]?key|account[_-]?key|shared[_-]?access[_-]?key|sig|"
+    + _trie(list(_MORE_KEYWORDS))
 )
+# first characters of the keywords, for the master regex's cheap gates
+_KW_FIRST = "".join(sorted(set("pstaPSTA") | {w[0] for w in _MORE_KEYWORDS}))
 _KEYWORD_AT = re.compile(rf"(?i:{_KEYWORDS}|bearer|basic)", re.ASCII)
 _TOK_FIRST = "".join(sorted({p[0] for p in PROVIDERS} | set("eLSAMN")))
 # A provider prefix must start a token (not follow a letter, digit, `_`, `.` or `-`) and be
@@ -577,7 +528,9 @@ _TOK = (
 )
 # A keyword counts only when an assignment follows (`api_key=…`, `"password": "…"`) or, for
 # `Bearer`/`Basic`, a credential-looking word. `dbPassword=…` starts at the camel-case hump.
-_ASSIGNMENT = r"(?=[A-Za-z0-9_-]{0,24}[\"']?[ \t]{0,3}(?:=|:)[ \t]{0,3}[\"']?[^\s\"'<>,;&)}\]])"
+_ASSIGNMENT = (
+    r"(?=[^\s\"'=:<>,;&(){}\[\]]{0,24}[\"']?[ \t]{0,3}(?:=|:)[ \t]{0,3}[\"']?[^\s\"'<>,;&)}\]])"
+)
 _KW_BODY = (
     rf"(?:(?i:{_KEYWORDS}){_ASSIGNMENT}|(?i:bearer|basic)(?=[ \t]{{1,3}}[A-Za-z0-9._~+/-]{{8}}))"
 )
@@ -586,8 +539,8 @@ _MASTER = re.compile(
     + r"|(?=[:\-P/.Qmc])(?:"
     + "|".join(f"(?P<{k}>{v})" for k, v in _FREE_PATTERNS.items())
     + ")"
-    + rf"|(?<![A-Za-z0-9])(?=[PpSsTtAaBb])(?P<kw>{_KW_BODY})"
-    + rf"|(?<=[a-z0-9])(?=[PSTAB])(?P<kwc>{_KW_BODY})",
+    + rf"|(?<![A-Za-z0-9])(?=[{_KW_FIRST}{_KW_FIRST.upper()}Bb])(?P<kw>{_KW_BODY})"
+    + rf"|(?<=[a-z0-9])(?=[{_KW_FIRST.upper()}B])(?P<kwc>{_KW_BODY})",
     re.ASCII,
 )
 
@@ -1006,8 +959,9 @@ _FREE_VALIDATORS: dict[str, Callable[[str, int, int], _Result]] = {
 # Keyword anchors: `password=…`, `"api_key": "…"`, `Bearer …`, `Basic …`, `AccountKey=…`, `sig=…`
 
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
-_ASSIGN_RE = re.compile(r"[A-Za-z0-9_-]{0,24}[\"']?[ \t]{0,3}(?:=|:|=>)[ \t]{0,3}[\"']?", re.ASCII)
+_ASSIGN_RE = re.compile(r"[\w-]{0,24}[\"']?[ \t]{0,3}(?:=|:|=>)[ \t]{0,3}[\"']?")
 _VALUE_RE = re.compile(r"[^\s\"'<>,;&)}\]=:@]{1,512}={0,3}", re.ASCII)
+_TEXT_VALUE_RE = re.compile(r"[^\s\"'<>,;)}\]]{1,512}", re.ASCII)
 _AUTH_CRED_RE = re.compile(r"[ \t]{1,3}([A-Za-z0-9._~+/-]{1,4096}=*)", re.ASCII)
 
 
@@ -1022,12 +976,14 @@ def _keyword(text: str, start: int, end: int, ctx: _Context) -> _Result:
         # resume inside: a provider token as the credential is the stronger finding
         return _auth_credential(word, m.group(1), start, m.end()), end
     s = start
-    while s > 0 and start - s < 32 and text[s - 1] in _NAME_CHARS:
+    while s > 0 and start - s < 32 and (text[s - 1] in _NAME_CHARS or text[s - 1].isalnum()):
         s -= 1
     m = _ASSIGN_RE.match(text, end)
     if m is None:
         return None, end
-    v = _VALUE_RE.match(text, m.end())
+    # in a URL's query a value ends at `&`; in text it runs to the next space or quote
+    in_query = s > 0 and text[s - 1] in "?&;"
+    v = (_VALUE_RE if in_query else _TEXT_VALUE_RE).match(text, m.end())
     if v is None:
         return None, m.end()
     value = v.group()
@@ -1076,13 +1032,15 @@ def _auth_credential(scheme: str, cred: str, start: int, end: int) -> SecretFind
         if not sep or not password or not decoded.isprintable() or is_placeholder(password):
             return None
         return _finding("basic-auth", "HTTP Basic credentials", start, end, STRUCTURAL, "Basic …")
+    if _not_secret_shape(cred):
+        return None
     if cred.startswith("eyJ"):
         jwt, _ = _jwt(cred, 0)
         if jwt is not None:
             return _finding(
                 "bearer-token", "bearer token (JWT)", start, end, STRUCTURAL, "Bearer …"
             )
-    if _high_entropy_token(cred) and _has_run(cred):
+    if (_high_entropy_token(cred) and _has_run(cred)) or _strong_password(cred):
         return _finding("bearer-token", "bearer token", start, end, STRUCTURAL, "Bearer …")
     return None
 
@@ -1091,11 +1049,24 @@ def _auth_credential(scheme: str, cred: str, start: int, end: int) -> SecretFind
 # By name
 
 
-_SCHEME_VALUE_RE = re.compile(
-    r"(bearer|basic|token|bot|apikey|key|sso-key)[ \t]+(\S{1,4096})", re.ASCII | re.IGNORECASE
-)
+# an `Authorization` value: any one-word scheme (`Bearer`, `Basic`, `Token`, `Bot`, `SSWS`,
+# `ApiKey`, `sso-key`, one nobody listed) and its credential
+_SCHEME_VALUE_RE = re.compile(r"([A-Za-z][A-Za-z0-9._-]{0,24})[ \t]+(\S{1,4096})", re.ASCII)
 _VAULT_LEGACY_RE = re.compile(r"s\.[A-Za-z0-9]{24}", re.ASCII)
 _AWS_SECRET_RE = re.compile(r"[A-Za-z0-9/+]{40}", re.ASCII)
+
+
+# last words of header names whose hex values are digests, ids or trace context
+_DIGEST_HEADER_WORDS = frozenset(
+    {"etag", "match", "id", "ids", "trace", "traceparent", "tracestate", "parent", "span",
+     "request", "correlation", "digest", "md5", "sha", "sha1", "sha256", "hash", "checksum",
+     "version", "revision", "commit", "nonce", "fingerprint"}
+)  # fmt: skip
+
+
+def _digest_like_header(name: str) -> bool:
+    ws = [w for w in _words(name.removeprefix(HEADER_USE)) if not w.isdigit()]
+    return not ws or ws[-1] in _DIGEST_HEADER_WORDS or ws[-1] in _DIGEST_WORDS
 
 
 def _by_name(value: str, name: str) -> SecretFinding | None:
@@ -1105,7 +1076,7 @@ def _by_name(value: str, name: str) -> SecretFinding | None:
         return None
     v = value.strip()
     n = len(v)
-    label = f"`{name}`"
+    label = f"`{name.removeprefix(HEADER_USE)}`"
     if cls == "auth":
         m = _SCHEME_VALUE_RE.fullmatch(v)
         if m is not None:
@@ -1124,6 +1095,16 @@ def _by_name(value: str, name: str) -> SecretFinding | None:
         return None
     if any(c.isspace() for c in v):
         return None  # prose, or a passphrase of words, which cannot be told apart
+    if cls == "header":
+        # a header whose name says nothing: judged by its shape alone, and only a long random
+        # token (not hex: digests, ids, trace context; not a UUID) counts
+        if n < 20 or not _has_run(v) or not _high_entropy_token(v):
+            return None
+        if _UUID_RE.fullmatch(v) or (
+            _HEXISH_RE.fullmatch(v) and (n < 32 or _digest_like_header(name))
+        ):
+            return None  # an id, a digest or trace context, as often as a key
+        return _finding("header-token", f"token in the {label} header", 0, n, BY_NAME)
     low = name.translate(_ASCII_LOWER)
     if "aws" in low and _AWS_SECRET_RE.fullmatch(v) and _high_entropy_token(v):
         return _finding("aws-secret-access-key", "AWS secret access key", 0, n, STRONG)
@@ -1135,7 +1116,7 @@ def _by_name(value: str, name: str) -> SecretFinding | None:
         if _password_like(v):
             return _finding("password-by-name", f"password under {label}", 0, n, BY_NAME)
         return None
-    if _high_entropy_token(v):
+    if _high_entropy_token(v) or _strong_password(v):
         return _finding("entropy-by-name", f"high-entropy value under {label}", 0, n, BY_NAME)
     return None
 
@@ -1173,13 +1154,41 @@ def scan_text(text: str, *, name: str | None = None) -> list[SecretFinding]:
 
 
 _PERCENT_RE = re.compile(r"%[0-7][0-9A-Fa-f]")  # an ASCII byte, percent-encoded
+_PERCENT_RUN_RE = re.compile(r"(?:%[0-9A-Fa-f]{2}){1,1024}")
+
+
+def _percent_decoded(run: str) -> list[tuple[str, int]]:
+    """(character, offset in `run`) for a run of `%XX` escapes: UTF-8 sequences become their
+    characters (`%C3%B1` → `ñ`), ASCII bytes theirs, anything else stays as written."""
+    raw = bytes(int(run[i + 1 : i + 3], 16) for i in range(0, len(run), 3))
+    out: list[tuple[str, int]] = []
+    i = 0
+    while i < len(raw):
+        b = raw[i]
+        if b < 0x80:
+            out.append((chr(b), 3 * i))
+            i += 1
+            continue
+        width = 2 if b < 0xE0 else 3 if b < 0xF0 else 4
+        try:
+            ch = raw[i : i + width].decode("utf-8")
+        except UnicodeDecodeError:
+            ch = ""
+        if len(ch) == 1:
+            out.append((ch, 3 * i))
+            i += width
+        else:  # not UTF-8: the escape stays as written
+            out.extend((run[3 * i + k], 3 * i + k) for k in range(3))
+            i += 1
+    return out
 
 
 def _normalised(text: str) -> tuple[str | None, list[int]]:
-    """`text` without invisible characters and with ASCII percent-escapes decoded, and the
-    offset in `text` of each of its characters; (None, []) when there is nothing to undo."""
+    """`text` without invisible characters and with percent-escapes decoded (ASCII and UTF-8),
+    and the offset in `text` of each of its characters; (None, []) when there is nothing to
+    undo."""
     invisible = _INVISIBLE_RE.search(text) is not None
-    percent = "%" in text and _PERCENT_RE.search(text) is not None
+    percent = "%" in text and _PERCENT_RUN_RE.search(text) is not None
     if not invisible and not percent:
         return None, []
     out: list[str] = []
@@ -1190,11 +1199,14 @@ def _normalised(text: str) -> tuple[str | None, list[int]]:
         if ch in INVISIBLE:
             i += 1
             continue
-        if ch == "%" and percent and _PERCENT_RE.match(text, i):
-            out.append(chr(int(text[i + 1 : i + 3], 16)))
-            where.append(i)
-            i += 3
-            continue
+        if ch == "%" and percent:
+            m = _PERCENT_RUN_RE.match(text, i)
+            if m is not None:
+                for decoded, offset in _percent_decoded(m.group()):
+                    out.append(decoded)
+                    where.append(i + offset)
+                i = m.end()
+                continue
         out.append(ch)
         where.append(i)
         i += 1

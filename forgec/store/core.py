@@ -6,22 +6,27 @@ Rules, in the order a person meets them:
   lists every issue (the store's refusals are `FORGE_VERSION` diagnostics at `/version` or
   `/parentVersion`). Every version records its **author**: `person` (the CLI, the Python API)
   or `model` (`tool_create`, with the persona's name when known).
-- A person's version, and a model's first version of a new id, become current and **off**.
-  A model's version of an id that already has versions is a **proposal**: stored, never current
-  by itself; the current version stays exactly as it was, on or off. A person `accept`s it
-  (current, off) or `reject`s it (kept, never current).
-- **Versions**: the first version of a tool has `parentVersion: null`; every later one —
-  proposals included — names the latest stored version as its parent and has a higher number.
-  Nothing is ever deleted, so a version number is never reused. The refusals a model reads say
-  what is wrong with its own numbers, never which numbers the store holds.
+- A person's version becomes current and **off**. A model does not number versions: the
+  store does, so nothing a model writes can block, freeze or probe the numbering. A model's
+  version of an id with no version becomes v1 (current, off), whatever its file says; of an id
+  that has versions it is **proposal N** (its own sequence per tool, never reused): stored,
+  never current by itself, the current version exactly as it was, on or off. A person
+  `accept`s it — it becomes the next version of the lineage (latest + 1, parent the latest),
+  current and off — or `reject`s it (kept, never current).
+- **Versions** (the lineage): the first version of a tool has `parentVersion: null`; every
+  later one names the latest version of the lineage as its parent and has a higher number.
+  Proposals, waiting or rejected, are not in the lineage: they hold no version number and
+  never raise its floor (a row keyed `PROPOSAL_BASE + N`, `forgec.store.schema`). Nothing is
+  deleted but an accepted proposal's row, which lives on as its version, so a version number
+  is never reused.
 - **Rollback** makes the highest stored, non-proposed, non-rejected version below the current
   one current and turns the tool off; at the first version it is refused.
-- **Consent** is recorded per tool version and bound to its content hash. Enabling a version
-  needs consent unless (a) that version, with this hash, already has it, or (b) its author is a
-  person and its effects (`forgec.store.effects`) and marks do not grow over those of the
-  version most recently consented to — then the consent is carried and recorded as such. A
-  model's version never inherits consent. An R4 tool's consent is never recorded: enabling it
-  asks, and so does every run.
+- **Consent** is bound to a version's content hash, and only to it. Enabling a version whose
+  hash has no consent always asks, whoever wrote it: nothing carries from an earlier version,
+  however small the change (the prompt shows what changed since the last consent,
+  `forgec.store.diff`). Only a person's `granted` consent counts; a `carried` record an older
+  forgec wrote is not a consent. An R4 tool's consent is never recorded: enabling it asks, and
+  so does every run.
 - **Integrity**: every read that could lead to running, enabling, showing or serving a version
   recomputes its hash (`forgec.store.integrity`); a changed or damaged row is `StoreDamaged`.
 
@@ -53,11 +58,12 @@ from forgec.store.integrity import (
     check_row,
     dumps,
     hash_texts,
+    label,
     legacy_hash,
     loads,
     manifest_text,
 )
-from forgec.store.schema import StoreError, connect
+from forgec.store.schema import PROPOSAL_BASE, StoreError, connect
 
 _ID = re.compile(rf"(?:{TOOL_ID_PATTERN})\Z", re.ASCII)  # the one tool-id rule (forgec.ir.rules)
 AUTHORS = ("person", "model")
@@ -86,7 +92,7 @@ class ToolSummary:
     powers: tuple[str, ...]
     labels: tuple[str, ...]
     title: str
-    proposed: tuple[int, ...] = ()  # versions a model proposed, waiting for a person
+    proposed: tuple[int, ...] = ()  # numbers of the proposals waiting for a person
 
     @property
     def name(self) -> str:
@@ -110,15 +116,24 @@ class VersionInfo:
     current: bool
     hash: str
     installed_at: str
-    consent: str | None  # "granted" | "carried" | None
+    consent: str | None  # "granted" (a person's, for this very hash) | None
     author: str = "person"
     author_name: str | None = None
     status: str = "previous"  # "current" | "proposed" | "rejected" | "previous"
     problem: str | None = None  # why the row cannot be trusted (changed, damaged)
 
+    @property
+    def proposal(self) -> int | None:
+        return self.version - PROPOSAL_BASE if self.version > PROPOSAL_BASE else None
+
+    @property
+    def label(self) -> str:
+        return label(self.version)
+
     def to_json(self) -> dict[str, Any]:
         return {
-            "version": self.version,
+            "version": None if self.proposal is not None else self.version,
+            "proposal": self.proposal,
             "parentVersion": self.parent_version,
             "current": self.current,
             "hash": self.hash,
@@ -155,6 +170,16 @@ class StoredVersion:
         return f"dynamic:{self.tool_id}"
 
     @property
+    def proposal(self) -> int | None:
+        """This row's proposal number, or None for a version of the lineage."""
+        return self.version - PROPOSAL_BASE if self.version > PROPOSAL_BASE else None
+
+    @property
+    def label(self) -> str:
+        """How a person reads which one it is: `v3`, or `proposal 2`."""
+        return label(self.version)
+
+    @property
     def program(self) -> dict[str, Any]:
         """The lowered Program's JSON. Parsed when asked, not when listed: serving a thousand
         tools reads no Program (the hash over its text is verified either way)."""
@@ -174,10 +199,11 @@ class StoredVersion:
 class ConsentStatus:
     """Whether turning a version on (or running it) needs a person to say yes, and why.
 
-    `reason`: "first" (no consent on record), "grown" (more than the consent on record covers;
-    `growth` says exactly what), "author" (a model wrote it: it never inherits consent; `growth`
-    is what it adds over the consent on record, or everything), "always" (R4: asked every
-    time), or "covered" (no need: `basis` is the version whose consent covers it).
+    `reason`: "first" (no consent on record for the tool), "changed" (this version's hash has
+    no consent; `basis` is the version last consented to, the one the prompt's diff starts
+    from), "always" (R4: asked every time), or "covered" (no need: this very hash has the
+    person's consent). `growth` says, in words, what the version may do beyond `basis` (or
+    everything for a first consent): shown, never a reason to skip asking.
     """
 
     tool_id: str
@@ -203,7 +229,7 @@ class ConsentStatus:
 @attrs.frozen
 class InstallResult:
     report: Any  # forgec.api.Report, with the store's own refusals added
-    installed: tuple[str, int] | None  # (id, version) when written
+    installed: tuple[str, int] | None  # (id, version) when written; a proposal: (id, its number)
     status: str | None = None  # "installed" (current, off) | "proposed" | None (not written)
 
     @property
@@ -397,84 +423,155 @@ class Store:
     ) -> InstallResult:
         """Check, lower and store a new version. With any issue, nothing is written.
 
-        A person's version becomes current and off; so does a model's first version of an id.
-        A model's version of an id that has versions is stored as a proposal."""
+        A person's version becomes current and off, numbered as its file says (above the
+        latest version of the lineage, which names it as parent). A model's version is numbered
+        by the store: of an id with no version it becomes v1 (current, off); of an id that has
+        versions it is proposal N, outside the version numbers (see the module docstring)."""
         if author not in AUTHORS:
             raise ValueError(f"author must be one of {AUTHORS}, not {author!r}")
         report = self._check(source, path=path, target=target)
+        if author == "model":
+            return self._install_model(report, target, author_name)
         ident = _identity(report)
-        program_json: dict[str, Any] | None = None
-        if report.ok and report.manifest is not None and report.marks is not None:
-            try:
-                program_json = self._lower(report).to_json()
-            except Exception as exc:  # a checked tool that cannot lower is a forgec bug
-                raise StoreError(f"cannot lower the checked tool (a forgec bug): {exc}") from exc
+        prepared = self._prepared(report, target, author) if report.ok else None
         with self._tx() as conn:
             latest = self._latest(conn, ident) if ident else None
-            refusals = _version_refusals(ident, latest, coach=author == "person") if ident else []
-            if refusals or program_json is None or not report.ok:
+            refusals = _version_refusals(ident, latest) if ident else []
+            if refusals or prepared is None:
                 return InstallResult(report=_with(report, refusals), installed=None)
             tool_id, version, parent = ident  # type: ignore[misc]
-            from forgec import __version__
+            self._insert(conn, tool_id, version, parent, target, prepared, author, None, "stored")
+            self._make_current(conn, tool_id, version)
+        return InstallResult(report=report, installed=(tool_id, version), status="installed")
 
-            texts = (
-                manifest_text(report.manifest),
-                dumps(program_json),
-                target,
-                __version__,
-                dumps(report.marks.to_json()),
-                dumps(fx.effects_from_report(report, target)),
-                author,
-            )
-            digest = hash_texts(*texts)
-            proposal = author == "model" and latest is not None
-            now = _now()
+    def _install_model(self, report: Any, target: str, author_name: str | None) -> InstallResult:
+        """A model's version. What the store holds never changes what the model is told, nor
+        which refusals it gets: its own numbers are not the store's business (SPEC §14), so
+        the work done is the same whether or not the id exists — the check of its text, then
+        the check of the same manifest numbered as a first version."""
+        if not report.ok or not isinstance(report.manifest, dict):
+            return InstallResult(report=report, installed=None)
+        ident = _identity(report)
+        if ident is None:
+            return InstallResult(report=report, installed=None)
+        tool_id = ident[0]
+        as_proposal = self._prepared(report, target, "model")
+        first = self._prepared(self._renumbered(report.manifest, 1, None, target), target, "model")
+        with self._tx() as conn:
+            latest = self._latest(conn, ident)
+            if latest is None:
+                self._insert(conn, tool_id, 1, None, target, first, "model", author_name, "stored")
+                self._make_current(conn, tool_id, 1)
+                return InstallResult(report=report, installed=(tool_id, 1), status="installed")
+            row = conn.execute(
+                "SELECT last_proposal FROM tools WHERE id = ?", (tool_id,)
+            ).fetchone()
+            number = int(row[0]) + 1 if row is not None else 1
             self._write(
                 conn,
-                "versions",
-                "INSERT INTO versions (tool_id, version, parent_version, target, manifest,"
-                " program, marks, hash, forgec_version, installed_at, author, author_name,"
-                " status, effects) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    tool_id,
-                    version,
-                    parent,
-                    target,
-                    texts[0],
-                    texts[1],
-                    texts[4],
-                    digest,
-                    __version__,
-                    now,
-                    author,
-                    author_name,
-                    "proposed" if proposal else "stored",
-                    texts[5],
-                ),
+                "tools",
+                "UPDATE tools SET last_proposal = ? WHERE id = ?",
+                (number, tool_id),
             )
-            if not proposal:
-                self._write(
-                    conn,
-                    "tools",
-                    "INSERT INTO tools (id, current_version, enabled, created_at, updated_at)"
-                    " VALUES (?, ?, 0, ?, ?) ON CONFLICT (id) DO UPDATE SET"
-                    " current_version = excluded.current_version, enabled = 0,"
-                    " updated_at = excluded.updated_at",
-                    (tool_id, version, now, now),
-                )
-        return InstallResult(
-            report=report,
-            installed=(tool_id, version),
-            status="proposed" if proposal else "installed",
+            key = PROPOSAL_BASE + number
+            # the lineage head it was proposed against: what a review compares it with
+            self._insert(
+                conn, tool_id, key, latest[0], target, as_proposal, "model", author_name, "proposed"
+            )
+        return InstallResult(report=report, installed=(tool_id, number), status="proposed")
+
+    def _renumbered(
+        self, manifest: dict[str, Any], version: int, parent: int | None, target: str
+    ) -> Any:
+        """The check report of MANIFEST numbered VERSION with PARENT (the store's numbers)."""
+        report = self._check(
+            manifest_text({**manifest, "version": version, "parentVersion": parent}).encode(),
+            path=None,
+            target=target,
+        )
+        if not report.ok:  # only the numbers changed, and the store's are valid: a forgec bug
+            raise StoreError("cannot number the checked tool (a forgec bug)")
+        return report
+
+    def _prepared(self, report: Any, target: str, author: str) -> tuple[str, ...] | None:
+        """The texts a version row stores and hashes, from a clean report (None otherwise)."""
+        if not report.ok or report.manifest is None or report.marks is None:
+            return None
+        try:
+            program_json = self._lower(report).to_json()
+        except Exception as exc:  # a checked tool that cannot lower is a forgec bug
+            raise StoreError(f"cannot lower the checked tool (a forgec bug): {exc}") from exc
+        from forgec import __version__
+
+        return (
+            manifest_text(report.manifest),
+            dumps(program_json),
+            target,
+            __version__,
+            dumps(report.marks.to_json()),
+            dumps(fx.effects_from_report(report, target)),
+            author,
+        )
+
+    def _insert(
+        self,
+        conn: sqlite3.Connection,
+        tool_id: str,
+        key: int,
+        parent: int | None,
+        target: str,
+        texts: tuple[str, ...] | None,
+        author: str,
+        author_name: str | None,
+        status: str,
+    ) -> None:
+        if texts is None:
+            raise StoreError("cannot store a tool that did not check clean (a forgec bug)")
+        self._write(
+            conn,
+            "versions",
+            "INSERT INTO versions (tool_id, version, parent_version, target, manifest,"
+            " program, marks, hash, forgec_version, installed_at, author, author_name,"
+            " status, effects) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                tool_id,
+                key,
+                parent,
+                target,
+                texts[0],
+                texts[1],
+                texts[4],
+                hash_texts(*texts),
+                texts[3],
+                _now(),
+                author,
+                author_name,
+                status,
+                texts[5],
+            ),
+        )
+
+    def _make_current(self, conn: sqlite3.Connection, tool_id: str, version: int) -> None:
+        now = _now()
+        self._write(
+            conn,
+            "tools",
+            "INSERT INTO tools (id, current_version, enabled, created_at, updated_at)"
+            " VALUES (?, ?, 0, ?, ?) ON CONFLICT (id) DO UPDATE SET"
+            " current_version = excluded.current_version, enabled = 0,"
+            " updated_at = excluded.updated_at",
+            (tool_id, version, now, now),
         )
 
     def _latest(
         self, conn: sqlite3.Connection, ident: tuple[str, int, int | None]
     ) -> tuple[int, bool] | None:
-        """(the latest stored version, whether the manifest's number is stored) — None when
-        the id has no version."""
+        """(the latest version of the lineage, whether the manifest's number is one of the
+        lineage's) — None when the id has no version. Proposals, waiting or rejected, are not
+        the lineage: they never raise its floor."""
         row = conn.execute(
-            "SELECT max(version), max(version = ?) FROM versions WHERE tool_id = ?",
+            "SELECT max(version), max(version = ?) FROM versions"
+            " WHERE tool_id = ? AND status = 'stored'",
             (ident[1], ident[0]),
         ).fetchone()
         return (int(row[0]), bool(row[1])) if row and row[0] is not None else None
@@ -485,8 +582,8 @@ class Store:
         return self._read(
             "SELECT t.id, t.current_version, t.enabled, "
             + _VCOLS
-            + ", (SELECT max(version) FROM versions WHERE tool_id = t.id),"
-            " (SELECT group_concat(version) FROM versions"
+            + ", (SELECT max(version) FROM versions WHERE tool_id = t.id AND status = 'stored'),"
+            f" (SELECT group_concat(version - {PROPOSAL_BASE}) FROM versions"
             "  WHERE tool_id = t.id AND status = 'proposed')"
             " FROM tools t LEFT JOIN versions v"
             " ON v.tool_id = t.id AND v.version = t.current_version " + where + " ORDER BY t.id",
@@ -550,7 +647,9 @@ class Store:
                     current=version == current,
                     hash=str(fields["hash"]),
                     installed_at=str(fields["installed_at"]),
-                    consent=kind if kind and consent_hash == fields["hash"] else None,
+                    consent=(
+                        kind if kind == "granted" and consent_hash == fields["hash"] else None
+                    ),
                     author=str(fields["author"]),
                     author_name=fields["author_name"],
                     status=_status(fields["status"], version == current),
@@ -601,63 +700,88 @@ class Store:
                     on_problem(f"dynamic:{tool_id} left out: {exc}")
         return out
 
+    def checked_ir(self, stored: StoredVersion) -> Any:
+        """The IR of a stored version, checked again by this forgec (what the consent diff
+        compares: `forgec.store.diff`). The stored manifest passed its check when installed."""
+        report = self._check(
+            manifest_text(stored.manifest).encode(), path=None, target=stored.target
+        )
+        return report.ir
+
     # -- proposals ------------------------------------------------------------------------
 
     def proposals(self, tool: str) -> list[int]:
-        """The versions of TOOL a model proposed and no person has accepted or rejected."""
+        """The numbers of TOOL's proposals that no person has accepted or rejected."""
         tool_id = normalize_id(tool)
         self._tool_row(self._conn, tool_id)
         rows = self._read(
             "SELECT version FROM versions WHERE tool_id = ? AND status = 'proposed'"
-            " ORDER BY version",
-            (tool_id,),
+            " AND version > ? ORDER BY version",
+            (tool_id, PROPOSAL_BASE),
         )
-        return [int(r[0]) for r in rows]
+        return [int(r[0]) - PROPOSAL_BASE for r in rows]
 
-    def accept(self, tool: str, version: int) -> StoredVersion:
-        """A person makes proposal VERSION current; the tool is turned off."""
+    def get_proposal(self, tool: str, number: int) -> StoredVersion:
+        """Proposal NUMBER (waiting or rejected), its hash verified."""
+        tool_id = normalize_id(tool)
+        if not 1 <= number < PROPOSAL_BASE:
+            raise ToolNotFound(f"dynamic:{tool_id} has no proposal {number}")
+        try:
+            return self.get(tool_id, PROPOSAL_BASE + number)
+        except ToolNotFound:
+            raise ToolNotFound(f"dynamic:{tool_id} has no proposal {number}") from None
+
+    def accept(self, tool: str, number: int) -> StoredVersion:
+        """A person makes proposal NUMBER the next version of the lineage (latest + 1, with
+        the latest as parent: the model's own numbers never count), current and off."""
         tool_id = normalize_id(tool)
         with self._tx() as conn:
-            self._must_be_proposal(tool_id, version)
-            stored = self.get(tool_id, version)
+            proposal = self._must_be_proposal(tool_id, number)
+            latest = self._latest(conn, (tool_id, 0, None))
+            top = latest[0] if latest is not None else 0
+            version, parent = top + 1, (top or None)
+            report = self._renumbered(proposal.manifest, version, parent, proposal.target)
+            texts = self._prepared(report, proposal.target, "model")
             self._write(
                 conn,
                 "versions",
-                "UPDATE versions SET status = 'stored' WHERE tool_id = ? AND version = ?",
-                (tool_id, version),
+                "DELETE FROM versions WHERE tool_id = ? AND version = ?",
+                (tool_id, proposal.version),
             )
-            self._write(
+            self._insert(
                 conn,
-                "tools",
-                "UPDATE tools SET current_version = ?, enabled = 0, updated_at = ? WHERE id = ?",
-                (version, _now(), tool_id),
+                tool_id,
+                version,
+                parent,
+                proposal.target,
+                texts,
+                "model",
+                proposal.author_name,
+                "stored",
             )
-        return attrs.evolve(stored, current=True, enabled=False, status="stored")
+            self._make_current(conn, tool_id, version)
+            return self.get(tool_id, version)
 
-    def reject(self, tool: str, version: int) -> None:
-        """A person rejects proposal VERSION: kept, never current."""
+    def reject(self, tool: str, number: int) -> None:
+        """A person rejects proposal NUMBER: kept, never current, holding no version number."""
         tool_id = normalize_id(tool)
         with self._tx() as conn:
-            self._must_be_proposal(tool_id, version)
+            proposal = self._must_be_proposal(tool_id, number)
             self._write(
                 conn,
                 "versions",
                 "UPDATE versions SET status = 'rejected' WHERE tool_id = ? AND version = ?",
-                (tool_id, version),
+                (tool_id, proposal.version),
             )
 
-    def _must_be_proposal(self, tool_id: str, version: int) -> None:
-        self._tool_row(self._conn, tool_id)
-        rows = self._read(
-            "SELECT status FROM versions WHERE tool_id = ? AND version = ?", (tool_id, version)
-        )
-        if not rows:
-            raise ToolNotFound(f"dynamic:{tool_id} has no version {version}")
-        if rows[0][0] != "proposed":
-            was = {"rejected": "was rejected", "stored": "is not a proposal"}.get(
-                rows[0][0], "is not a proposal"
+    def _must_be_proposal(self, tool_id: str, number: int) -> StoredVersion:
+        proposal = self.get_proposal(tool_id, number)
+        if proposal.status != "proposed":
+            raise StoreError(
+                f"dynamic:{tool_id} proposal {number} was rejected; only a waiting proposal "
+                "can be decided"
             )
-            raise StoreError(f"dynamic:{tool_id} v{version} {was}; only a proposal can be decided")
+        return proposal
 
     # -- consent --------------------------------------------------------------------------
 
@@ -666,10 +790,12 @@ class Store:
         return self._consent_status(self._conn, stored)
 
     def _basis(self, conn: sqlite3.Connection, tool_id: str) -> StoredVersion | None:
-        """The version most recently consented to, when its row is intact and still the one
-        consented to (the consent's hash); else None, so nothing is carried."""
+        """The version most recently consented to (a person's `granted` consent), when its row
+        is intact and still the one consented to; else None. It is where the prompt's diff
+        starts, never a consent for another version."""
         row = conn.execute(
-            "SELECT version, hash FROM consents WHERE tool_id = ? ORDER BY rowid DESC LIMIT 1",
+            "SELECT version, hash FROM consents WHERE tool_id = ? AND kind = 'granted'"
+            " ORDER BY rowid DESC LIMIT 1",
             (tool_id,),
         ).fetchone()
         if row is None:
@@ -682,36 +808,36 @@ class Store:
 
     def _consent_status(self, conn: sqlite3.Connection, stored: StoredVersion) -> ConsentStatus:
         tid, ver = stored.tool_id, stored.version
-        basis = self._basis(conn, tid)
-        growth: dict[str, list[str]] = {}
-        if basis is not None:
-            growth = growth_between(stored, basis)
         if stored.marks.always_asks:
-            return ConsentStatus(
-                tid, ver, needed=True, reason="always", growth=growth, basis=None, always_asks=True
-            )
-        if self._own_consent(conn, stored):
-            return ConsentStatus(tid, ver, needed=False, reason="covered", basis=stored.version)
-        if stored.author != "person":
+            basis = self._basis(conn, tid)
             return ConsentStatus(
                 tid,
                 ver,
                 needed=True,
-                reason="author",
-                growth=growth if basis is not None else _everything(stored),
+                reason="always",
+                growth=growth_between(stored, basis or _NOTHING),
                 basis=basis.version if basis is not None else None,
+                always_asks=True,
             )
+        if self._own_consent(conn, stored):
+            return ConsentStatus(tid, ver, needed=False, reason="covered", basis=stored.version)
+        basis = self._basis(conn, tid)
         if basis is None:
             return ConsentStatus(tid, ver, needed=True, reason="first", growth=_everything(stored))
-        if growth:
-            return ConsentStatus(
-                tid, ver, needed=True, reason="grown", growth=growth, basis=basis.version
-            )
-        return ConsentStatus(tid, ver, needed=False, reason="covered", basis=basis.version)
+        return ConsentStatus(
+            tid,
+            ver,
+            needed=True,
+            reason="changed",
+            growth=growth_between(stored, basis),
+            basis=basis.version,
+        )
 
     def _own_consent(self, conn: sqlite3.Connection, stored: StoredVersion) -> bool:
+        """A person's consent for this very hash (a `carried` record is not one)."""
         row = conn.execute(
-            "SELECT 1 FROM consents WHERE tool_id = ? AND version = ? AND hash = ?",
+            "SELECT 1 FROM consents WHERE tool_id = ? AND version = ? AND hash = ?"
+            " AND kind = 'granted'",
             (stored.tool_id, stored.version, stored.hash),
         ).fetchone()
         return row is not None
@@ -725,22 +851,13 @@ class Store:
             status = self._consent_status(conn, stored)
             if status.needed and not consent:
                 raise ConsentRequired(_consent_message(stored, status), status)
-            if not status.always_asks and not self._own_consent(conn, stored):
-                kind = "granted" if status.needed else "carried"
+            if status.needed and not status.always_asks:
                 self._write(
                     conn,
                     "consents",
                     "INSERT OR REPLACE INTO consents (tool_id, version, kind, carried_from,"
-                    " marks, granted_at, hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        tool_id,
-                        stored.version,
-                        kind,
-                        status.basis if kind == "carried" else None,
-                        dumps(stored.marks.to_json()),
-                        _now(),
-                        stored.hash,
-                    ),
+                    " marks, granted_at, hash) VALUES (?, ?, 'granted', NULL, ?, ?, ?)",
+                    (tool_id, stored.version, dumps(stored.marks.to_json()), _now(), stored.hash),
                 )
             self._write(
                 conn,
@@ -868,12 +985,12 @@ def _decode(tool_id: str, row: dict[str, Any], current: int, enabled: bool) -> S
     marks = loads(tool_id, v, "marks", row["marks"])
     effects = loads(tool_id, v, "effects", row["effects"])
     if not all(isinstance(x, dict) for x in (manifest, marks, effects)):
-        raise StoreDamaged(f"the stored version of dynamic:{tool_id} v{v} is damaged")
+        raise StoreDamaged(f"the stored version of dynamic:{tool_id} {label(v)} is damaged")
     try:
         parsed_marks = Marks.from_json(marks)
     except (TypeError, ValueError, AttributeError):
         raise StoreDamaged(
-            f"the stored version of dynamic:{tool_id} v{v} is damaged (unreadable marks)"
+            f"the stored version of dynamic:{tool_id} {label(v)} is damaged (unreadable marks)"
         ) from None
     is_current = v == current
     return StoredVersion(
@@ -955,19 +1072,19 @@ def _consent_message(stored: StoredVersion, status: ConsentStatus) -> str:
     name = f"{stored.name} v{stored.version}"
     if status.reason == "always":
         return f"{name} is R4: it asks before it is turned on and before every run"
-    grown = "; ".join(f"{k}: {', '.join(v)}" for k, v in status.growth.items())
-    if status.reason == "author":
-        return f"{name} was written by {stored.author_words}; it needs your own consent: {grown}"
-    if status.reason == "grown":
-        return f"{name} may do more than the version you agreed to (v{status.basis}): {grown}"
+    if status.reason == "changed":
+        return (
+            f"{name} (written by {stored.author_words}) is not the version you agreed to "
+            f"(v{status.basis}); it needs your consent"
+        )
     return f"{name} has never been turned on; it needs your consent"
 
 
 def _version_refusals(
-    ident: tuple[str, int, int | None], latest: tuple[int, bool] | None, *, coach: bool
+    ident: tuple[str, int, int | None], latest: tuple[int, bool] | None
 ) -> list[Diagnostic]:
-    """The store's version rules. COACH (a person): say which numbers to use. A model is told
-    only what is wrong with the numbers its manifest already shows."""
+    """The store's numbering rules for a person's version, with the numbers to use (a person
+    may read the store; a model is never refused on numbers: it does not number versions)."""
     tool_id, version, parent = ident
     name = f"dynamic:{tool_id}"
     out: list[Diagnostic] = []
@@ -984,45 +1101,26 @@ def _version_refusals(
         return out
     top, exists = latest
     if version <= top:
-        what = "is already installed" if exists else "is not above the latest stored version"
-        if coach:
-            out.append(
-                make(
-                    "FORGE_VERSION",
-                    "/version",
-                    f"version {version} of {name} {what} (latest: {top}); version numbers "
-                    "are never reused, even after a rollback",
-                    hint=f"use version {top + 1} with parentVersion {top}",
-                )
+        what = "is already installed" if exists else "is not above the latest version"
+        out.append(
+            make(
+                "FORGE_VERSION",
+                "/version",
+                f"version {version} of {name} {what} (latest: {top}); version numbers "
+                "are never reused, even after a rollback",
+                hint=f"use version {top + 1} with parentVersion {top}",
             )
-        else:
-            out.append(
-                make(
-                    "FORGE_VERSION",
-                    "/version",
-                    f"version {version} of {name} {what}; version numbers are never reused",
-                )
-            )
+        )
     if parent != top:
         shown = "null" if parent is None else str(parent)
-        if coach:
-            out.append(
-                make(
-                    "FORGE_VERSION",
-                    "/parentVersion",
-                    f"parentVersion must name the latest stored version of {name}, {top} "
-                    f"(it is {shown})",
-                    hint=f"set parentVersion to {top}",
-                )
+        out.append(
+            make(
+                "FORGE_VERSION",
+                "/parentVersion",
+                f"parentVersion must name the latest version of {name}, {top} (it is {shown})",
+                hint=f"set parentVersion to {top}",
             )
-        else:
-            out.append(
-                make(
-                    "FORGE_VERSION",
-                    "/parentVersion",
-                    f"parentVersion {shown} is not the latest stored version of {name}",
-                )
-            )
+        )
     return out
 
 

@@ -1,10 +1,10 @@
-"""Effects: what a version can do to the world, as sets a consent can be compared against (§14).
+"""Effects: what a version can do to the world, as sets a person is shown before consenting (§14).
 
 Marks (§6) say how much a tool may do (powers, risk); effects say exactly *what*: which
 operation of which capability, which hosts, labels and credentials, which data goes where,
-what starts it, and what model it needs. Consent given for version A carries to a person's
-version B only when every effect of B is one of A's; anything else asks again, and the prompt
-shows what changed, capability by capability.
+what starts it, and what model it needs. They are the first part of the consent diff
+(`forgec.store.diff`: effects gained and lost). They never decide whether to ask: consent is
+bound to the content hash alone, and a version whose hash has no consent always asks.
 
 - `operations`: `[capability, operation]` for each reachable step. The operation is the literal
   value of the capability's selector field (`action` or `operation`, as the Talon host tools
@@ -15,7 +15,7 @@ shows what changed, capability by capability.
 - `flows`: `[source, sink]` pairs from the data-flow facts (§15) when the checker has them —
   those a person consents to, the card's "Sends" and "Steered by" lines: private data reaching
   an egress, outside text reaching a write or an egress (`input → output` and the like are
-  not effects: a version that only reshapes its result does not ask again).
+  not effects: the behaviour part of the diff shows a reshaped result).
 - `triggers`: `manual`, `app-resume`, `task-changed`, `schedule <cron>`.
 - `model`: `{"privacy", "effort"}` of the reachable model steps, or null with none.
 
@@ -28,7 +28,6 @@ from __future__ import annotations
 from typing import Any
 
 ANY = "*"
-SELECTORS = ("action", "operation")
 # less strict is more: a version that may use a remote model reaches further than a local one
 PRIVACY_REACH = ("local-only", "local-preferred", "remote-allowed", None)
 EFFORT_COST = (None, "low", "medium", "high")
@@ -80,12 +79,15 @@ def effects_from_marks(marks: Any, manifest: dict[str, Any]) -> dict[str, Any]:
 
 
 def _operation(spec: Any, literal: Any) -> str:
-    properties = (spec.input_schema or {}).get("properties") or {}
-    for field in SELECTORS:
-        if field in properties:
-            value = literal.get(field) if hasattr(literal, "get") else None
-            return value if isinstance(value, str) else ANY
-    return str(spec.name)
+    """The operation of a step: its selector's literal value (from the capability's row)."""
+    from forgec.ir.capabilities import BY_NAME
+
+    row = BY_NAME.get(str(spec.name))
+    selector = row.selector if row is not None else None
+    if selector is None:
+        return str(spec.name)
+    value = literal.get(selector) if hasattr(literal, "get") else None
+    return value if isinstance(value, str) else ANY
 
 
 def _effects(
@@ -116,7 +118,7 @@ def _covered(key: str, item: list[str], old: dict[str, Any]) -> bool:
     return key == "operations" and [item[0], ANY] in have
 
 
-def _words(key: str, item: list[str]) -> str:
+def words(key: str, item: list[str]) -> str:
     if key == "operations":
         if item[1] == item[0]:
             return item[0]
@@ -130,7 +132,7 @@ def growth(new: dict[str, Any], old: dict[str, Any]) -> dict[str, list[str]]:
     """What NEW does that OLD does not, in words, by kind ({} when NEW ⊆ OLD)."""
     out: dict[str, list[str]] = {}
     for key in SET_KEYS:
-        fresh = [_words(key, i) for i in new.get(key) or [] if not _covered(key, i, old)]
+        fresh = [words(key, i) for i in new.get(key) or [] if not _covered(key, i, old)]
         if fresh:
             out[key] = fresh
     if model_change := _model_growth(new.get("model"), old.get("model")):
@@ -142,7 +144,7 @@ def removed(new: dict[str, Any], old: dict[str, Any]) -> dict[str, list[str]]:
     """What OLD does that NEW no longer does (shown in a review, never a reason to ask)."""
     out: dict[str, list[str]] = {}
     for key in SET_KEYS:
-        gone = [_words(key, i) for i in old.get(key) or [] if i not in (new.get(key) or [])]
+        gone = [words(key, i) for i in old.get(key) or [] if i not in (new.get(key) or [])]
         if gone:
             out[key] = gone
     if old.get("model") and not new.get("model"):

@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 
 from forgec.runtime import jsontext
-from forgec.store.schema import StoreError
+from forgec.store.schema import PROPOSAL_BASE, StoreError
 
 HASH_DOMAIN = b"forgec-store/2"
 LEGACY_DOMAIN = b"forgec-store/1"
@@ -32,8 +32,15 @@ class StoreDamaged(StoreError):
     """A stored row was changed outside forgec or cannot be read; never run, enable or show it."""
 
 
+def label(version: Any) -> str:
+    """`v3` for a version of the lineage, `proposal 2` for a proposal's row."""
+    if isinstance(version, int) and version > PROPOSAL_BASE:
+        return f"proposal {version - PROPOSAL_BASE}"
+    return f"v{version}"
+
+
 def changed_message(tool_id: str, version: Any) -> str:
-    return f"the stored version of dynamic:{tool_id} v{version} was changed outside forgec"
+    return f"the stored version of dynamic:{tool_id} {label(version)} was changed outside forgec"
 
 
 def hash_texts(
@@ -100,9 +107,10 @@ def legacy_hash(manifest: str, program: str, forgec_version: str) -> str | None:
     digest = hashlib.sha256()
     for part in (
         LEGACY_DOMAIN,
-        # schema 1 hashed orjson's text as orjson < 3.13 wrote it: exactly jsontext's
-        jsontext.dumps(canonical_manifest(m)),
-        jsontext.dumps(p),
+        # schema 1 hashed orjson's text as orjson < 3.13 wrote it: exactly jsontext's, with
+        # orjson's own strings (before the SPEC §14 escapes)
+        jsontext.dumps(canonical_manifest(m), escape=False),
+        jsontext.dumps(p, escape=False),
         forgec_version.encode(),
     ):
         digest.update(part)
@@ -139,7 +147,7 @@ def check_row(tool_id: str, row: dict[str, Any]) -> None:
     missing = [k for k in _TEXT if not isinstance(row.get(k), str)]
     if missing:
         raise StoreDamaged(
-            f"the stored version of dynamic:{tool_id} v{version} is damaged "
+            f"the stored version of dynamic:{tool_id} {label(version)} is damaged "
             f"(missing {', '.join(missing)})"
         )
     expected = hash_texts(
@@ -160,6 +168,6 @@ def loads(tool_id: str, version: int, what: str, text: str) -> Any:
         return orjson.loads(text)
     except orjson.JSONDecodeError:
         raise StoreDamaged(
-            f"the stored version of dynamic:{tool_id} v{version} is damaged "
+            f"the stored version of dynamic:{tool_id} {label(version)} is damaged "
             f"(its {what} is not readable JSON)"
         ) from None

@@ -4,23 +4,29 @@ A store is one SQLite database (stdlib `sqlite3`) in WAL mode, so a reader (the 
 never blocks a writer (the CLI) and a crash mid-write leaves the last committed state. Every
 operation runs in one `BEGIN IMMEDIATE` transaction (see `forgec.store.core`).
 
-The file announces itself in the `meta` table: `format = forgec.store` and `schema = 2`. An
+The file announces itself in the `meta` table: `format = forgec.store` and `schema = 3`. An
 empty file becomes a new store; a SQLite file without that row is someone else's database and
 is refused, as is a file that is not SQLite at all, and a schema newer than this forgec knows.
-A schema-1 store is upgraded in place, in one transaction, the first time it is opened
-(`_upgrade_from_1`): its versions become a person's, and their effects and hashes are filled in
-by the caller's `fill` (see `forgec.store.core`).
+An older store is upgraded in place, in one transaction, the first time it is opened
+(`_upgrade`): from schema 1 its versions become a person's, and their effects and hashes are
+filled in by the caller's `fill` (see `forgec.store.core`); from schema 2 its proposals move
+out of the version numbers into their own (`PROPOSAL_BASE`, below).
 
 Tables:
-- `tools(id, current_version, enabled, created_at, updated_at)`: one row per tool id.
+- `tools(id, current_version, enabled, created_at, updated_at, last_proposal)`: one row per
+  tool id; `last_proposal` is the last proposal number given (never reused).
 - `versions(tool_id, version, parent_version, target, manifest, program, marks, hash,
   forgec_version, installed_at, author, author_name, status, effects)`: every installed
-  version, never deleted. `author` is `person` | `model`; `status` is `stored` (it is, or may
-  become, current by rollback), `proposed` (a model's version waiting for a person) or
-  `rejected`.
+  version and every proposal, never deleted. `author` is `person` | `model`; `status` is
+  `stored` (the lineage: it is, or may become, current by rollback), `proposed` (a model's
+  version waiting for a person) or `rejected`. A proposal's row is keyed `PROPOSAL_BASE + N`
+  (proposal N), above every number a manifest's `version` can have, so no proposal ever holds,
+  blocks or raises a version number of the lineage; its `parent_version` is the lineage's
+  latest version when it was proposed.
 - `consents(tool_id, version, kind, carried_from, marks, granted_at, hash)`: the consent a
-  person gave (`granted`) or that an upgrade kept because nothing grew (`carried`), bound to
-  the version's content hash; never for an R4 tool.
+  person gave (`granted`), bound to the version's content hash; never for an R4 tool. Older
+  forgec also wrote `carried` records (consent kept across an upgrade whose effects did not
+  grow); they are kept as history and are not a consent: that version asks again.
 """
 
 from __future__ import annotations
@@ -30,7 +36,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 FORMAT = "forgec.store"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+# proposal N is the `versions` row keyed PROPOSAL_BASE + N: above every manifest `version`
+# (forgec.ir.rules.VERSION_LIMIT), so proposals and the lineage never share a number
+PROPOSAL_BASE = 2**31
 
 # fills what a schema-1 row lacks (effects, the new hash); called inside the upgrade transaction
 Filler = Callable[[sqlite3.Connection], None]
@@ -50,6 +59,9 @@ UPGRADE_FROM_1 = (
     *INDEXES,
 )
 
+# schema 2 -> 3: proposals get their own numbers (`rekey_proposals`), counted per tool
+UPGRADE_FROM_2 = ("ALTER TABLE tools ADD COLUMN last_proposal INTEGER NOT NULL DEFAULT 0",)
+
 DDL = """
 CREATE TABLE meta (
     key TEXT PRIMARY KEY,
@@ -60,7 +72,8 @@ CREATE TABLE tools (
     current_version INTEGER NOT NULL,
     enabled INTEGER NOT NULL DEFAULT 0 CHECK (enabled IN (0, 1)),
     created_at TEXT NOT NULL,
-    updated_at TEXT NOT NULL
+    updated_at TEXT NOT NULL,
+    last_proposal INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE versions (
     tool_id TEXT NOT NULL,
@@ -156,26 +169,52 @@ def _prepare(conn: sqlite3.Connection, path: Path, fill: Filler | None) -> None:
         conn.execute("PRAGMA foreign_keys = ON")
     except sqlite3.DatabaseError as exc:
         raise StoreError(f"{path}: cannot use the tool store: {exc}") from None
-    if schema == 1:
-        _upgrade_from_1(conn, path, fill)
+    if schema < SCHEMA_VERSION:
+        _upgrade(conn, path, fill)
 
 
-def _upgrade_from_1(conn: sqlite3.Connection, path: Path, fill: Filler | None) -> None:
+def rekey_proposals(conn: sqlite3.Connection) -> None:
+    """Schema 2 kept a model's proposal under the version number the model wrote; move each
+    one (waiting or rejected) to proposal N, in the order they were numbered."""
+    rows = conn.execute(
+        "SELECT tool_id, version FROM versions WHERE status IN ('proposed', 'rejected')"
+        " AND version < ? ORDER BY tool_id, version",
+        (PROPOSAL_BASE,),
+    ).fetchall()
+    counts: dict[str, int] = {}
+    for tool_id, version in rows:
+        counts[tool_id] = counts.get(tool_id, 0) + 1
+        conn.execute(
+            "UPDATE versions SET version = ? WHERE tool_id = ? AND version = ?",
+            (PROPOSAL_BASE + counts[tool_id], tool_id, version),
+        )
+    for tool_id, count in counts.items():
+        conn.execute("UPDATE tools SET last_proposal = ? WHERE id = ?", (count, tool_id))
+
+
+def _upgrade(conn: sqlite3.Connection, path: Path, fill: Filler | None) -> None:
     try:
         conn.execute("BEGIN IMMEDIATE")
         # another process may have upgraded it between our look and our lock
         row = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-        if row is not None and row[0] == "1":
+        schema = int(row[0]) if row is not None and str(row[0]).isdigit() else SCHEMA_VERSION
+        if schema == 1:
             for statement in UPGRADE_FROM_1:
                 conn.execute(statement)
             if fill is not None:
                 fill(conn)
-            conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (str(SCHEMA_VERSION),))
+        if schema <= 2:
+            for statement in UPGRADE_FROM_2:
+                conn.execute(statement)
+            rekey_proposals(conn)
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (str(SCHEMA_VERSION),))
         conn.execute("COMMIT")
     except sqlite3.Error as exc:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
-        raise StoreError(f"{path}: cannot upgrade the tool store to schema 2: {exc}") from None
+        raise StoreError(
+            f"{path}: cannot upgrade the tool store to schema {SCHEMA_VERSION}: {exc}"
+        ) from None
     except BaseException:
         if conn.in_transaction:
             conn.execute("ROLLBACK")

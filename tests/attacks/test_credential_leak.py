@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from loopback import serving
+from loopback import serving, tls_server_context
 
 API = "api.example"
 # lower-case on purpose: a host name in an error message is lower-cased, and the scrub must
@@ -46,8 +46,11 @@ class _Api(http.server.BaseHTTPRequestHandler):
 
 
 @pytest.fixture(scope="module")
-def api_server() -> Iterator[Any]:
-    with serving(_Api, seen=[]) as srv:
+def api_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    # behind TLS: a credential is only ever attached to an https request (SPEC §14)
+    pytest.importorskip("cryptography")
+    context, ca_file = tls_server_context(tmp_path_factory.mktemp("tls"), (API,))
+    with serving(_Api, tls=context, seen=[], ca_file=ca_file) as srv:
         yield srv
 
 
@@ -94,18 +97,21 @@ def _forgec(
     *,
     secret: str,
     fmt: str = "json",
-    extra: tuple[str, ...] = (),
+    config: str = "",
     env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     path = tmp_path / "probe.talostool"
     path.write_text(json.dumps(tool))
     creds = tmp_path / "creds.json"
     creds.write_text(json.dumps({"ghtok": secret}))
+    host_config = tmp_path / "host.toml"
+    host_config.write_text(f"[network]\nca_file = {json.dumps(str(server.ca_file))}\n{config}")
     port = server.server_address[1]
     command = [
         sys.executable, "-m", "forgec", "run", str(path), "--target", "talon", "--yes",
         "--format", fmt, "--input", json.dumps(run_input), "--db", str(tmp_path / "h.db"),
-        "--credentials", str(creds), "--resolve", f"{API}:{port}:127.0.0.1", *extra,
+        "--credentials", str(creds), "--resolve", f"{API}:{port}:127.0.0.1",
+        "--host-config", str(host_config),
     ]  # fmt: skip
     environ = {k: v for k, v in os.environ.items() if not k.startswith("FORGEC_")}
     environ.update(env or {})
@@ -121,7 +127,7 @@ def _assert_no_canary(tmp_path: Path, proc: subprocess.CompletedProcess[str]) ->
 
 
 def _url(server: Any, path: str = "/ok") -> str:
-    return f"http://{API}:{server.server_address[1]}{path}"
+    return f"https://{API}:{server.server_address[1]}{path}"
 
 
 @pytest.mark.parametrize("ending", ["\n", "\r\n", "\t", "\x00", "\x1b[8m"])
@@ -156,14 +162,13 @@ def test_an_env_credential_with_a_line_break_is_refused_too(tmp_path: Path, api_
 
 
 def test_the_model_api_key_with_a_line_break_is_refused(tmp_path: Path, api_server) -> None:
-    config = tmp_path / "host.toml"
-    config.write_text(
+    config = (
         f'[model]\nbase_url = "http://{API}:{api_server.server_address[1]}/v1"\n'
         'model = "m"\napi_key_env = "PROBE_API_KEY"\n'
     )
     proc = _forgec(
         tmp_path, api_server, _tool(LITERAL, _url(api_server)), {}, secret="token fine",
-        extra=("--host-config", str(config)), env={"PROBE_API_KEY": f"sk-{CANARY}\n"},
+        config=config, env={"PROBE_API_KEY": f"sk-{CANARY}\n"},
     )  # fmt: skip
     assert proc.returncode == 2 and "model API key" in proc.stderr, proc
     _assert_no_canary(tmp_path, proc)

@@ -121,10 +121,14 @@ def text_of(result: Any) -> str:
     return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
 
 
-def versions(store: Path) -> dict[int, dict[str, Any]]:
+def versions(store: Path) -> dict[Any, dict[str, Any]]:
+    """Versions by number, proposals by "pN"."""
     out = forgec("tools", "versions", "weekly-review", "--format", "json", store=store)
     assert out.returncode == 0, out.stderr
-    return {v["version"]: v for v in orjson.loads(out.stdout)}
+    return {
+        v["version"] if v["proposal"] is None else f"p{v['proposal']}": v
+        for v in orjson.loads(out.stdout)
+    }
 
 
 def listed(store: Path) -> dict[str, Any]:
@@ -164,46 +168,47 @@ def test_a_model_cannot_take_over_a_persons_tool(person_tool: Path, tmp_path: Pa
 
     # the model is told its version waits for a person, and it is not turned into the tool
     assert not v2.is_error, text_of(v2)
-    assert "proposed, waiting for a person" in text_of(v2)
-    assert v2.structured_content["status"] == "proposed"
+    assert "stored for a person to review, OFF" in text_of(v2)
+    assert v2.structured_content["status"] == "waiting"
     assert v2.structured_content["enabled"] is False
     assert "dynamic_weekly_Hreview" in names  # the person's v1 is still served
-    # refusals say what is wrong with the model's own numbers, never which ones to use
-    for refused in (again, wrong_parent):
-        assert refused.is_error
-        said = text_of(refused) + orjson.dumps(refused.structured_content).decode()
-        assert "latest: " not in said and "use version" not in said
-        assert "set parentVersion" not in said
-    assert "3" not in text_of(again)
+    # the store numbers a model's versions: whatever numbers it sends, the same answer
+    for other in (again, wrong_parent):
+        assert text_of(other) == text_of(v2)
+        assert other.structured_content == v2.structured_content
 
     # v1 stays current and on, exactly as the person left it
     assert listed(store)["version"] == 1 and listed(store)["enabled"] is True
     vs = versions(store)
     assert (vs[1]["status"], vs[1]["author"], vs[1]["current"]) == ("current", "person", True)
-    assert (vs[2]["status"], vs[2]["author"], vs[2]["current"]) == ("proposed", "model", False)
+    assert (vs["p1"]["status"], vs["p1"]["author"], vs["p1"]["current"]) == (
+        "proposed",
+        "model",
+        False,
+    )
 
     # a plain enable (no --yes, no terminal) keeps v1 and never carries consent to v2
     plain = forgec("tools", "enable", "weekly-review", store=store)
     assert plain.returncode == 0, plain.stderr
-    assert "v1 is on" in plain.stdout and "nothing grew" not in plain.stdout + plain.stderr
+    assert "v1 is on" in plain.stdout and "nothing" not in plain.stdout + plain.stderr
     assert listed(store)["version"] == 1
 
     # a person reviews: both cards, and what v2 adds, capability by capability
     review = forgec("tools", "review", "weekly-review", store=store)
     assert review.returncode == 0, review.stderr
     assert "dynamic:weekly-review v1" in review.stdout
-    assert "dynamic:weekly-review v2" in review.stdout
+    assert "proposal 3 (proposed)" in review.stdout  # the latest waiting
     assert "Author   a model" in review.stdout and "Author   a person" in review.stdout
-    assert "new operations: tasks.setStatus" in review.stdout
-    assert "drops:\n    operations: notes.create" in review.stdout
+    assert "+ operation: tasks.setStatus" in review.stdout
+    assert "- operation: notes.create" in review.stdout
 
-    # accepted, it is current and off; turning it on off a terminal asks and is refused
-    accept = forgec("tools", "accept", "weekly-review", "2", store=store)
+    # accepted, it is v2, current and off; turning it on off a terminal asks and is refused
+    accept = forgec("tools", "accept", "weekly-review", "1", store=store)
     assert accept.returncode == 0, accept.stderr
     assert listed(store)["version"] == 2 and listed(store)["enabled"] is False
     enable = forgec("tools", "enable", "weekly-review", store=store)
     assert enable.returncode == 1
-    assert "consent not given" in enable.stderr and "nothing grew" not in enable.stderr
+    assert "consent not given" in enable.stderr and "nothing" not in enable.stderr
     assert "written by a model" in enable.stderr
     assert "tasks.setStatus" in enable.stderr
     assert listed(store)["enabled"] is False
@@ -220,23 +225,19 @@ def test_a_rejected_proposal_is_kept_and_never_current(person_tool: Path, tmp_pa
         )
 
     assert not as_model(store, tmp_path, body).is_error
-    reject = forgec("tools", "reject", "weekly-review", "2", store=store)
+    reject = forgec("tools", "reject", "weekly-review", "1", store=store)
     assert reject.returncode == 0, reject.stderr
-    assert versions(store)[2]["status"] == "rejected"
-    late = forgec("tools", "accept", "weekly-review", "2", store=store)
+    assert versions(store)["p1"]["status"] == "rejected"
+    late = forgec("tools", "accept", "weekly-review", "1", store=store)
     assert late.returncode == 1 and "was rejected" in late.stderr
     assert listed(store)["version"] == 1 and listed(store)["enabled"] is True
-    # the number 2 is spent: a person's next version is 3, with the rejected 2 as parent
-    v3 = tmp_path / "v3.talostool"
-    person_v3 = copy.deepcopy(orjson.loads(WEEKLY.read_bytes()))
-    person_v3.update(version=2, parentVersion=1)
-    v3.write_bytes(orjson.dumps(person_v3))
-    reused = forgec("tools", "install", str(v3), store=store)
-    assert reused.returncode == 1 and "version 2" in reused.stdout + reused.stderr
-    person_v3.update(version=3, parentVersion=2)
-    v3.write_bytes(orjson.dumps(person_v3))
-    assert forgec("tools", "install", str(v3), store=store).returncode == 0
-    # a rollback from 3 skips the rejected 2
+    # the rejected proposal holds no number: the person's next version is 2, parent 1
+    v2 = tmp_path / "v2.talostool"
+    person_v2 = copy.deepcopy(orjson.loads(WEEKLY.read_bytes()))
+    person_v2.update(version=2, parentVersion=1)
+    v2.write_bytes(orjson.dumps(person_v2))
+    assert forgec("tools", "install", str(v2), store=store).returncode == 0
+    # a rollback from 2 lands on 1
     back = forgec("tools", "rollback", "weekly-review", store=store)
     assert back.returncode == 0 and "v1 is current again" in back.stdout
 

@@ -1,5 +1,9 @@
 """Declarative field specs for capability inputs: one description gives a checker and a schema.
 
+Plain data in `forgec.ir` (beside the capability rows of `forgec.ir.capabilities`), so the
+compiler (`forgec.catalog`), the reference host's bridge and the in-memory host of the runtime
+run the very same input check.
+
 A capability's input is a JSON object. `Shape` lists its fields (`Field`, built with the small
 constructors below), which are required (always, or when a selector such as `action` has a given
 literal value) and which exclude each other, plus the input's size limit. From that one
@@ -16,6 +20,11 @@ At run time (`runtime=True`) every value is real data and is checked, except the
 Integers: a literal written in the manifest follows the manifest rule (`1.0` is not an integer);
 run-time data follows JSON Schema, as the tool's `inputSchema` and the MCP schemas do (`5.0` is).
 
+Validators that need a third-party library (cron, SQL, URL) are named, not held: a field says
+`validate="cron"` and `forgec.catalog` registers the function under that name when it is
+imported (`register_validator`). A named validator that is not registered is a problem, never a
+silent pass: a host without the rules refuses the value instead of running it unchecked.
+
 Never raises: any JSON value (and most non-JSON Python values) yields a list of problems.
 """
 
@@ -28,7 +37,6 @@ from typing import Any
 
 import attrs
 
-from forgec.catalog.base import InputProblem
 from forgec.ir import rules
 from forgec.ir.suggest import closest
 
@@ -36,6 +44,32 @@ EXPRESSION_KEYS = frozenset(rules.EXPRESSION_KEYS)
 
 # An extra validator for a value already of the right JSON type: returns messages (empty: ok).
 Validator = Callable[[Any], list[str]]
+
+# named validators (see the module text): name → function
+VALIDATORS: dict[str, Validator] = {}
+
+
+def register_validator(name: str, function: Validator) -> None:
+    """Make `validate="<name>"` fields run `function` (idempotent for the same function)."""
+    VALIDATORS[name] = function
+
+
+def _run_validator(validate: Validator | str, value: Any) -> list[str]:
+    if isinstance(validate, str):
+        function = VALIDATORS.get(validate)
+        if function is None:
+            return [f"cannot be checked here: the {validate} rule is not loaded"]
+        return function(value)
+    return validate(value)
+
+
+@attrs.frozen
+class InputProblem:
+    """One thing wrong with a capability input; `path` is relative to the input (tokens)."""
+
+    path: tuple[str | int, ...]
+    message: str
+
 
 _JSON_TYPE_NAMES = {
     "string": "a string",
@@ -138,8 +172,12 @@ class Field:
     items: Field | None = None  # arrays: each item
     values: Field | None = None  # objects used as maps: each value (None: anything)
     nullable: bool = False
-    validate: Validator | None = None
+    validate: Validator | str | None = None  # a function, or the name of a registered one
     credential_values: bool = False  # map values may be `{"$credential": id}` (net.http headers)
+    max_items: int | None = None  # arrays
+    # a host cap (SPEC §12): a literal above `maximum` is an error, a computed value above it
+    # is lowered to it at the bridge
+    host_cap: bool = False
     schema_extra: Mapping[str, Any] = attrs.field(factory=dict)
 
     def problems(
@@ -170,6 +208,10 @@ class Field:
             out.extend(self._string_problems(value, path, where))
         elif self.kind in ("integer", "number"):
             out.extend(self._number_problems(value, path, where))
+        elif self.kind == "array" and self.max_items is not None and len(value) > self.max_items:
+            out.append(
+                InputProblem(path, f"{where} has {len(value)} items, at most {self.max_items}")
+            )
         elif self.kind == "array" and self.items is not None:
             for index, item in enumerate(value):
                 out.extend(self.items.problems(item, (*path, index), runtime))
@@ -179,7 +221,9 @@ class Field:
                     continue
                 out.extend(self.values.problems(item, (*path, str(key)), runtime))
         if not out and self.validate is not None:
-            out.extend(InputProblem(path, f"{where}: {m}") for m in self.validate(value))
+            out.extend(
+                InputProblem(path, f"{where}: {m}") for m in _run_validator(self.validate, value)
+            )
         return out
 
     def _string_problems(
@@ -238,6 +282,8 @@ class Field:
             out["maximum"] = self.maximum
         if self.items is not None:
             out["items"] = self.items.schema()
+        if self.max_items is not None:
+            out["maxItems"] = self.max_items
         if self.kind == "object" and self.values is not None:
             value_schema = self.values.schema()
             if self.credential_values:
@@ -279,7 +325,7 @@ def string(
     *,
     min_length: int | None = None,
     max_length: int | None = None,
-    validate: Validator | None = None,
+    validate: Validator | str | None = None,
     nullable: bool = False,
     **schema_extra: Any,
 ) -> Field:
@@ -299,23 +345,31 @@ def enum(description: str, *values: str) -> Field:
 
 
 def integer(
-    description: str = "", *, minimum: int | None = None, maximum: int | None = None
+    description: str = "",
+    *,
+    minimum: int | None = None,
+    maximum: int | None = None,
+    host_cap: bool = False,
 ) -> Field:
-    return Field("integer", description, minimum=minimum, maximum=maximum)
+    return Field("integer", description, minimum=minimum, maximum=maximum, host_cap=host_cap)
 
 
 def number(
-    description: str = "", *, minimum: float | None = None, maximum: float | None = None
+    description: str = "",
+    *,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    host_cap: bool = False,
 ) -> Field:
-    return Field("number", description, minimum=minimum, maximum=maximum)
+    return Field("number", description, minimum=minimum, maximum=maximum, host_cap=host_cap)
 
 
 def boolean(description: str = "") -> Field:
     return Field("boolean", description)
 
 
-def array(description: str, items: Field) -> Field:
-    return Field("array", description, items=items)
+def array(description: str, items: Field, *, max_items: int | None = None) -> Field:
+    return Field("array", description, items=items, max_items=max_items)
 
 
 def string_map(description: str, values: Field, *, credential_values: bool = False) -> Field:
@@ -333,11 +387,13 @@ def any_value(description: str = "") -> Field:
 
 @attrs.frozen
 class RequiredWhen:
-    """`field` is required when `selector` is literally one of `values` (`cronExpr` on create)."""
+    """`field` (or one of its `alternatives`) is required when `selector` is literally one of
+    `values` (`cronExpr` on create; `prompt` or `promptFile` on create)."""
 
     selector: str
     values: tuple[str, ...]
     field: str
+    alternatives: tuple[str, ...] = ()  # any one of `field` and these satisfies the rule
 
 
 @attrs.frozen
@@ -382,12 +438,18 @@ class Shape:
                 out.append(InputProblem((name,), f"missing required field `{name}`"))
         for rule in self.required_when:
             selected = literal.get(rule.selector)
-            if isinstance(selected, str) and selected in rule.values and rule.field not in present:
+            if (
+                isinstance(selected, str)
+                and selected in rule.values
+                and rule.field not in present
+                and not any(other in present for other in rule.alternatives)
+            ):
+                names = " or ".join(f"`{n}`" for n in (rule.field, *rule.alternatives))
+                what = "field" if not rule.alternatives else "one of the fields"
                 out.append(
                     InputProblem(
                         (rule.field,),
-                        f"missing field `{rule.field}`, required when "
-                        f"`{rule.selector}` is `{selected}`",
+                        f"missing {what} {names}, required when `{rule.selector}` is `{selected}`",
                     )
                 )
         for first, second in self.exclusive:
@@ -411,6 +473,14 @@ class Shape:
                     )
                 )
         return out
+
+    def caps(self) -> dict[str, float]:
+        """The host caps (SPEC §12): field → the most a computed value may be."""
+        return {
+            name: spec.maximum
+            for name, spec in self.fields.items()
+            if spec.host_cap and spec.maximum is not None
+        }
 
     def _unknown_message(self, name: str) -> str:
         known = sorted(self.fields)
@@ -436,7 +506,11 @@ class Shape:
                         "properties": {rule.selector: {"enum": list(rule.values)}},
                         "required": [rule.selector],
                     },
-                    "then": {"required": [rule.field]},
+                    "then": (
+                        {"anyOf": [{"required": [n]} for n in (rule.field, *rule.alternatives)]}
+                        if rule.alternatives
+                        else {"required": [rule.field]}
+                    ),
                 }
             )
         for first, second in self.exclusive:

@@ -1,0 +1,231 @@
+"""`forgec talond`: the Talon daemon (SPEC §19); `forgec talond status`: what it has done."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from forgec.daemon.clock import Clock
+    from forgec.host.config import HostConfig
+
+
+def _common(p: argparse.ArgumentParser, default: object) -> None:
+    p.add_argument("--host-config", metavar="FILE", default=default, help="the TOML host config")
+    p.add_argument(
+        "--db", metavar="FILE", default=default, help="the host database (default: the config's)"
+    )
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg,unused-ignore]
+    p = subparsers.add_parser(
+        "talond",
+        help="run the Talon daemon: schedules fire, personas answer, messages are delivered",
+        description="Run until SIGTERM or Ctrl-C: fire the schedules, run A2A and background "
+        "tasks as turns of their personas, deliver channel messages. See docs/talond.md.",
+    )
+    _common(p, None)
+    p.add_argument("--store", metavar="FILE", default=None, help="the tool store")
+    p.add_argument(
+        "--log-format", choices=("text", "json"), default="text", help="one line per event"
+    )
+    p.add_argument(
+        "--templates",
+        metavar="DIR",
+        default=None,
+        help="folder holding tool-instructions/<name>.md (default: the shipped ones)",
+    )
+    # tests only: a file holding the POSIX time the daemon takes as now (docs/talond.md)
+    p.add_argument("--clock-file", metavar="FILE", default=None, help=argparse.SUPPRESS)
+    p.set_defaults(handler=run)
+    sub = p.add_subparsers(dest="talond_command", metavar="ACTION", parser_class=type(p))
+    s = sub.add_parser(
+        "status",
+        help="schedules (next run, last run, its result), queued and running tasks",
+        description="What the daemon has done and will do, read from the host database.",
+    )
+    _common(s, argparse.SUPPRESS)
+    s.add_argument("--format", choices=("text", "json"), default="text")
+    s.add_argument(
+        "--clock-file", metavar="FILE", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+    )
+    s.set_defaults(handler=status)
+    a = sub.add_parser(
+        "schedule",
+        help="add a schedule for a persona (as its schedule_manage create would)",
+        description="Create a schedule owned by PERSONA through the host's schedule.manage, "
+        "the same rules a persona's own call meets (the one cron rule, promptFile a name).",
+    )
+    _common(a, argparse.SUPPRESS)
+    a.add_argument("--persona", metavar="NAME", default=None, help="default: the config's")
+    a.add_argument("--cron", metavar="EXPR", required=True, help="five fields, e.g. '0 9 * * 1'")
+    a.add_argument("--label", default=None)
+    what = a.add_mutually_exclusive_group()
+    what.add_argument("--prompt", default=None, help="what each firing asks the persona")
+    what.add_argument("--prompt-file", default=None, help="a prompt name in its prompts/")
+    a.set_defaults(handler=schedule)
+
+
+def _config(args: argparse.Namespace) -> tuple[HostConfig, Path]:
+    from pathlib import Path
+
+    from forgec.commands import UsageError
+    from forgec.host import ConfigError, HostConfig, load_config
+    from forgec.host.db import default_db_path
+
+    try:
+        config = load_config(args.host_config) if args.host_config else HostConfig()
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    db = Path(args.db) if args.db else (config.db or default_db_path())
+    return config, db.expanduser().resolve()
+
+
+def _clock(args: argparse.Namespace) -> Clock:
+    from forgec.daemon.clock import FileClock, SystemClock
+
+    path = getattr(args, "clock_file", None)
+    return FileClock(path) if path else SystemClock()
+
+
+def run(args: argparse.Namespace) -> int:
+    import signal
+    from pathlib import Path
+
+    from forgec.commands import UsageError
+    from forgec.daemon.log import Log
+    from forgec.daemon.service import AlreadyRunning, Talond
+    from forgec.host.db import DatabaseError, connect
+    from forgec.mcp.policy import PolicyError, load_policy
+    from forgec.store.core import default_store_path
+
+    config, db = _config(args)
+    try:
+        policy = load_policy(config.talond.consent_policy)
+    except PolicyError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        connect(db).close()  # refuse a database the host cannot use, in one line
+    except DatabaseError as exc:
+        raise UsageError(str(exc)) from None
+    log = Log(args.log_format)
+    if args.clock_file:
+        log.event("test clock", file=args.clock_file)
+    daemon = Talond(
+        config,
+        db_path=db,
+        store_path=Path(args.store) if args.store else default_store_path(),
+        policy=policy,
+        log=log,
+        clock=_clock(args),
+        templates=Path(args.templates) if args.templates else None,
+    )
+
+    def stop(signum: int, _frame: object) -> None:
+        daemon.stop.set()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    try:
+        daemon.run()
+    except AlreadyRunning as exc:
+        raise UsageError(str(exc)) from None
+    return 0
+
+
+def status(args: argparse.Namespace) -> int:
+    import orjson
+
+    from forgec.daemon.queue import Queue
+    from forgec.render.safe import safe_text
+
+    for name in ("host_config", "db"):
+        if not hasattr(args, name):
+            setattr(args, name, None)
+    _, db = _config(args)
+    queue = Queue(db, owner="status", clock=_clock(args), lease_seconds=60)
+    try:
+        report = queue.status()
+    finally:
+        queue.close()
+    if args.format == "json":
+        sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
+        return 0
+    out = [f"Schedules ({len(report['schedules'])}):"]
+    for s in report["schedules"]:
+        last = s["lastRun"]
+        if last is None:
+            last_text = "never"
+        else:
+            detail = last["error"] or _answer(last["result"])
+            last_text = f"{last['slot']} {last['status']}" + (f": {detail}" if detail else "")
+        state = "on" if s["enabled"] else "off"
+        out.append(
+            f"  {s['scheduleId']}  {s['persona']}  {s['cronExpr']!r} {state}"
+            f"  label={s['label'] or '-'}"
+        )
+        out.append(f"    next run: {s['nextRun'] or '-'}   last run: {last_text}")
+    out.append(f"Tasks queued or running ({len(report['tasks'])}):")
+    for t in report["tasks"]:
+        out.append(f"  {t['kind']} {t['id']} {t['status']} persona={t['persona']}")
+    waiting = report["deliveries"]
+    if waiting:
+        out.append(f"Messages not delivered ({len(waiting)}):")
+        for d in waiting:
+            error = f": {d['delivery_error']}" if d["delivery_error"] else ""
+            out.append(f"  {d['id']} {d['channel_id']} {d['delivery']}{error}")
+    print("\n".join(safe_text(line) for line in out))
+    return 0
+
+
+def _answer(result: object) -> str:
+    text = result.get("answer") if isinstance(result, dict) else result
+    text = "" if text is None else str(text).strip().replace("\n", " ")
+    return text if len(text) <= 80 else text[:80] + "…"
+
+
+def schedule(args: argparse.Namespace) -> int:
+    import orjson
+
+    from forgec.commands import EXIT_ERRORS
+    from forgec.host import ConfigError, HostOptions, open_host
+    from forgec.render.safe import safe_text
+    from forgec.runtime.host import CallContext, HostError
+
+    for name in ("host_config", "db"):
+        if not hasattr(args, name):
+            setattr(args, name, None)
+    config, db = _config(args)
+    request = {"action": "create", "cronExpr": args.cron}
+    for key, value in (
+        ("label", args.label),
+        ("prompt", args.prompt),
+        ("promptFile", args.prompt_file),
+    ):
+        if value is not None:
+            request[key] = value
+    try:
+        host = open_host(
+            HostOptions(
+                db=db,
+                config=config,
+                persona=args.persona,
+                persona_labels=("schedule.manage:own",),
+            )
+        )
+    except ConfigError as exc:
+        from forgec.commands import UsageError
+
+        raise UsageError(str(exc)) from None
+    try:
+        made = host.call("schedule.manage", request, CallContext("talond", 1, "schedule"))
+    except HostError as exc:
+        print(f"forgec talond: {safe_text(exc.message)}", file=sys.stderr)
+        return EXIT_ERRORS
+    finally:
+        host.close()
+    sys.stdout.write(orjson.dumps(made, option=orjson.OPT_INDENT_2).decode() + "\n")
+    return 0

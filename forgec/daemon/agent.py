@@ -1,0 +1,464 @@
+"""A persona as an agent: one turn is a chat completion with tools, every call through the bridge.
+
+A turn of persona P (SPEC §19):
+- **the system prompt** is P's `persona.md`, its skills, and the instruction files of exactly
+  the tools it is offered (SPEC §13, `forgec.mcp.instructions`);
+- **the tools** are the host tools P's labels grant, under their MCP names with the MCP
+  server's input schemas (`forgec.mcp.listing.host_entries`, the one definition), and the
+  enabled forged tools P's labels cover (`forged_entry`), as OpenAI function tools;
+- **every call goes through the bridge**: a name not offered is refused; the input is checked
+  against the offered schema; the checks without effect run (`forgec.mcp.prechecks`: the
+  bridge's label check again, size, parameters, network allowlist, credentials present); then
+  consent, by the host's policy since no person is at a terminal: an R4 call runs only when
+  `[talond] consent_policy` allows that tool (pinned to a version or hash where the entry says),
+  a forged tool below R4 only with the consent a person recorded when turning it on; then the
+  reference host runs it (`ReferenceHost.call`, labels checked a third time there);
+- **bounds**: at most `[talond] rounds` model answers (default 16) and `turn_seconds` of wall
+  clock (default 300; a background task's is its `timeoutMinutes`); over either the work fails
+  saying which.
+
+The model is P's (`[personas.P]` in the host config: a `[providers.NAME]` and/or a model id),
+else the host's `[model]`; a background task's `provider` overrides it.
+
+Each model answer and each tool call is journaled (`forgec.daemon.queue`), so a turn taken
+again after a crash continues where it stopped and never repeats an effect.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from forgec.daemon.queue import LeaseLost, Queue, Work
+from forgec.host.config import HostConfig, ModelConfig
+from forgec.host.delegation import Persona, load_personas
+from forgec.mcp.listing import ToolEntry, forged_entry, forged_visible, host_entries
+from forgec.mcp.policy import ConsentPolicy
+from forgec.runtime.host import CallContext, HostError
+
+INTERRUPTED = (
+    "interrupted: the daemon stopped while this call was running, so whether it took effect "
+    "is unknown; it was not repeated"
+)
+MAX_RESULT_CHARS = 16_000  # of one tool result shown back to the model
+
+
+class TurnFailed(Exception):
+    """The turn cannot finish (bounds, model errors, an unknown persona): the work fails."""
+
+
+class Stopping(Exception):
+    """The daemon is stopping: hand the work back, its journal keeps what was done."""
+
+
+@attrs.frozen
+class Outcome:
+    answer: str
+    rounds: int
+    calls: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"answer": self.answer, "rounds": self.rounds, "toolCalls": list(self.calls)}
+
+
+@attrs.define
+class Offered:
+    entry: ToolEntry
+    stored: Any = None  # the StoredVersion of a forged tool
+    _validator: Any = None
+
+    def problem(self, args: Any) -> str | None:
+        from jsonschema import Draft7Validator
+        from jsonschema.exceptions import best_match
+
+        if self._validator is None:
+            self._validator = Draft7Validator(self.entry.input_schema)
+        error = best_match(self._validator.iter_errors(args))
+        if error is None:
+            return None
+        where = "/" + "/".join(str(p) for p in error.absolute_path)
+        return f"invalid input for `{self.entry.name}`: {error.message} (at {where})"
+
+    def function(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {
+                "name": self.entry.name,
+                "description": self.entry.description,
+                "parameters": self.entry.input_schema,
+            },
+        }
+
+
+def persona_labels(persona: Persona, config: HostConfig) -> tuple[str, ...]:
+    """A persona's own labels (`labels.txt`); the host config's `[persona] labels` stand in for
+    the configured persona when its folder has none."""
+    if persona.labels:
+        return persona.labels
+    if persona.name == config.persona and config.labels is not None:
+        return config.labels
+    return ()
+
+
+class Agents:
+    """Runs turns of the loaded personas (each on the caller's worker thread)."""
+
+    def __init__(
+        self,
+        config: HostConfig,
+        *,
+        db_path: Path,
+        store_path: Path | None,
+        policy: ConsentPolicy,
+        templates: Path | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.config = config
+        self.db_path = db_path
+        self.store_path = store_path
+        self.policy = policy
+        self.templates = templates
+        self.environ = environ
+        self.personas = load_personas(config.personas_dir)
+
+    # --- a turn --------------------------------------------------------------------------------
+
+    def run(
+        self,
+        work: Work,
+        queue: Queue,
+        stop: threading.Event,
+        lost: threading.Event | None = None,
+    ) -> Outcome:
+        persona = self.personas.get(work.persona)
+        if persona is None:
+            raise TurnFailed(
+                f"persona {work.persona!r} is not loaded (no {work.persona}/persona.md)"
+            )
+        host = self._open_host(persona, work)
+        try:
+            return self._turn(persona, work, queue, stop, host, lost)
+        finally:
+            host.close()
+
+    def _open_host(self, persona: Persona, work: Work) -> Any:
+        from forgec.host import ConfigError, HostOptions, open_host
+
+        try:
+            host = open_host(
+                HostOptions(
+                    db=self.db_path,
+                    config=self.config,
+                    persona=persona.name,
+                    thread=work.thread,
+                    persona_labels=persona_labels(persona, self.config),
+                    environ=self.environ,
+                )
+            )
+        except ConfigError as exc:
+            raise TurnFailed(f"cannot open the host for {persona.name}: {exc}") from None
+        host.a2a_depth = work.depth  # a send from this turn is one deeper (the chain bound)
+        return host
+
+    def offered(self, labels: tuple[str, ...]) -> dict[str, Offered]:
+        """The tools a persona with LABELS is offered: granted host tools, covered forged ones."""
+        out = {e.name: Offered(e) for e in host_entries(labels)}
+        if self.store_path is None or not self.store_path.exists():
+            return out
+        from forgec.store import Store, StoreError
+
+        try:
+            with Store(self.store_path) as store:
+                enabled = store.enabled_versions(on_problem=lambda _msg: None)
+        except StoreError:
+            return out
+        for stored in enabled:
+            if not forged_visible(stored.marks, labels):
+                continue
+            entry = forged_entry(
+                stored.manifest, stored.marks, digest=stored.hash, ui=stored.program.get("ui")
+            )
+            if entry is not None:
+                out[entry.name] = Offered(entry, stored)
+        return out
+
+    def system_prompt(self, persona: Persona, offered: Mapping[str, Offered]) -> str:
+        from forgec.mcp.instructions import collect_instructions, default_folder
+
+        folder = self.templates / "tool-instructions" if self.templates else default_folder()
+        text, _warnings = collect_instructions(folder, [o.entry.internal for o in offered.values()])
+        parts = [persona.prompt.strip() or f"You are {persona.name}."]
+        if persona.skills:
+            parts.append("Your skills: " + ", ".join(persona.skills) + ".")
+        if text:
+            parts.append("# Tools\n\n" + text)
+        return "\n\n".join(parts)
+
+    def first_message(self, persona: Persona, work: Work) -> str:
+        from forgec.host.schedules import firing_prompt
+
+        if work.kind == "firing" and work.schedule is not None:
+            try:
+                return firing_prompt(work.schedule, persona.prompts_dir)
+            except HostError as exc:
+                raise TurnFailed(exc.message) from None
+        if work.kind == "a2a":
+            return f"A task from persona {work.from_persona!r}:\n\n{work.prompt}"
+        return work.prompt
+
+    def _turn(
+        self,
+        persona: Persona,
+        work: Work,
+        queue: Queue,
+        stop: threading.Event,
+        host: Any,
+        lost: threading.Event | None,
+    ) -> Outcome:
+        labels = persona_labels(persona, self.config)
+        offered = self.offered(labels)
+        provider, model = self.provider_for(persona, work, host)
+        bounds = self.config.talond
+        budget = (
+            work.timeout_minutes * 60
+            if work.kind == "background" and work.timeout_minutes
+            else bounds.turn_seconds
+        )
+        deadline = time.monotonic() + budget
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": self.system_prompt(persona, offered)},
+            {"role": "user", "content": self.first_message(persona, work)},
+        ]
+        tools = [o.function() for o in offered.values()]
+        replay = queue.journal(work.id)
+        calls: list[str] = []
+        for round_no in range(1, bounds.rounds + 1):
+            if lost is not None and lost.is_set():
+                raise LeaseLost(work.id)  # cancelled, or taken over: stop, finish nothing
+            reply = self._next(replay, "model")
+            if reply is None:
+                if stop.is_set():
+                    raise Stopping
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TurnFailed(f"over its wall-clock budget of {budget} s")
+                reply = self._ask(provider, model, messages, tools, remaining, host)
+                queue.record(work, "model", reply)
+            messages.append(reply)
+            tool_calls = reply.get("tool_calls") or []
+            if not tool_calls:
+                return Outcome(str(reply.get("content") or ""), round_no, tuple(calls))
+            for call in tool_calls:
+                name = call["function"]["name"]
+                calls.append(name)
+                content = self._replayed_call(replay, call["id"])
+                if content is None:
+                    queue.record(work, "call", {"id": call["id"], "name": name})
+                    content = self.call_tool(offered, name, call["function"]["arguments"], host)
+                    queue.record(work, "result", {"id": call["id"], "content": content})
+                messages.append({"role": "tool", "tool_call_id": call["id"], "content": content})
+            if time.monotonic() > deadline:
+                raise TurnFailed(f"over its wall-clock budget of {budget} s")
+        raise TurnFailed(f"over its bound of {bounds.rounds} tool-call rounds")
+
+    @staticmethod
+    def _next(replay: list[tuple[str, Any]], kind: str) -> Any:
+        if replay and replay[0][0] == kind:
+            return replay.pop(0)[1]
+        return None
+
+    @staticmethod
+    def _replayed_call(replay: list[tuple[str, Any]], call_id: str) -> str | None:
+        """The journaled result of this call; INTERRUPTED when it started and never finished;
+        None when it never started (run it now)."""
+        if not replay or replay[0][0] != "call":
+            return None
+        replay.pop(0)
+        if replay and replay[0][0] == "result" and replay[0][1].get("id") == call_id:
+            return str(replay.pop(0)[1]["content"])
+        return json.dumps({"error": INTERRUPTED})
+
+    def _ask(
+        self,
+        provider: Any,
+        model: str | None,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        remaining: float,
+        host: Any,
+    ) -> dict[str, Any]:
+        try:
+            reply = provider.turn(messages, tools, model=model, timeout_s=remaining)
+        except HostError as exc:
+            raise TurnFailed(host.credentials.scrub(exc.message)) from None
+        out: dict[str, Any] = reply.to_json()
+        return out
+
+    # --- the model -----------------------------------------------------------------------------
+
+    def provider_for(self, persona: Persona, work: Work, host: Any) -> tuple[Any, str | None]:
+        """(the OpenAI-compatible client, the model id) for a turn of PERSONA."""
+        from forgec.host.models import OpenAIProvider
+
+        chosen = self.config.persona_models.get(persona.name)
+        name = work.provider or (chosen.provider if chosen is not None else None)
+        endpoint: ModelConfig | None = (
+            self.config.providers.get(name) if name is not None else self.config.model
+        )
+        if endpoint is None or endpoint.kind != "openai" or not endpoint.base_url:
+            where = f"[providers.{name}]" if name else "[model]"
+            raise TurnFailed(
+                f"{persona.name} has no chat model: configure an OpenAI-compatible {where} "
+                "(base_url, model) in the host config"
+            )
+        key = None
+        if endpoint.api_key_credential:
+            key = host.credentials.get(endpoint.api_key_credential)
+        elif endpoint.api_key_env:
+            import os
+
+            key = (self.environ if self.environ is not None else os.environ).get(
+                endpoint.api_key_env
+            )
+        if key:
+            host.credentials.add_secret(key, "the model API key")
+        local = None if endpoint.locality is None else endpoint.locality == "local"
+        provider = OpenAIProvider(
+            endpoint.base_url,
+            endpoint.model or "",
+            api_key=key,
+            timeout_ms=endpoint.timeout_ms,
+            local=local,
+            name=name or "model",
+        )
+        model = chosen.model if chosen is not None and chosen.model else None
+        return provider, model
+
+    # --- a tool call, through the bridge ---------------------------------------------------
+
+    def call_tool(self, offered: Mapping[str, Offered], name: str, raw: str, host: Any) -> str:
+        """The tool message content for one call: the result as JSON, or `{"error": ...}`."""
+        try:
+            result = self._call(offered, name, raw, host)
+        except HostError as exc:
+            return _error(f"{exc.code}: {host.credentials.scrub(exc.message)}")
+        except Refused as exc:
+            return _error(str(exc))
+        text = json.dumps(result, ensure_ascii=False, default=str)
+        return text if len(text) <= MAX_RESULT_CHARS else text[:MAX_RESULT_CHARS] + " …"
+
+    def _call(self, offered: Mapping[str, Offered], name: str, raw: str, host: Any) -> Any:
+        from forgec.mcp.prechecks import forged_problem, host_call_problem
+
+        tool = offered.get(name)
+        if tool is None:
+            raise Refused(
+                f"`{name}` is not available: there is no such tool, it is off, or this "
+                "persona's capability labels do not grant it"
+            )
+        try:
+            args = json.loads(raw) if raw.strip() else {}
+        except ValueError:
+            raise Refused(f"the arguments of `{name}` are not valid JSON") from None
+        problem = tool.problem(args)
+        if problem is not None:
+            raise Refused(problem)
+        entry = tool.entry
+        if entry.kind == "host":
+            problem = host_call_problem(entry.internal, entry.name, args, host)
+            if problem is not None:
+                raise Refused(problem)
+            self._consent_host(entry, args)
+            context = CallContext(
+                tool_id="talond",
+                tool_version=1,
+                node_id=entry.name,
+                allowed_hosts=tuple(self.config.allow_hosts),
+            )
+            return host.call(entry.internal, args, context)
+        stored = tool.stored
+        problem = forged_problem(stored, host)
+        if problem is not None:
+            raise Refused(problem)
+        self._consent_forged(entry, stored)
+        return self._run_forged(tool, args, host)
+
+    def _consent_host(self, entry: ToolEntry, args: Any) -> None:
+        from forgec.catalog import get_catalog
+
+        spec = get_catalog("talon").get(entry.internal)
+        risk = spec.marks(args).risk if spec is not None else "R4"
+        if risk == "R4" and not self.policy.allows((entry.name, entry.internal)):
+            raise Refused(
+                f"`{entry.name}` is R4: it asks a person before every run, and no person is "
+                "at the daemon; it runs only when the host's consent policy allows it "
+                "([talond] consent_policy)"
+            )
+
+    def _consent_forged(self, entry: ToolEntry, stored: Any) -> None:
+        if stored.marks.always_asks:
+            names = (stored.name, entry.name)
+            if not self.policy.allows(names, version=stored.version, hash=stored.hash):
+                raise Refused(
+                    f"{stored.name} v{stored.version} is R4: it asks a person before every "
+                    "run, and no person is at the daemon; it runs only when the host's consent "
+                    "policy allows it ([talond] consent_policy)"
+                )
+            return
+        from forgec.store import Store
+
+        with Store(self.store_path) as store:
+            if not store.has_consent(stored.tool_id, stored.version):
+                raise Refused(
+                    f"{stored.name} v{stored.version} has no recorded consent; a person must "
+                    f"turn it on with `forgec tools enable {stored.tool_id}`"
+                )
+
+    def _run_forged(self, tool: Offered, args: Any, host: Any) -> Any:
+        from forgec.store.running import run_stored
+
+        tool_input = args.get("input") if tool.entry.wraps_input else args
+        # consent was settled above (recorded by a person, or the policy for an R4 tool)
+        result = run_stored(tool.stored, tool_input, host=host, consent=_yes)
+        out = result.to_json()
+        if not result.ok:
+            error = out.get("error") or {}
+            raise Refused(
+                f"{tool.stored.name} failed: {error.get('code', '')}: {error.get('message', '')}"
+            )
+        return out.get("output")
+
+
+class Refused(Exception):
+    """A call refused before it had any effect (the model is told why)."""
+
+
+def _yes(_request: Any) -> bool:
+    return True
+
+
+def _error(message: str) -> str:
+    return json.dumps({"error": message}, ensure_ascii=False)
+
+
+def keep_leased(
+    queue: Queue, work: Work, period_s: float, done: threading.Event, lost: threading.Event
+) -> None:
+    """Renew WORK's lease every PERIOD_S until DONE (a worker's companion thread); set LOST
+    when the row is no longer this daemon's (a background task cancelled, say)."""
+    while not done.wait(period_s):
+        try:
+            if not queue.heartbeat(work):
+                lost.set()
+                return
+        except Exception:  # a busy database: the next beat tries again, the lease has slack
+            continue
+
+
+__all__ = ["Agents", "LeaseLost", "Outcome", "Stopping", "TurnFailed", "keep_leased"]

@@ -1,0 +1,280 @@
+"""The check budget in the servers (SPEC §16, issue 17 "A check budget in every server"): the
+MCP server and the language server check off their event loop, in a worker process within a
+budget; every other request is answered meanwhile, and a check over the budget is
+`FORGEC_CHECK_BUDGET` — nothing installed, never a hang or a crash.
+
+Through the real interfaces: the `mcp` SDK client against `python -m forgec mcp serve`, a
+pytest-lsp client against `python -m forgec lsp`. A slow check on demand comes from the test
+hook `FORGEC_TEST_CHECK_DELAY_S` (a source holding `slow-check-on-purpose` sleeps first in the
+worker); a genuinely hostile one from the flow analysis' worst case of issue 17.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import orjson
+import pytest
+from manifests import manifest_with_nodes
+
+from forgec.budget import DELAY_ENV, DELAY_MARKER, check_with_budget
+from forgec.store import Store
+
+ROOT = Path(__file__).resolve().parent.parent
+SLOW = DELAY_MARKER.decode()
+
+
+def slow_manifest(tool_id: str = "slow.tool") -> dict[str, Any]:
+    m = manifest_with_nodes([{"id": "done", "type": "return", "value": {"ok": True}}])
+    m["id"] = tool_id
+    m["description"] = f"A tool whose check is slow on purpose ({SLOW})."
+    return m
+
+
+def doubling_loop(times: int = 3) -> dict[str, Any]:
+    """Issue 17's flow-analysis attack: a loop body that doubles `x` TIMES times (35–50 s to
+    check with three before the flows fix)."""
+    body = [
+        {"id": f"d{i}", "type": "set", "target": "x", "value": [{"$ref": "x"}, {"$ref": "x"}]}
+        for i in range(times)
+    ]
+    for i in range(times - 1):
+        body[i]["next"] = f"d{i + 1}"
+    m = manifest_with_nodes(
+        [
+            {"id": "s", "type": "set", "target": "x", "value": [1], "next": "loop"},
+            {
+                "id": "loop",
+                "type": "foreach",
+                "source": {"$ref": "input.items"},
+                "itemVar": "it",
+                "maxItems": 10,
+                "body": body,
+                "next": "done",
+            },
+            {"id": "done", "type": "return", "value": {"n": 1}},
+        ]
+    )
+    m["id"] = "flow.attack"
+    m["inputSchema"] = {"type": "object", "properties": {"items": {"type": "array"}}}
+    return m
+
+
+# -- the reusable function --------------------------------------------------------------------
+
+
+def test_check_with_budget_returns_the_report_or_the_budget_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fine = check_with_budget(orjson.dumps(slow_manifest()), budget_s=30)
+    assert fine.ok and fine.ir is not None and fine.manifest is not None
+    assert fine.facts.flows == ()  # computed in the worker, readable here
+
+    started = time.monotonic()
+    stopped = check_with_budget(orjson.dumps(doubling_loop()), budget_s=1)
+    elapsed = time.monotonic() - started
+    codes = [d.code for d in stopped.diagnostics]
+    if codes:  # before the flows fix; after it the check simply finishes
+        assert codes == ["FORGEC_CHECK_BUDGET"] and not stopped.ok
+        assert "within 1 s" in stopped.diagnostics[0].message
+        assert elapsed < 5
+    # the killed worker is replaced: the next check is clean
+    assert check_with_budget(orjson.dumps(slow_manifest()), budget_s=30).ok
+
+
+# -- MCP --------------------------------------------------------------------------------------
+
+
+async def _mcp(store: Path, tmp: Path, budget: str, delay: str, body: Any) -> Any:
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=[
+            "-m",
+            "forgec",
+            "mcp",
+            "serve",
+            "--store",
+            str(store),
+            "--db",
+            str(tmp / "h.db"),
+            "--persona-labels",
+            "tool.create",
+            "--check-budget",
+            budget,
+        ],
+        env={"PYTHONPATH": str(ROOT), "NO_COLOR": "1", DELAY_ENV: delay},
+        cwd=str(ROOT),
+    )
+    with open(os.devnull, "w") as errlog:
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            await session.list_tools()  # the server is up
+            return await body(session)
+
+
+def run_mcp(store: Path, tmp: Path, body: Any, *, budget: str, delay: str = "0") -> Any:
+    async def main() -> Any:
+        with anyio.fail_after(120):
+            return await _mcp(store, tmp, budget, delay, body)
+
+    return anyio.run(main)
+
+
+async def create_while_listing(session: Any, manifest: dict[str, Any]) -> tuple[Any, list[float]]:
+    """Call tool_create and, while it is in flight, time `tools/list` answers."""
+    result: dict[str, Any] = {}
+    timings: list[float] = []
+
+    async def create() -> None:
+        result["r"] = await session.call_tool("tool_create", {"manifest": manifest})
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(create)
+        await anyio.sleep(0.3)  # the check is under way in the worker
+        for _ in range(3):
+            if "r" in result:
+                break
+            started = time.monotonic()
+            listed = await session.list_tools()
+            timings.append(time.monotonic() - started)
+            assert "tool_create" in [t.name for t in listed.tools]
+            await anyio.sleep(0.2)
+    return result["r"], timings
+
+
+def _versions(store: Path, tool_id: str) -> list[Any]:
+    with Store(store) as s:
+        try:
+            return s.versions(tool_id)
+        except Exception:  # no such tool
+            return []
+
+
+def test_tools_list_is_answered_while_a_slow_tool_create_checks(tmp_path: Path) -> None:
+    store = tmp_path / "tools.db"
+    result, timings = run_mcp(
+        store,
+        tmp_path,
+        lambda s: create_while_listing(s, slow_manifest()),
+        budget="60",
+        delay="3",
+    )
+    assert timings and max(timings) < 1.0, timings  # answered while the check ran
+    assert not result.is_error, result
+    assert result.structured_content["ok"] is True
+    assert [v.version for v in _versions(store, "slow.tool")] == [1]
+
+
+def test_over_the_budget_is_forgec_check_budget_and_installs_nothing(tmp_path: Path) -> None:
+    store = tmp_path / "tools.db"
+    started = time.monotonic()
+    result, timings = run_mcp(
+        store,
+        tmp_path,
+        lambda s: create_while_listing(s, slow_manifest()),
+        budget="1",
+        delay="30",
+    )
+    assert time.monotonic() - started < 60  # stopped at the budget, not after the delay
+    assert result.is_error
+    codes = [d["code"] for d in result.structured_content["report"]["diagnostics"]]
+    assert codes == ["FORGEC_CHECK_BUDGET"]
+    assert result.structured_content["ok"] is False
+    assert _versions(store, "slow.tool") == []
+    assert all(t < 1.0 for t in timings), timings
+
+
+def test_a_genuinely_hostile_manifest_stops_at_the_budget(tmp_path: Path) -> None:
+    store = tmp_path / "tools.db"
+    result, timings = run_mcp(
+        store, tmp_path, lambda s: create_while_listing(s, doubling_loop()), budget="2"
+    )
+    assert all(t < 1.0 for t in timings), timings
+    codes = [d["code"] for d in result.structured_content["report"]["diagnostics"]]
+    if result.is_error:  # before the flows fix: the check overran
+        assert codes == ["FORGEC_CHECK_BUDGET"]
+        assert _versions(store, "flow.attack") == []
+    else:  # after it: a clean, bounded check
+        assert result.structured_content["ok"] is True
+
+
+# -- LSP --------------------------------------------------------------------------------------
+
+pytest_lsp = pytest.importorskip("pytest_lsp")
+from lsprotocol import types as lsp  # noqa: E402
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities  # noqa: E402
+
+FAST = """tool fast-doc {
+  version 1
+  title "Fast"
+  description "A document checked quickly."
+  created "2026-11-02T09:00:00Z"
+  parent null
+  network forbidden
+  flow entry a max 8 {
+    a: return 1
+  }
+}
+"""
+SLOW_DOC = FAST.replace("fast-doc", "slow-doc").replace("checked quickly", SLOW)
+
+
+@pytest_lsp.fixture(
+    config=ClientServerConfig(
+        server_command=[sys.executable, "-m", "forgec", "lsp", "--check-budget", "2"],
+        server_env={**os.environ, "PYTHONPATH": str(ROOT), DELAY_ENV: "30"},
+    ),
+)
+async def client(lsp_client: LanguageClient):  # type: ignore[no-untyped-def]
+    params = lsp.InitializeParams(capabilities=client_capabilities("visual-studio-code"))
+    await lsp_client.initialize_session(params)
+    yield
+    await lsp_client.shutdown_session()
+
+
+def _open(client: LanguageClient, uri: str, text: str) -> None:
+    client.text_document_did_open(
+        lsp.DidOpenTextDocumentParams(
+            text_document=lsp.TextDocumentItem(uri=uri, language_id="forge", version=1, text=text)
+        )
+    )
+
+
+async def _diagnostics_of(client: LanguageClient, uri: str, within: float) -> list[Any]:
+    deadline = time.monotonic() + within
+    while uri not in client.diagnostics:
+        assert time.monotonic() < deadline, f"no diagnostics for {uri}"
+        await anyio.sleep(0.05)
+    return client.diagnostics[uri]
+
+
+@pytest.mark.asyncio
+async def test_hover_is_answered_while_a_slow_document_is_analysed(
+    client: LanguageClient,
+) -> None:
+    fast, slow = "file:///work/fast.forge", "file:///work/slow.forge"
+    _open(client, fast, FAST)
+    assert list(await _diagnostics_of(client, fast, 30)) == []
+    _open(client, slow, SLOW_DOC)
+    await anyio.sleep(0.3)  # its check is under way
+    position = lsp.Position(line=FAST.count("\n", 0, FAST.index("a: return")), character=4)
+    started = time.monotonic()
+    hover = await client.text_document_hover_async(
+        lsp.HoverParams(lsp.TextDocumentIdentifier(uri=fast), position)
+    )
+    assert time.monotonic() - started < 1.0
+    assert hover is not None and "return" in hover.contents.value
+    # the slow one ends at the budget with the budget error, not after the 30 s delay
+    diags = await _diagnostics_of(client, slow, 20)
+    assert [d.code for d in diags] == ["FORGEC_CHECK_BUDGET"]

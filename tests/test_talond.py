@@ -1,0 +1,798 @@
+"""The Talon daemon's parts, and the helpers its end-to-end tests share.
+
+Helpers: a loopback fake OpenAI-compatible server whose answers a test scripts (per persona,
+per round: the n-th assistant answer of a conversation), tool-call replies, a persona folder
+and a host config. The end-to-end tests (the real daemon process, the real `mcp` client) are
+in tests/test_talond_daemon.py; here the units: the cron rule of due slots, leases and the
+journal, the model client's tool-call protocol, the four measured fixes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import http.server
+import json
+import sqlite3
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from loopback import serving
+
+from forgec.daemon.clock import iso
+from forgec.daemon.queue import MAX_ATTEMPTS, Queue, latest_slot, slot_text
+from forgec.host import HostOptions, open_host
+from forgec.runtime.host import CallContext, HostError
+
+CTX = CallContext(tool_id="t", tool_version=1, node_id="n")
+UTC = dt.UTC
+
+
+# --- the fake model server -------------------------------------------------------------------
+
+
+def tool_reply(name: str, args: dict[str, Any], call_id: str = "call_1") -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": call_id,
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(args)},
+            }
+        ],
+    }
+
+
+def text_reply(text: str) -> dict[str, Any]:
+    return {"role": "assistant", "content": text}
+
+
+def persona_of(body: dict[str, Any]) -> str:
+    """Each test persona's persona.md starts `# <name>:` — the system prompt says who asks."""
+    system = body["messages"][0]["content"]
+    return system.split("\n", 1)[0].lstrip("# ").split(":", 1)[0]
+
+
+def round_of(body: dict[str, Any]) -> int:
+    return sum(1 for m in body["messages"] if m.get("role") == "assistant")
+
+
+Script = Callable[[str, int, dict[str, Any]], Any]
+
+
+class FakeModel(http.server.BaseHTTPRequestHandler):
+    """POST /v1/chat/completions → `server.script(persona, round, body)`: a message dict, or
+    a `threading.Event` to wait on (then HTTP 503), or an int HTTP status."""
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        srv: Any = self.server
+        with srv.lock:
+            srv.seen.append(body)
+        answer = srv.script(persona_of(body), round_of(body), body)
+        if isinstance(answer, threading.Event):
+            srv.blocked.set()
+            answer.wait(60)
+            answer = 503
+        if isinstance(answer, int):
+            self.send_response(answer)
+            self.send_header("content-length", "0")
+            self.end_headers()
+            return
+        data = json.dumps({"choices": [{"message": answer, "finish_reason": "stop"}]}).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def fake_model(script: Script) -> Any:
+    return serving(
+        FakeModel, script=script, seen=[], lock=threading.Lock(), blocked=threading.Event()
+    )
+
+
+def write_personas(root: Path, personas: dict[str, tuple[str, ...]]) -> Path:
+    """personas/<name>/persona.md (`# <name>: ...`) and labels.txt."""
+    folder = root / "personas"
+    for name, labels in personas.items():
+        sub = folder / name
+        (sub / "prompts").mkdir(parents=True)
+        (sub / "persona.md").write_text(f"# {name}: a test persona\n\nYou are {name}.\n")
+        (sub / "labels.txt").write_text("\n".join(labels) + "\n")
+        (sub / "skills.txt").write_text(f"{name}-skill\n")
+    return folder
+
+
+def write_config(
+    root: Path, model_url: str | None, extra: str = "", persona: str = "alpha"
+) -> Path:
+    model = (
+        f'[model]\nkind = "openai"\nbase_url = "{model_url}/v1"\nmodel = "fake-model"\n'
+        "timeout_ms = 20000\n"
+        if model_url
+        else ""
+    )
+    text = (
+        f'db = "host.db"\nthread = "main"\n\n[persona]\nname = "{persona}"\nfolder = "personas"\n\n'
+        f"{model}\n[talond]\nlease_seconds = 5\npoll_ms = 100\n\n{extra}"
+    )
+    path = root / "host.toml"
+    path.write_text(text)
+    return path
+
+
+# --- due slots: the one cron rule, once per missed run --------------------------------------
+
+
+class FixedClock:
+    def __init__(self, moment: dt.datetime) -> None:
+        self.moment = moment
+
+    def now(self) -> dt.datetime:
+        return self.moment
+
+
+def _schedule(db: Path, cron: str, created: dt.datetime, **extra: Any) -> str:
+    conn = sqlite3.connect(db)
+    sid = f"sch_{abs(hash((cron, created))) % 10**8}"
+    conn.execute(
+        "INSERT INTO schedules (id, persona, thread_id, cron_expr, label, prompt, prompt_file,"
+        " enabled, created_at, updated_at) VALUES (?, 'alpha', 'main', ?, ?, NULL, NULL, ?, ?, ?)",
+        (sid, cron, extra.get("label"), extra.get("enabled", 1), iso(created), iso(created)),
+    )
+    conn.commit()
+    conn.close()
+    return sid
+
+
+@pytest.fixture
+def queue_db(tmp_path: Path) -> Path:
+    from forgec.host.db import connect
+
+    db = tmp_path / "host.db"
+    connect(db).close()
+    return db
+
+
+START = dt.datetime(2026, 3, 2, 9, 0, 30, tzinfo=UTC)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    cron=st.sampled_from(["* * * * *", "*/5 * * * *", "0 * * * *", "15,45 9-17 * * 1-5"]),
+    steps=st.lists(st.integers(min_value=0, max_value=600), min_size=1, max_size=8),
+    crash_at=st.sets(st.integers(min_value=0, max_value=7)),
+)
+def test_each_slot_fires_at_most_once_and_the_latest_is_never_lost(
+    tmp_path_factory: pytest.TempPathFactory, cron: str, steps: list[int], crash_at: set[int]
+) -> None:
+    """Invariant: whatever the times the daemon looks (or dies between claim and finish),
+    (1) no slot is ever claimed twice, (2) every claim is the latest slot at or before the time
+    it was claimed, (3) after each look the latest due slot has a firing — missed ones fire
+    once, not once per slot."""
+    from forgec.host.db import connect
+
+    db = tmp_path_factory.mktemp("q") / "host.db"
+    connect(db).close()
+    sid = _schedule(db, cron, START)
+    clock = FixedClock(START)
+    claimed: list[str] = []
+    for i, minutes in enumerate(steps):
+        clock.moment += dt.timedelta(minutes=minutes)
+        q = Queue(db, owner=f"d{i}", clock=clock, lease_seconds=60)
+        for work in q.claim(["alpha"], 10):
+            if work.attempts == 1 or work.slot not in claimed:
+                assert work.slot not in claimed, "a slot fired twice"
+                claimed.append(str(work.slot))
+                assert work.slot == slot_text(latest_slot(cron, clock.moment))
+            if i not in crash_at:
+                assert q.complete(work, {"answer": "ok"})
+        q.close()
+        latest = latest_slot(cron, clock.moment)
+        if latest > START:
+            assert slot_text(latest) in claimed, "the latest due slot was lost"
+        # crashed rows are re-taken after the lease (the next look is >= 0 minutes later)
+        clock.moment += dt.timedelta(seconds=61)
+        q = Queue(db, owner=f"r{i}", clock=clock, lease_seconds=60)
+        for work in q.claim(["alpha"], 10):
+            assert work.attempts >= 2 or work.slot not in claimed
+            if work.slot not in claimed:
+                claimed.append(str(work.slot))
+            q.complete(work, {"answer": "ok"})
+        q.close()
+    rows = sqlite3.connect(db).execute(
+        "SELECT slot, COUNT(*) FROM schedule_firings WHERE schedule_id = ? GROUP BY slot", (sid,)
+    )
+    assert all(n == 1 for _slot, n in rows)
+
+
+def test_a_leased_row_is_taken_again_only_after_its_lease(queue_db: Path) -> None:
+    _schedule(queue_db, "0 * * * *", START)
+    clock = FixedClock(START + dt.timedelta(hours=1))
+    first = Queue(queue_db, owner="a", clock=clock, lease_seconds=30)
+    (work,) = first.claim(["alpha"], 4)
+    other = Queue(queue_db, owner="b", clock=clock, lease_seconds=30)
+    assert other.claim(["alpha"], 4) == []  # leased: nobody else takes it
+    clock.moment += dt.timedelta(seconds=20)
+    assert first.heartbeat(work)  # renewed: 30 s from now
+    clock.moment += dt.timedelta(seconds=20)
+    assert other.claim(["alpha"], 4) == []
+    clock.moment += dt.timedelta(seconds=11)
+    (again,) = other.claim(["alpha"], 4)
+    assert again.id == work.id and again.attempts == 2
+    assert not first.complete(work, {"answer": "late"})  # the old owner lost it
+    assert other.complete(again, {"answer": "ok"})
+
+
+def test_a_row_that_keeps_crashing_the_daemon_fails_after_max_attempts(queue_db: Path) -> None:
+    _schedule(queue_db, "0 * * * *", START)
+    clock = FixedClock(START + dt.timedelta(hours=1))
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        q = Queue(queue_db, owner=f"d{attempt}", clock=clock, lease_seconds=5)
+        (work,) = q.claim(["alpha"], 4)
+        assert work.attempts == attempt
+        clock.moment += dt.timedelta(seconds=6)
+        q.close()
+    q = Queue(queue_db, owner="last", clock=clock, lease_seconds=5)
+    assert q.claim(["alpha"], 4) == []
+    row = sqlite3.connect(queue_db).execute("SELECT status, error FROM schedule_firings").fetchone()
+    assert row[0] == "failed" and "3 times" in row[1]
+
+
+# --- the model client's tool-call protocol ----------------------------------------------------
+
+
+def test_the_chat_client_sends_tools_and_reads_tool_calls() -> None:
+    from forgec.host.models import OpenAIProvider
+
+    def script(persona: str, n: int, body: dict[str, Any]) -> Any:
+        return tool_reply("memory_access", {"operation": "list"}) if n == 0 else text_reply("ok")
+
+    tools = [{"type": "function", "function": {"name": "memory_access", "parameters": {}}}]
+    with fake_model(script) as srv:
+        provider = OpenAIProvider(f"http://127.0.0.1:{srv.server_port}/v1", "m")
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": "# alpha: x"},
+            {"role": "user", "content": "go"},
+        ]
+        reply = provider.turn(messages, tools)
+        assert reply.tool_calls[0].name == "memory_access"
+        assert reply.tool_calls[0].arguments == {"operation": "list"}
+        messages.append(reply.to_json())
+        messages.append({"role": "tool", "tool_call_id": "call_1", "content": "{}"})
+        assert provider.turn(messages, tools, model="other").content == "ok"
+    assert srv.seen[0]["tools"] == tools and srv.seen[0]["tool_choice"] == "auto"
+    assert srv.seen[1]["model"] == "other"
+    assert srv.seen[1]["messages"][2]["tool_calls"][0]["function"]["name"] == "memory_access"
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        {"content": 3},
+        {"tool_calls": "x"},
+        {"tool_calls": [{"function": {}}]},
+        {"tool_calls": [{"function": {"name": "a"}}] * 40},
+    ],
+)
+def test_a_malformed_tool_call_answer_is_one_clear_error(message: dict[str, Any]) -> None:
+    from forgec.host.models import parse_turn
+
+    with pytest.raises(HostError) as info:
+        parse_turn(message)
+    assert info.value.code == "RUN_MODEL_FAILED"
+
+
+# --- the four measured fixes ---------------------------------------------------------------
+
+
+def _host(tmp_path: Path, **kw: Any) -> Any:
+    folder = write_personas(tmp_path, {"alpha": ("schedule.manage:own",), "beta": ()})
+    config = write_config(tmp_path, None)
+    (tmp_path / "host.toml").write_text(
+        config.read_text()
+        + '\n[providers.fast]\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "fast-model"\n'
+        '\n[personas.beta]\nprovider = "fast"\nmodel = "beta-model"\n'
+    )
+    assert folder.is_dir()
+    opts: dict[str, Any] = {
+        "host_config": config,
+        "persona_labels": ("schedule.manage:own", "subagent.background"),
+        **kw,
+    }
+    return open_host(HostOptions(**opts))
+
+
+def test_a_schedule_with_only_a_cron_expression_is_created_and_fires_its_label(
+    tmp_path: Path,
+) -> None:
+    from forgec.host.schedules import firing_prompt
+
+    with _host(tmp_path) as h:
+        made = h.call(
+            "schedule.manage", {"action": "create", "cronExpr": "0 9 * * 1", "label": "review"}, CTX
+        )
+        bare = h.call("schedule.manage", {"action": "create", "cronExpr": "0 9 * * 1"}, CTX)
+        rows = {r["id"]: r for r in h.conn.execute("SELECT * FROM schedules").fetchall()}
+    assert made["enabled"] and made["prompt"] is None and made["promptFile"] is None
+    assert firing_prompt(rows[made["scheduleId"]], None) == "review"
+    assert bare["scheduleId"] in firing_prompt(rows[bare["scheduleId"]], None)
+
+
+def test_a_background_profile_is_the_whole_persona(tmp_path: Path) -> None:
+    jobs: list[dict[str, Any]] = []
+    done = threading.Event()
+
+    def runner(job: dict[str, Any], ctx: Any) -> Any:
+        jobs.append(job)
+        done.set()
+        return "ok"
+
+    with _host(tmp_path, background_runner=runner) as h:
+        h.call(
+            "subagent.background",
+            {"action": "spawn", "prompt": "look", "profile": "beta", "provider": "fast"},
+            CTX,
+        )
+        assert done.wait(10)
+        with pytest.raises(HostError, match="unknown provider"):
+            h.call("subagent.background", {"action": "spawn", "prompt": "x", "provider": "no"}, CTX)
+    profile = jobs[0]["profile"]
+    assert profile["name"] == "beta" and profile["skills"] == ["beta-skill"]
+    assert profile["prompt"].startswith("# beta: a test persona")
+    assert profile["model"] == "beta-model" and profile["provider"] == "fast"
+    assert profile["labels"] == []
+    assert jobs[0]["provider"] == "fast"
+
+
+# --- the instruction files say only what the host does -------------------------------------
+
+INSTRUCTIONS = Path(__file__).resolve().parent.parent / "forgec" / "templates" / "tool-instructions"
+
+
+def _claims() -> list[tuple[str, str, Callable[[Any], None]]]:
+    """(file, a sentence it must hold, a probe that exercises exactly that claim)."""
+
+    def cancel_stays_off(h: Any) -> None:
+        s = h.call("schedule.manage", {"action": "create", "cronExpr": "0 9 * * *"}, CTX)
+        h.call("schedule.manage", {"action": "cancel", "scheduleId": s["scheduleId"]}, CTX)
+        after = h.call(
+            "schedule.manage",
+            {"action": "update", "scheduleId": s["scheduleId"], "cronExpr": "0 10 * * *"},
+            CTX,
+        )
+        assert after["enabled"] is False
+
+    def prompt_optional(h: Any) -> None:
+        assert h.call("schedule.manage", {"action": "create", "cronExpr": "0 9 * * *"}, CTX)
+
+    def exclusive(h: Any) -> None:
+        with pytest.raises(HostError, match="mutually exclusive"):
+            h.call(
+                "schedule.manage",
+                {"action": "create", "cronExpr": "0 9 * * *", "prompt": "a", "promptFile": "b"},
+                CTX,
+            )
+
+    def cron_required(h: Any) -> None:
+        with pytest.raises(HostError, match="cronExpr"):
+            h.call("schedule.manage", {"action": "create", "label": "x"}, CTX)
+
+    def never_date(h: Any) -> None:
+        with pytest.raises(HostError, match="never"):
+            h.call("schedule.manage", {"action": "create", "cronExpr": "0 9 31 2 *"}, CTX)
+
+    def timeout_raised(h: Any) -> None:
+        s = h.call(
+            "subagent.background", {"action": "spawn", "prompt": "x", "timeoutMinutes": 1}, CTX
+        )
+        row = h.conn.execute(
+            "SELECT timeout_minutes FROM background_tasks WHERE id = ?", (s["taskId"],)
+        ).fetchone()
+        assert row[0] == 15
+
+    def profiles_listed(h: Any) -> None:
+        names = [
+            p["name"] for p in h.call("subagent.background", {"action": "profiles"}, CTX)["result"]
+        ]
+        assert names == ["alpha", "beta"]
+
+    return [
+        (
+            "schedule.manage",
+            "`update` changes its fields but never turns it\n  back on",
+            cancel_stays_off,
+        ),
+        ("schedule.manage", "`prompt` and `promptFile` are optional", prompt_optional),
+        ("schedule.manage", "mutually exclusive", exclusive),
+        ("schedule.manage", "`cronExpr` (required for `create`)", cron_required),
+        ("schedule.manage", "a date that\nnever occurs (`0 9 31 2 *`) is refused", never_date),
+        ("subagent.background", "`timeoutMinutes` under 15 is raised to 15", timeout_raised),
+        ("subagent.background", "Call `profiles`", profiles_listed),
+    ]
+
+
+@pytest.mark.parametrize("claim", _claims(), ids=lambda c: f"{c[0]}:{c[1][:30]}")
+def test_an_instruction_file_claim_holds(tmp_path: Path, claim: Any) -> None:
+    name, sentence, probe = claim
+    text = " ".join((INSTRUCTIONS / f"{name}.md").read_text().split())
+    assert " ".join(sentence.split()) in text, f"{name}.md no longer says: {sentence!r}"
+    with _host(tmp_path) as h:
+        probe(h)
+
+
+def test_no_instruction_file_promises_what_the_host_never_does() -> None:
+    """Claims the host has been measured not to keep (each was in a shipped file once)."""
+    broken = {
+        "schedule.manage": ["turned on again with `update`", "can be turned on again"],
+        "subagent.background": ['answers `{"profiles"'],
+    }
+    for name, phrases in broken.items():
+        text = " ".join((INSTRUCTIONS / f"{name}.md").read_text().split())
+        for phrase in phrases:
+            assert phrase not in text, f"{name}.md says {phrase!r}, which the host does not do"
+
+
+# --- the journal: a turn killed anywhere never repeats an effect ----------------------------
+
+
+class Crash(BaseException):
+    """The daemon dies here (BaseException: nothing in the turn may catch it)."""
+
+
+class ScriptedProvider:
+    def __init__(self, calls: int) -> None:
+        self.calls = calls
+        self.asked: list[int] = []
+
+    def turn(self, messages: Any, tools: Any, *, model: Any = None, timeout_s: Any = None) -> Any:
+        from forgec.host.models import parse_turn
+
+        n = sum(1 for m in messages if m.get("role") == "assistant")
+        self.asked.append(n)
+        if n < self.calls:
+            reply = tool_reply(
+                "channel_send", {"channelId": "journal", "content": f"m{n}"}, f"c{n}"
+            )
+        else:
+            reply = text_reply("done")
+        return parse_turn(reply)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    calls=st.integers(min_value=0, max_value=4),
+    crashes=st.lists(st.integers(min_value=0, max_value=12), max_size=MAX_ATTEMPTS),
+)
+def test_a_turn_killed_at_any_record_never_repeats_an_effect(
+    tmp_path_factory: pytest.TempPathFactory, calls: int, crashes: list[int]
+) -> None:
+    """Invariant: a turn that dies before any journal write (each write is a point where the
+    process may die, with every effect before it done) and is taken again sends each message
+    at most once, and a send whose result was journaled exactly once; the work ends completed,
+    or failed after MAX_ATTEMPTS takes — never run a fourth time."""
+    import threading as _threading
+
+    from forgec.daemon.agent import Agents
+    from forgec.host.config import load_config
+    from forgec.mcp.policy import ConsentPolicy
+
+    root = tmp_path_factory.mktemp("j")
+    write_personas(root, {"alpha": ("channel.send:journal",)})
+    config_path = write_config(
+        root, "http://127.0.0.1:9", '[channels.journal]\nconnector = "outbox"\n'
+    )
+    config = load_config(config_path)
+    db = root / "host.db"
+    from forgec.host.db import connect
+
+    connect(db).close()
+    _schedule(db, "0 * * * *", START, label="go")
+    clock = FixedClock(START + dt.timedelta(hours=1))
+    provider = ScriptedProvider(calls)
+    agents = Agents(config, db_path=db, store_path=None, policy=ConsentPolicy())
+    agents.provider_for = lambda persona, work, host: (provider, None)  # type: ignore[method-assign]
+    outcome = None
+    for attempt in range(MAX_ATTEMPTS + 1):
+        q = Queue(db, owner=f"d{attempt}", clock=clock, lease_seconds=5)
+        claimed = q.claim(["alpha"], 1)
+        if not claimed:
+            q.close()
+            break
+        (work,) = claimed
+        limit = crashes[attempt] if attempt < len(crashes) else None
+        writes = {"n": 0}
+        real_record = q.record
+
+        def record(
+            w: Any,
+            kind: str,
+            body: Any,
+            _real: Any = real_record,
+            _limit: Any = limit,
+            _writes: dict[str, int] = writes,
+        ) -> None:
+            if _limit is not None and _writes["n"] >= _limit:
+                raise Crash
+            _writes["n"] += 1
+            _real(w, kind, body)
+
+        q.record = record  # type: ignore[method-assign]
+        try:
+            outcome = agents.run(work, q, _threading.Event())
+            q.complete(work, outcome.to_json())
+        except Crash:
+            pass
+        q.close()
+        clock.moment += dt.timedelta(seconds=6)  # the dead daemon's lease expires
+    sent = [
+        r[0]
+        for r in sqlite3.connect(db).execute(
+            "SELECT content FROM messages WHERE channel_id = 'journal'"
+        )
+    ]
+    assert len(sent) == len(set(sent)), f"a message was sent twice: {sent}"
+    status = sqlite3.connect(db).execute("SELECT status, attempts FROM schedule_firings").fetchone()
+    assert status[0] in ("completed", "failed") and status[1] <= MAX_ATTEMPTS
+    if status[0] == "completed":
+        assert outcome is not None and outcome.answer == "done"
+    journal = (
+        sqlite3.connect(db)
+        .execute("SELECT body FROM turn_journal WHERE kind = 'result'")
+        .fetchall()
+    )
+    recorded_ok = [json.loads(b[0]) for b in journal]
+    for item in recorded_ok:
+        if "error" not in json.loads(item["content"]):
+            n = int(item["id"][1:])
+            assert sent.count(f"m{n}") == 1
+
+
+# --- no person at the daemon: R4 only by policy; nothing is ever armed ----------------------
+
+
+def _agents(tmp_path: Path, policy: Any, store: Path | None = None) -> Any:
+    from forgec.daemon.agent import Agents
+    from forgec.host.config import load_config
+
+    write_personas(tmp_path, {"alpha": ("subagent.background",)})
+    config = load_config(write_config(tmp_path, "http://127.0.0.1:9"))
+    return Agents(config, db_path=tmp_path / "host.db", store_path=store, policy=policy)
+
+
+def test_an_r4_call_runs_only_when_the_policy_allows_it(tmp_path: Path) -> None:
+    from forgec.mcp.policy import Allow, ConsentPolicy
+
+    spawn = json.dumps({"action": "spawn", "prompt": "go"})
+    labels = ("subagent.background",)
+    refused = _agents(tmp_path, ConsentPolicy())
+    with open_host(HostOptions(db=tmp_path / "host.db", persona_labels=labels)) as h:
+        offered = refused.offered(labels)
+        answer = json.loads(refused.call_tool(offered, "background_agent", spawn, h))
+        assert "R4" in answer["error"] and "consent_policy" in answer["error"]
+        assert h.conn.execute("SELECT COUNT(*) FROM background_tasks").fetchone()[0] == 0
+        # a listing is not a grant: a tool the labels do not offer is refused, named or not
+        answer = json.loads(refused.call_tool(offered, "net_http", "{}", h))
+        assert "not available" in answer["error"]
+        allowed = _agents(tmp_path / "b", ConsentPolicy((Allow(tool="background_agent"),)))
+        answer = json.loads(allowed.call_tool(offered, "background_agent", spawn, h))
+        assert answer["status"] == "queued"
+
+
+def test_the_daemon_offers_only_enabled_forged_tools_and_never_tool_create(tmp_path: Path) -> None:
+    from test_store import install, open_store
+
+    from forgec.mcp.policy import ConsentPolicy
+
+    store = tmp_path / "tools.db"
+    with open_store(store) as s:
+        install(s, 1, None, "tasks.list", tool_id="on.tool")
+        s.enable("on.tool", consent=True)
+        install(s, 1, None, "tasks.list", tool_id="off.tool")
+    agents = _agents(tmp_path, ConsentPolicy(), store)
+    offered = agents.offered(("subagent.background", "tool.create"))
+    assert sorted(offered) == ["background_agent", "dynamic_on_Dtool"]
+    with open_store(store) as s:  # the daemon turned nothing on
+        assert {t.id: t.enabled for t in s.tools()} == {"off.tool": False, "on.tool": True}
+
+
+def test_background_profiles_fit_the_output_schema_for_the_real_mcp_client(tmp_path: Path) -> None:
+    from test_mcp_server import run_client
+
+    write_personas(tmp_path, {"alpha": (), "beta": ()})
+    config = write_config(tmp_path, None)
+    policy = tmp_path / "policy.toml"
+    policy.write_text('[[allow]]\ntool = "background_agent"\n')
+
+    async def body(session: Any) -> Any:
+        return await session.call_tool("background_agent", {"action": "profiles"})
+
+    result = run_client(
+        [
+            "--host-config",
+            str(config),
+            "--store",
+            str(tmp_path / "tools.db"),
+            "--persona-labels",
+            "subagent.background",
+            "--consent-policy",
+            str(policy),
+        ],
+        body,
+    )
+    assert not result.is_error
+    assert [p["name"] for p in result.structured_content["result"]] == ["alpha", "beta"]
+
+
+def test_the_chain_bound_the_persona_send_file_states_holds(tmp_path: Path) -> None:
+    text = " ".join((INSTRUCTIONS / "persona.send.md").read_text().split())
+    assert "the fifth send in one chain fails with a status saying so" in text
+    write_personas(tmp_path, {"alpha": ("persona.send:*",), "beta": ()})
+    labels = ("persona.send:*",)
+    with open_host(
+        HostOptions(host_config=write_config(tmp_path, None), persona_labels=labels)
+    ) as h:
+        h.a2a_depth = 3
+        fourth = h.call("persona.send", {"target_persona": "beta", "message": "go"}, CTX)
+        h.a2a_depth = 4
+        fifth = h.call("persona.send", {"target_persona": "beta", "message": "go"}, CTX)
+    assert fourth["status"] == "queued"
+    assert fifth["status"] == "failed" and "bound of 4" in fifth["error"]
+
+
+def test_a_schedule_row_written_around_the_cron_rule_never_fires(queue_db: Path) -> None:
+    _schedule(queue_db, "@hourly", START)
+    _schedule(queue_db, "0 9 31 2 *", START)
+    q = Queue(
+        queue_db, owner="a", clock=FixedClock(START + dt.timedelta(days=400)), lease_seconds=5
+    )
+    assert q.claim(["alpha"], 4) == []
+
+
+def test_check_and_the_host_agree_a_schedule_needs_only_its_cron(tmp_path: Path) -> None:
+    """One rule: `forgec check` accepts the step the host accepts (and fires its label)."""
+    import forgec
+
+    root = Path(__file__).resolve().parent.parent
+    manifest = json.loads((root / "examples" / "talon-weekly-scheduler.talostool").read_text())
+    create = manifest["flow"]["nodes"][0]
+    assert create["capability"] == "schedule.manage"
+    del create["input"]["promptFile"]
+    report = forgec.check(json.dumps(manifest).encode(), path="s.talostool", target="talon")
+    assert [d.code for d in report.diagnostics if d.severity == "error"] == []
+
+
+# --- webhooks: at most once per message id, whatever the receiver and the crashes ------------
+
+
+class ScriptedReceiver(http.server.BaseHTTPRequestHandler):
+    """Answers each POST with the next of `server.answers`: a status, or "drop" (the
+    connection closes with no answer, after the request was read)."""
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        srv: Any = self.server
+        answer = srv.answers.pop(0) if srv.answers else 200
+        srv.posts.append((body["messageId"], answer))
+        if answer == "drop":
+            self.close_connection = True
+            self.wfile.flush()
+            self.connection.shutdown(2)
+            return
+        self.send_response(answer)
+        self.send_header("content-length", "0")
+        self.end_headers()
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    answers=st.lists(st.sampled_from([200, 500, 503, 429, 400, "drop"]), max_size=6),
+    crash_after_claim=st.sets(st.integers(min_value=0, max_value=6), max_size=2),
+)
+def test_a_webhook_message_is_accepted_at_most_once(
+    tmp_path_factory: pytest.TempPathFactory, answers: list[Any], crash_after_claim: set[int]
+) -> None:
+    """Invariant: however the receiver answers and wherever the daemon dies after claiming a
+    message, a receiver accepts (answers 2xx to) each message id at most once, nothing is
+    POSTed after a 2xx, a drop or a crash mid-POST, and retries stop at `webhook_attempts`."""
+    from forgec.daemon.connectors import _post, deliver_webhooks
+    from forgec.daemon.log import Log
+    from forgec.host.config import load_config
+    from forgec.host.db import connect
+
+    root = tmp_path_factory.mktemp("w")
+    clock = FixedClock(START)
+    with serving(ScriptedReceiver, answers=list(answers), posts=[]) as srv:
+        write_personas(root, {"alpha": ()})
+        config_path = write_config(
+            root,
+            None,
+            f'[channels.hook]\nconnector = "webhook"\nurl = "http://127.0.0.1:{srv.server_port}/"\n',
+        )
+        config_path.write_text(
+            config_path.read_text().replace(
+                "poll_ms = 100\n", "poll_ms = 100\nwebhook_attempts = 4\nwebhook_backoff_ms = 1\n"
+            )
+        )
+        config = load_config(config_path)
+        db = root / "host.db"
+        connect(db).close()
+        with open_host(
+            HostOptions(config=config, db=db, persona_labels=("channel.send:hook",))
+        ) as h:
+            mid = h.call("channel.send", {"channelId": "hook", "content": "hi"}, CTX)["messageId"]
+        import io
+
+        log = Log("json", stream=io.StringIO())
+        for step in range(12):
+            q = Queue(db, owner=f"d{step}", clock=clock, lease_seconds=5)
+            if step in crash_after_claim:
+                # the daemon dies during the POST: the receiver answered, nothing recorded it
+                for item in q.claim_deliveries(8):
+                    _post(item, config)
+            else:
+                deliver_webhooks(q, config, log)
+            q.close()
+            clock.moment += dt.timedelta(seconds=10)
+        posts = list(srv.posts)
+    state = (
+        sqlite3.connect(db)
+        .execute("SELECT delivery, delivery_attempts FROM messages WHERE id = ?", (mid,))
+        .fetchone()
+    )
+    accepted = [a for _m, a in posts if a == 200]
+    assert len(accepted) <= 1, f"accepted twice: {posts}"
+    final = {200: "delivered", "drop": "uncertain", 400: "failed"}
+    for i, (_m, answer) in enumerate(posts):
+        if answer in final:
+            assert i == len(posts) - 1, "a POST after a final answer"
+            assert state[0] in (final[answer], "uncertain")  # uncertain: it died during it
+    assert len(posts) <= 4 and state[1] <= 4
+    assert state[0] in ("delivered", "failed", "uncertain")
+
+
+def test_a_log_line_shows_controls_escaped_and_json_lines_are_json() -> None:
+    import io
+
+    from forgec.daemon.log import Log
+
+    text, lines = io.StringIO(), io.StringIO()
+    Log("text", text).event("firing", id="f1", error="bad \x1b[2J answer\u202e")
+    Log("json", lines).event("firing", id="f1", tools=["a", "b"])
+    assert "\x1b" not in text.getvalue() and "\\x1b" in text.getvalue()
+    assert "\u202e" not in text.getvalue()
+    assert json.loads(lines.getvalue()) == {"event": "firing", "id": "f1", "tools": ["a", "b"]}
+
+
+def test_a_model_cannot_call_around_the_offered_tools(tmp_path: Path) -> None:
+    """Invented names, bad JSON, inputs the schema refuses: each refused with no effect."""
+    from forgec.mcp.policy import ConsentPolicy
+
+    agents = _agents(tmp_path, ConsentPolicy())
+    labels = ("subagent.background",)
+    with open_host(HostOptions(db=tmp_path / "host.db", persona_labels=labels)) as h:
+        offered = agents.offered(labels)
+        for name, raw, expect in [
+            ("tool_create", "{}", "not available"),
+            ("schedule_manage", '{"action": "list"}', "not available"),
+            ("background_agent", "{not json", "not valid JSON"),
+            ("background_agent", '{"action": "explode"}', "invalid input"),
+            ("background_agent", '{"action": "spawn", "prompt": "x", "extra": 1}', "invalid input"),
+        ]:
+            answer = json.loads(agents.call_tool(offered, name, raw, h))
+            assert expect in answer["error"], (name, answer)
+        assert h.conn.execute("SELECT COUNT(*) FROM background_tasks").fetchone()[0] == 0

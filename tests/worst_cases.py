@@ -1,0 +1,429 @@
+# ruff: noqa: UP031  (templates spell `{{name}}`: %-formatting reads better than doubled braces)
+"""Adversarial inputs within the limits (SPEC §16 "The checker is bounded too"), for the
+worst-case search of `tests/test_check_worst_case.py` and the figures of docs/performance.md.
+
+Each family builds one input from two sizes (`n`, `k`) and shrinks `n` until the input fits
+the limits (a 64 KiB manifest, a 256 KiB `.forge` text; 64 top-level nodes, 16 per loop body).
+The families aim at the costs each pass could grow by: long chains of `set`s that double a
+value (folding, value size), wide and nested loops, many references and templates
+(references, flows), branch diamonds (every path), deep schemas, many hosts, credentials,
+cron triggers and long SQL (the catalog checks), long high-entropy strings (the secret
+scanner), flows from many private sources to many sinks, and `.forge` texts at the size limit.
+
+`python tests/worst_cases.py` checks the largest member of every family in this process and
+prints each one's check time (the slowest goes in docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import random
+import string
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+MANIFEST_LIMIT = 65_536
+FORGE_LIMIT = 262_144
+TOP_NODES = 64
+BODY_NODES = 16
+
+Built = tuple[bytes, str, str]  # (source, path, target)
+
+
+def base(nodes: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    m: dict[str, Any] = {
+        "schema": "talos.local-tool.v1",
+        "id": "worst.case",
+        "version": 1,
+        "title": "Worst case",
+        "description": "An input built to cost the checker as much as the limits allow.",
+        "createdAt": "2026-12-01T00:00:00Z",
+        "parentVersion": None,
+        "execution": "declarative-flow",
+        "installScope": "device",
+        "network": {"mode": "forbidden"},
+        "credentialRequirements": [],
+        "inputSchema": {
+            "type": "object",
+            "properties": {"items": {"type": "array"}, "q": {"type": "string"}},
+        },
+        "outputSchema": {},
+        "flow": {"entry": nodes[0]["id"], "maxTransitions": 256, "nodes": nodes},
+    }
+    m.update(extra)
+    return m
+
+
+def _chain(nodes: list[dict[str, Any]], last: str = "done") -> list[dict[str, Any]]:
+    for i, node in enumerate(nodes):
+        if node.get("type") not in ("if", "return", "fail"):
+            node["next"] = nodes[i + 1]["id"] if i + 1 < len(nodes) else last
+    return nodes
+
+
+def _ret(value: Any, nid: str = "done") -> dict[str, Any]:
+    return {"id": nid, "type": "return", "value": value}
+
+
+# -- families: (n, k) -> manifest dict (or .forge text) --------------------------------------
+
+
+def fold_chain(n: int, k: int) -> dict[str, Any]:
+    """Issue 17: v_i = "{{v_i-1}}" written 1+k times, so each link multiplies the value."""
+    n = min(n, TOP_NODES - 2)
+    reps = 1 + min(k, 8)
+    sets = [{"id": "s0", "type": "set", "target": "v0", "value": "ab"}]
+    for i in range(1, n + 1):
+        text = "".join("{{v%d}}" % (i - 1) for _ in range(reps))
+        sets.append({"id": f"s{i}", "type": "set", "target": f"v{i}", "value": {"$template": text}})
+    return base([*_chain(sets), _ret({"$template": "token {{v%d}}" % n})])
+
+
+def shared_chain(n: int, k: int) -> dict[str, Any]:
+    """Lists (k odd) or objects (k even) that hold the previous value twice: exponential
+    sharing, read by a template and compared at the end."""
+    n = min(n, TOP_NODES - 3)
+    sets: list[dict[str, Any]] = [{"id": "s0", "type": "set", "target": "v0", "value": [1]}]
+    for i in range(1, n + 1):
+        ref = {"$ref": f"v{i - 1}"}
+        value: Any = [ref, ref] if k % 2 else {"a": ref, "b": ref}
+        sets.append({"id": f"s{i}", "type": "set", "target": f"v{i}", "value": value})
+    cmp = {
+        "id": "cmp",
+        "type": "if",
+        "condition": {"op": "eq", "left": {"$ref": f"v{n}"}, "right": {"$ref": f"v{n - 1}"}},
+        "then": "done",
+        "else": "done",
+    }
+    return base([*_chain(sets, "cmp"), cmp, _ret({"$template": "{{v%d}}" % n})])
+
+
+def loops(n: int, k: int) -> dict[str, Any]:
+    """As many loops with full bodies as the 64 nodes allow: accumulating templates over
+    literal lists, items and indexes folded in every combination."""
+    body_len = 1 + k % BODY_NODES
+    count = max(1, min(n, (TOP_NODES - 2) // (body_len + 1)))
+    width = 1 + min(n, 15)
+    nodes: list[dict[str, Any]] = [{"id": "init", "type": "set", "target": "acc", "value": ""}]
+    for i in range(count):
+        body = []
+        for j in range(body_len):
+            text = "{{acc}}{{it%d}}{{ix%d}}" % (i, i)
+            if j >= 2 and j % 2 == 0:
+                text += "{{t%d_%d}}" % (i, j - 2)
+            body.append(
+                {
+                    "id": f"b{i}_{j}",
+                    "type": "set",
+                    "target": "acc" if j % 2 else f"t{i}_{j}",
+                    "value": {"$template": text},
+                }
+            )
+        for j in range(body_len - 1):
+            body[j]["next"] = body[j + 1]["id"]
+        nodes.append(
+            {
+                "id": f"l{i}",
+                "type": "foreach",
+                "source": [f"p{x}-" * 3 for x in range(width)]
+                if i % 2 == 0
+                else {"$ref": "input.items"},
+                "itemVar": f"it{i}",
+                "indexVar": f"ix{i}",
+                "maxItems": 100,
+                "body": body,
+            }
+        )
+    return base([*_chain(nodes), _ret({"$ref": "acc"})])
+
+
+def references(n: int, k: int) -> dict[str, Any]:
+    """Wide objects of references and templates with many placeholders, in every step."""
+    n = min(n, TOP_NODES - 1)
+    fields = 4 + k * 8
+    nodes = []
+    for i in range(n):
+        prev = f"q{i - 1}" if i else "input.q"
+        value = {
+            f"f{j}": {"$ref": f"input.items[{j}].a.b"}
+            if j % 3 == 0
+            else {"$template": ("{{%s}}{{input.q}}" % prev) * (1 + j % 4)}
+            if j % 3 == 1
+            else [{"$ref": prev}, {"$ref": "input.q"}]
+            for j in range(fields)
+        }
+        nodes.append({"id": f"s{i}", "type": "set", "target": f"q{i}", "value": value})
+    return base([*_chain(nodes), _ret({"$ref": f"q{n - 1}"})])
+
+
+def diamonds(n: int, k: int) -> dict[str, Any]:
+    """A chain of if-diamonds: 2^n paths, each branch writing (or not) a variable read later."""
+    k = min(k, 8)
+    n = min(n, (TOP_NODES - 2 - k) // 3)
+    nodes: list[dict[str, Any]] = [
+        {"id": f"i{v}", "type": "set", "target": f"v{v}", "value": v, "next": f"i{v + 1}"}
+        for v in range(k + 1)
+    ]
+    nodes[-1]["next"] = "c0"
+    for i in range(n):
+        nxt = f"c{i + 1}" if i + 1 < n else "done"
+        nodes += [
+            {
+                "id": f"c{i}",
+                "type": "if",
+                "condition": {"op": "truthy", "left": {"$ref": "input.q"}},
+                "then": f"a{i}",
+                "else": f"b{i}",
+            },
+            {"id": f"a{i}", "type": "set", "target": f"v{i % (k + 1)}", "value": i, "next": nxt},
+            {
+                "id": f"b{i}",
+                "type": "set",
+                "target": "w",
+                "value": {"$template": "{{v%d}}" % (i % (k + 1))},
+                "next": nxt,
+            },
+        ]
+    return base([*nodes, _ret({"w": {"$ref": "w"}, "v": {"$ref": "v0"}})])
+
+
+def deep_schema(n: int, k: int) -> dict[str, Any]:
+    """Schemas nested as deep as the limits let, wide at every level, in input, output and
+    state, with defaults and enums."""
+    depth = min(1 + k, 6)  # the top-level object and its property are two of the 8 levels
+
+    def schema(d: int) -> dict[str, Any]:
+        if d == 0:
+            return {"type": "string", "enum": [f"e{x}" for x in range(8)], "default": "e1"}
+        return {
+            "type": "object",
+            "properties": {f"p{x}": schema(d - 1) for x in range(2)},
+            "required": ["p0"],
+        }
+
+    props = {f"f{x}": schema(depth) for x in range(max(1, n // 50))}
+    m = base([_ret({"$ref": "input"})])
+    m["inputSchema"] = {"type": "object", "properties": props}
+    m["outputSchema"] = {"type": "object", "properties": props}
+    m["state"] = {"fields": dict(list(props.items())[:4]), "maxBytes": 65536}
+    return m
+
+
+def hosts(n: int, k: int) -> dict[str, Any]:
+    """Many allowlisted hosts, credentials scoped to them, and net.http steps to each."""
+    count = max(1, n)
+    names = [f"h{x}.example{x % 7}.com" for x in range(count)]
+    creds = [
+        {"id": f"cred{x}", "purpose": "An API key for one host.", "hosts": [names[x]]}
+        for x in range(min(count, 16 * k))
+    ]
+    nodes = [
+        {
+            "id": f"r{x}",
+            "type": "capability",
+            "capability": "net.http",
+            "input": {
+                "method": "POST",
+                "url": f"https://{names[x % count]}/api/v1/items?q=1&x={x}",
+                "headers": {"Authorization": {"$credential": creds[x % len(creds)]["id"]}}
+                if creds
+                else {},
+                "body": {"$template": "{{input.q}} {{%s}}" % (f"r{x - 1}" if x else "input")},
+                "timeoutMs": 1000,
+            },
+            "target": f"r{x}",
+        }
+        for x in range(min(count, TOP_NODES - 1))
+    ]
+    return base(
+        [*_chain(nodes), _ret({"$ref": "r0"})],
+        network={"mode": "allowlist", "hosts": names},
+        credentialRequirements=creds,
+    )
+
+
+def catalog_checks(n: int, k: int) -> dict[str, Any]:
+    """Long SQL in db.query steps and many cron triggers and schedule.manage steps (talon)."""
+    cols = ", ".join(f"content AS c{x}" for x in range(max(1, n)))
+    where = " OR ".join(f"content LIKE '%{x}%'" for x in range(max(1, n)))
+    sql = f"SELECT {cols} FROM messages WHERE {where} ORDER BY created_at DESC"
+    cron = "1-59/2,3,5,7 */3,1-23/5 1-31/2,15 1-12/3,JAN,DEC MON-FRI,SUN"
+    nodes = [
+        {
+            "id": f"q{x}",
+            "type": "capability",
+            "capability": "db.query",
+            "input": {"sql": sql, "limit": 50},
+            "target": f"r{x}",
+        }
+        for x in range(min(1 + k, 8))
+    ] + [
+        {
+            "id": f"sc{x}",
+            "type": "capability",
+            "capability": "schedule.manage",
+            "input": {
+                "action": "create",
+                "cronExpr": cron,
+                "prompt": "Summarise the day.",
+                "label": f"s{x}",
+            },
+            "target": f"x{x}",
+        }
+        for x in range(min(k * 4, 40))
+    ]
+    triggers = [{"type": "schedule", "cron": cron} for _ in range(min(n, 200))]
+    return base([*_chain(nodes), _ret({"$ref": "r0"})], triggers=triggers)
+
+
+_rng = random.Random(17)
+_B64 = string.ascii_letters + string.digits + "+/"
+
+
+def secret_scan(n: int, k: int) -> dict[str, Any]:
+    """Long high-entropy strings under names a secret would have, in every kind of place."""
+    blob = "".join(_rng.choice(_B64) for _ in range(max(8, n * 8)))
+    nodes = [
+        {
+            "id": f"s{x}",
+            "type": "set",
+            "target": f"api_key_{x}",
+            "value": {"token": blob[x:], "password": {"$template": "{{input.q}}" + blob[: x * k]}},
+        }
+        for x in range(min(16, 1 + k * 2))
+    ]
+    return base([*_chain(nodes), _ret({"$ref": "api_key_0"})])
+
+
+def flows(n: int, k: int) -> dict[str, Any]:
+    """Many private sources, model steps and egress sinks, mixed through sets and branches
+    (talon), no loop doubling (that one is issue 17's regression test)."""
+    n = min(n, (TOP_NODES - 1) // 3)
+    nodes: list[dict[str, Any]] = []
+    for x in range(n):
+        nodes += [
+            {
+                "id": f"n{x}",
+                "type": "capability",
+                "capability": ["notes.list", "tasks.list", "memory.search"][x % 3],
+                "input": {
+                    "query": {"$template": "{{input.q}}{{%s}}" % (f"m{x - 1}" if x else "input.q")}
+                }
+                if x % 3 != 1
+                else {},
+                "target": f"p{x}",
+            },
+            {
+                "id": f"m{x}",
+                "type": "llm",
+                "op": "summarize",
+                "input": {"a": {"$ref": f"p{x}"}, "b": {"$ref": f"m{x - 1}" if x else "input"}},
+                "target": f"m{x}",
+            },
+            {
+                "id": f"e{x}",
+                "type": "capability",
+                "capability": "channel.send",
+                "input": {"channelId": "team", "content": {"$template": "{{m%d}}" % x}},
+                "target": f"o{x}",
+            },
+        ]
+    for node in nodes:
+        if node["capability" if "capability" in node else "op"] == "memory.search":
+            node["input"] = {"query": {"$template": "{{input.q}}"}, "limit": 5}
+    return base([*_chain(nodes), _ret({"$ref": f"m{n - 1}"})])
+
+
+def forge_text(n: int, k: int) -> str:
+    """A `.forge` text at the size limit: many steps, long comments and strings."""
+    steps = min(max(2, n), TOP_NODES - 1)
+    lines = [
+        "tool worst.forge {",
+        "  version 1",
+        '  title "Worst forge"',
+        '  description "A long text."',
+        '  created "2026-12-01T00:00:00Z"',
+        "  parent null",
+        "  network forbidden",
+        "  flow entry s0 max 256 {",
+    ]
+    for i in range(steps):
+        nxt = f"s{i + 1}" if i + 1 < steps else "done"
+        prev = f"v{i - 1}" if i else "input.q"
+        lines.append(f'    s{i}: v{i} = "{{{{{prev}}}}}{"x" * (k * 8)}" -> {nxt}')
+    lines.append(f"    done: return $v{steps - 1}")
+    lines += ["  }", "}"]
+    text = "\n".join(lines) + "\n"
+    pad = FORGE_LIMIT - len(text.encode()) - 1
+    comment = "# " + "padding " * 16 + "\n"
+    if pad > 0:
+        text = comment * (pad // len(comment)) + text
+    return text
+
+
+FAMILIES: dict[str, tuple[Callable[[int, int], Any], str]] = {
+    "fold_chain": (fold_chain, "talos"),
+    "shared_chain": (shared_chain, "talos"),
+    "loops": (loops, "talos"),
+    "references": (references, "talos"),
+    "diamonds": (diamonds, "talos"),
+    "deep_schema": (deep_schema, "talos"),
+    "hosts": (hosts, "talon"),
+    "catalog_checks": (catalog_checks, "talon"),
+    "secret_scan": (secret_scan, "talos"),
+    "flows": (flows, "talon"),
+    "forge_text": (forge_text, "talon"),
+}
+
+
+def build(family: str, n: int, k: int) -> Built:
+    """FAMILY's input for (N, K), N shrunk until it fits the limits."""
+    make, target = FAMILIES[family]
+    n = max(1, n)
+    while True:
+        doc = make(n, k)
+        if isinstance(doc, str):
+            data = doc.encode()
+            if len(data) <= FORGE_LIMIT or (n == 1 and k <= 1):
+                return data, "worst.forge", target
+        else:
+            data = orjson.dumps(doc)
+            if len(data) <= MANIFEST_LIMIT or (n == 1 and k <= 1):
+                return data, "worst.talostool", target
+        if n == 1 and k > 1:
+            k -= 1  # the smallest N is still too large: shrink the other size
+            continue
+        n = max(1, int(n * 0.8))
+
+
+LARGEST = {family: (4000, 8) for family in FAMILIES}  # the biggest each family can be
+
+
+def complete_check(source: bytes, path: str, target: str) -> Any:
+    """Everything `tools install` pays: the check, the deferred flow facts, the canonical
+    manifest, the lowering."""
+    from forgec.api import check
+
+    report = check(source, path=path, target=target)
+    if report.facts is not None:
+        _ = report.facts.flows
+    if report.ok and report.manifest is not None:
+        from forgec.backend import lower_report
+
+        lower_report(report)
+    return report
+
+
+if __name__ == "__main__":  # pragma: no cover - a figure for the docs
+    import resource
+    import time
+
+    for family, (n, k) in LARGEST.items():
+        src, path, target = build(family, n, k)
+        started = time.process_time()
+        rep = complete_check(src, path, target)
+        took = time.process_time() - started
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+        codes = sorted({d.code for d in rep.diagnostics if d.is_error})
+        print(f"{family:15} {len(src):7} B  {took * 1000:8.1f} ms  peak {peak} MB  {codes}")
