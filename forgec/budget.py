@@ -81,7 +81,10 @@ def check_with_budget(
         if elapsed >= budget_s:
             why = f"the check did not finish within {_seconds(budget_s)} (the check budget)"
         else:
-            why = "the check stopped: it needed more memory than a check may use"
+            why = (
+                "the check stopped before it finished (it needed more memory than a check "
+                "may use, or its worker crashed)"
+            )
         return budget_report(source, path, target, why)
     _POOL.give(worker)
     status, payload = answer

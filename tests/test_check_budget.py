@@ -278,3 +278,66 @@ async def test_hover_is_answered_while_a_slow_document_is_analysed(
     # the slow one ends at the budget with the budget error, not after the 30 s delay
     diags = await _diagnostics_of(client, slow, 20)
     assert [d.code for d in diags] == ["FORGEC_CHECK_BUDGET"]
+
+
+def test_the_language_server_takes_its_budget_from_options_and_settings() -> None:
+    from forgec.lsp.server import ForgeLanguageServer
+
+    ls = ForgeLanguageServer()
+    assert ls.budget_s == 5.0
+    assert ls.set_budget({"forgec": {"checkBudget": 2}}) and ls.budget_s == 2.0
+    assert ls.set_budget({"checkBudget": 0.5}) and ls.budget_s == 0.5
+    for bad in ({"checkBudget": True}, {"checkBudget": -1}, {"checkBudget": "9"}, {}):
+        assert not ls.set_budget(bad) and ls.budget_s == 0.5
+
+
+def test_a_worker_that_dies_mid_check_is_the_budget_error_and_is_replaced(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import threading
+
+    from forgec import budget
+
+    monkeypatch.setenv(DELAY_ENV, "30")
+    budget.close_workers()  # workers started from here on see the delay
+    got: dict[str, Any] = {}
+
+    def run() -> None:
+        got["report"] = check_with_budget(orjson.dumps(slow_manifest()), budget_s=60)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while True:  # the worker the check took is the one not idle in the pool
+        busy = [p for p in _children() if p not in [w.proc.pid for w in budget._POOL._idle]]
+        if busy or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert busy
+    time.sleep(1.0)  # it is now inside the check
+    os.kill(busy[0], 9)  # what the kernel does to a worker past RLIMIT_AS, or a crash
+    thread.join(30)
+    report = got["report"]
+    assert [d.code for d in report.diagnostics] == ["FORGEC_CHECK_BUDGET"]
+    assert "stopped before it finished" in report.diagnostics[0].message
+    monkeypatch.delenv(DELAY_ENV)
+    budget.close_workers()
+    assert check_with_budget(orjson.dumps(slow_manifest()), budget_s=60).ok
+
+
+def _children() -> list[int]:
+    """This process' `python -m forgec.budget` children."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                parent = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmd = f.read()
+        except OSError:
+            continue
+        if parent == os.getpid() and b"forgec.budget" in cmd:
+            out.append(int(entry))
+    return out

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from manifests import manifest_with_nodes
 
@@ -137,6 +137,7 @@ def test_a_combination_of_a_default_a_state_default_and_a_loop_item_is_found() -
 PLACEHOLDER = {"input": "{{input.a}}", "state": "{{state.b}}", "loop": "{{it}}", "set": "{{w}}"}
 
 
+@settings(deadline=None)  # a whole check each; a loaded machine is slow
 @given(st.permutations(list(PLACEHOLDER)), st.integers(1, 3))
 def test_any_split_of_the_token_over_the_four_sources_is_found(order: list[str], cut: int) -> None:
     token = PREFIX + BODY

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from manifests import example
 
@@ -53,6 +53,7 @@ big = st.one_of(
 )
 
 
+@settings(deadline=None)  # a whole check each; a loaded machine is slow
 @given(big, st.booleans(), st.sampled_from(PLACES[:2]), st.booleans())
 def test_every_unsafe_integer_is_refused_at_its_path(
     n: int, negative: bool, place: str, indented: bool
@@ -61,11 +62,13 @@ def test_every_unsafe_integer_is_refused_at_its_path(
     assert integer_errors(with_integer(token, place, indented=indented)) == [place]
 
 
+@settings(deadline=None)  # a whole check each; a loaded machine is slow
 @given(st.integers(min_value=-SAFE, max_value=SAFE), st.sampled_from(PLACES[:2]), st.booleans())
 def test_a_safe_integer_is_not(n: int, place: str, indented: bool) -> None:
     assert integer_errors(with_integer(str(n), place, indented=indented)) == []
 
 
+@settings(deadline=None)  # a whole check each; a loaded machine is slow
 @given(st.integers(min_value=2**64, max_value=2**80) | st.just(10**500), st.booleans())
 def test_past_64_bits_even_a_field_with_its_own_range_says_so(n: int, indented: bool) -> None:
     # `version` 2^53 is FORGE_VERSION (its own range); past 64 bits the parsed value could not
@@ -126,3 +129,24 @@ def _digits(n: int) -> str:
         return str(n)
     finally:
         _sys.set_int_max_str_digits(old)
+
+
+def test_tool_create_refuses_an_integer_past_64_bits_at_its_path(tmp_path: Path) -> None:
+    """Through the real `mcp` client: the server re-writes the manifest object it received, and
+    orjson cannot write such an integer; it must still be refused as written, not crash."""
+    from test_check_budget import run_mcp
+
+    m = example("note-updater")
+    m["flow"]["nodes"][0]["input"]["extra"] = 2**64
+
+    async def body(session: Any) -> Any:
+        return await session.call_tool("tool_create", {"manifest": m, "target": "talos"})
+
+    result = run_mcp(tmp_path / "tools.db", tmp_path, body, budget="60")
+    assert result.is_error
+    found = [
+        (d["code"], d["path"])
+        for d in result.structured_content["report"]["diagnostics"]
+        if "is outside ±(2^53 − 1)" in d["message"]
+    ]
+    assert found == [("FORGE_MANIFEST_STRUCTURE", PLACES[0])]

@@ -480,11 +480,12 @@ class ForgeServer:
         if has_manifest == has_source:
             return _refusal("tool_create takes exactly one of `manifest` (object) or `source`")
         target = args.get("target", "talon")
+        source: str | bytes
         if has_manifest:
-            source: bytes = orjson.dumps(args["manifest"])
+            source = _manifest_text(args["manifest"])
             path = None
         else:
-            source = str(args["source"]).encode()
+            source = str(args["source"])  # as sent: the loader judges a lone surrogate
             path = "tool_create.forge"
         from forgec.store import StoreError
 
@@ -596,6 +597,20 @@ def _first_error(validator: Any, value: Any) -> str | None:
         return None
     where = "/" + "/".join(str(p) for p in error.absolute_path)
     return f"{error.message} (at {where})"
+
+
+def _manifest_text(value: Any) -> bytes:
+    """The JSON text of a manifest a client sent as an object, with every integer as sent:
+    orjson cannot write one past 64 bits, so such a manifest is written by the standard
+    library, and the loader then refuses the integer at its path (SPEC §16)."""
+    try:
+        return orjson.dumps(value)
+    except TypeError:
+        import json
+
+        return json.dumps(value, ensure_ascii=False, allow_nan=False).encode(
+            "utf-8", "surrogatepass"
+        )
 
 
 def _dumps(value: Any) -> str:
