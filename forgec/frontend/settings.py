@@ -12,7 +12,8 @@ The settings of a file are those of the nearest folder, from the file's own up t
 that holds a `forgec.toml` or a `pyproject.toml` with a `[tool.forgec]` table (a `forgec.toml`
 wins in the same folder). Globs are read relative to that folder, `fnmatch`-style over the
 `/`-separated path (`*` also crosses `/`); a glob without `/` is matched against the file name
-alone. One module reads them for every consumer: the command line (`check`, `fmt`, `compile`,
+alone. A folder walk skips hidden folders and any folder an `exclude` glob covers whole
+(`dir/**`). One module reads them for every consumer: the command line (`check`, `fmt`, `compile`,
 `inspect`, …), the language server and, through the command line, the pre-commit hooks.
 """
 
@@ -154,7 +155,14 @@ def expand(paths: list[str], *, force_exclude: bool = False) -> list[str]:
             continue
         found: list[str] = []
         for folder, dirs, files in os.walk(arg):
-            dirs[:] = sorted(d for d in dirs if not d.startswith("."))  # .git, .venv
+            # hidden folders (.git, .venv) are never walked, nor a folder whose every file is
+            # excluded (`tests/corpus/**`, `**/node_modules/**`)
+            dirs[:] = sorted(
+                d
+                for d in dirs
+                if not d.startswith(".")
+                and not settings_for(os.path.join(folder, d)).excluded(Path(folder, d, "_"))
+            )
             for name in sorted(files):
                 if not name.endswith(SUFFIXES):
                     continue
