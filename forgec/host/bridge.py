@@ -309,6 +309,12 @@ class ReferenceHost:
     def has_credential(self, credential_id: str) -> bool:
         return self.credentials.has(credential_id)
 
+    def credential_hint(self, credential_id: str) -> str:
+        """How to supply a missing credential (the VM adds it to `RUN_CREDENTIAL_MISSING`)."""
+        from forgec.host.credentials import how_to_supply
+
+        return how_to_supply(credential_id)
+
     def load_state(self, tool_id: str) -> dict[str, Any] | None:
         with self._lock:
             return records.load_state(self.conn, tool_id)

@@ -47,6 +47,16 @@ def env_name(credential_id: str) -> str:
     return PREFIX + re.sub(r"[.\-]", "_", credential_id).upper()
 
 
+def how_to_supply(credential_id: str) -> str:
+    """How a person gives the reference host a credential: the one sentence every
+    `RUN_CREDENTIAL_MISSING` of this host ends with."""
+    return (
+        f'give it with `--credentials FILE` (TOML `{credential_id} = "..."`, or JSON '
+        f'`{{"{credential_id}": "..."}}` in a .json file) or the environment variable '
+        f"{env_name(credential_id)}"
+    )
+
+
 def control_problem(value: str) -> str | None:
     """Why a secret value cannot be sent as a header, or None.
 
