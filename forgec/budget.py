@@ -59,22 +59,27 @@ def check_with_budget(
     path: str | None = None,
     target: str = DEFAULT_TARGET,
     budget_s: float | None = DEFAULT_BUDGET_S,
+    facts: bool = True,
 ) -> Report:
     """`forgec.check(source, path=, target=)` in a worker process, within BUDGET_S seconds.
 
     Returns the check's `Report` (with the flow facts and the canonical manifest already
     computed, so nothing the caller reads next does unbudgeted work), or, when the check did
     not finish in time or its worker died (out of memory), a report holding the one error
-    `FORGEC_CHECK_BUDGET`. `budget_s=None` checks in this process, without a budget."""
+    `FORGEC_CHECK_BUDGET`. `budget_s=None` checks in this process, without a budget.
+
+    `facts=False` is for a caller that only shows the diagnostics (the language server): the
+    flow facts a check defers (it reports no flow warning) are not computed, and
+    `report.facts.flows` of such a report reads empty; the canonical manifest is not made."""
     if budget_s is None:
         from forgec.api import check
 
-        return _complete(check(source, path=path, target=target))
+        return _complete(check(source, path=path, target=target), facts)
     worker = _POOL.take()
     if worker is None:
         return budget_report(source, path, target, "the checker could not be started")
     started = time.monotonic()
-    answer = worker.ask((source, path, target), deadline=started + budget_s)
+    answer = worker.ask((source, path, target, facts), deadline=started + budget_s)
     if answer is None:
         worker.kill()
         elapsed = time.monotonic() - started
@@ -110,13 +115,18 @@ def _seconds(s: float) -> str:
     return f"{s:g} s"
 
 
-def _complete(report: Report) -> Report:
+def _complete(report: Report, facts: bool = True) -> Report:
     """Do in the worker what a reader of the report would otherwise do later, unbudgeted:
-    the deferred flow analysis and the canonical manifest."""
+    the deferred flow analysis and the canonical manifest (or, without FACTS, drop the
+    deferred analysis, which cannot cross a process boundary)."""
     if report.facts is not None:
-        _ = report.facts.flows
-        _ = report.facts.flow_joins
-    _ = report.manifest
+        if facts:
+            _ = report.facts.flows
+            _ = report.facts.flow_joins
+        else:
+            report.facts.flows_pending = None
+    if facts:
+        _ = report.manifest
     return report
 
 
@@ -286,10 +296,11 @@ def _serve() -> None:  # pragma: no cover - runs in the worker process
             return
         body = stdin.read(_HEADER.unpack(header)[0])
         try:
-            source, path, target = pickle.loads(body)
+            source, path, target, facts = pickle.loads(body)
             if delay and DELAY_MARKER in (source.encode() if isinstance(source, str) else source):
                 time.sleep(delay)
-            answer: tuple[str, Any] = ("ok", _complete(check(source, path=path, target=target)))
+            report = check(source, path=path, target=target)
+            answer: tuple[str, Any] = ("ok", _complete(report, facts))
             data = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
         except MemoryError:
             return  # the parent sees the exit: over the memory a check may use
