@@ -415,6 +415,39 @@ def complete_check(source: bytes, path: str, target: str) -> Any:
     return report
 
 
+def search(max_examples: int, *, derandomize: bool, bound_s: float) -> dict[str, Any]:
+    """A hypothesis search over the families for the slowest whole check, steered by
+    `hypothesis.target`; fails (AssertionError) on the first input over BOUND_S of CPU.
+    Returns the slowest input found: {"family", "n", "k", "bytes", "cpu"}."""
+    import time
+
+    from hypothesis import HealthCheck, given, settings, target
+    from hypothesis import strategies as st
+
+    slowest: dict[str, Any] = {"cpu": -1.0}
+
+    @settings(
+        max_examples=max_examples,
+        derandomize=derandomize,
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(st.sampled_from(sorted(FAMILIES)), st.integers(1, 4000), st.integers(1, 8))
+    def one(family: str, n: int, k: int) -> None:
+        source, path, tgt = build(family, n, k)
+        started = time.process_time()
+        complete_check(source, path, tgt)
+        took = time.process_time() - started
+        target(took, label="check CPU seconds")
+        if took > slowest["cpu"]:
+            slowest.update(family=family, n=n, k=k, bytes=len(source), cpu=took)
+        assert took < bound_s, (family, n, k, took)
+
+    one()
+    return slowest
+
+
 if __name__ == "__main__":  # pragma: no cover - a figure for the docs
     import resource
     import time
