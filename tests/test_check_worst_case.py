@@ -214,5 +214,5 @@ def test_an_integer_of_2_to_the_64_is_refused_in_a_child(tmp_path: Path) -> None
 def test_a_loop_body_doubling_a_list_three_times_checks_within_the_bound(tmp_path: Path) -> None:
     source = _dumps(doubling_loop_body(3))
     # a wall limit well past the bound, so the test ends while the analysis still runs away
-    (r,) = in_child(tmp_path, [("flows", source, "x.talostool", "talos")], wall=20)["results"]
+    (r,) = in_child(tmp_path, [("flows", source, "x.talostool", "talos")], wall=12)["results"]
     assert r["errors"] == [] and r["cpu"] < CPU_BOUND_S
