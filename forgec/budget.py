@@ -19,7 +19,8 @@ reads requests on stdin and answers on stdout, never the server's own streams.
 `check_with_budget` blocks the calling thread until the report is back or the budget is spent;
 a server calls it from a worker thread (`anyio.to_thread`, `run_in_executor`), which only waits
 on a pipe. Workers are kept per process, a few idle ones reused; concurrent checks each get
-their own worker.
+their own worker, at most `MAX_WORKERS` at once (a caller past them waits for a slot within
+its budget), so a flood of requests cannot start a flood of processes.
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ DEFAULT_BUDGET_S = 5.0  # SPEC §16
 MEMORY_LIMIT = 1 << 30  # the worker's address space (RLIMIT_AS): 2× the checker's 512 MiB bound
 START_TIMEOUT_S = 60.0  # a worker that cannot start on a loaded machine within this is a failure
 IDLE_WORKERS = 2
+# at most this many checks at once per process; a caller past them waits, within its budget, so
+# a flood of requests cannot start a flood of workers
+MAX_WORKERS = 4
 # Test hook: with this set (by the test suite only), a check in a worker whose source holds
 # `DELAY_MARKER` sleeps that many seconds first: a slow check on demand, beside fast ones.
 DELAY_ENV = "FORGEC_TEST_CHECK_DELAY_S"
@@ -75,6 +79,20 @@ def check_with_budget(
         from forgec.api import check
 
         return _complete(check(source, path=path, target=target), facts)
+    # waiting for a free slot counts against the budget; starting a worker does not (servers
+    # start one ahead, `warm_up`), so the check itself always gets the whole budget
+    if not _SLOTS.acquire(timeout=budget_s):
+        why = f"the checker was busy with other checks for {_seconds(budget_s)} (the check budget)"
+        return budget_report(source, path, target, why)
+    try:
+        return _budgeted(source, path, target, budget_s, facts)
+    finally:
+        _SLOTS.release()
+
+
+def _budgeted(
+    source: str | bytes, path: str | None, target: str, budget_s: float, facts: bool
+) -> Report:
     worker = _POOL.take()
     if worker is None:
         return budget_report(source, path, target, "the checker could not be started")
@@ -252,6 +270,7 @@ class _Pool:
 
 
 _POOL = _Pool()
+_SLOTS = threading.BoundedSemaphore(MAX_WORKERS)
 
 
 def warm_up() -> None:

@@ -341,3 +341,33 @@ def _children() -> list[int]:
         if parent == os.getpid() and b"forgec.budget" in cmd:
             out.append(int(entry))
     return out
+
+
+def test_a_flood_of_checks_starts_no_more_than_max_workers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import threading
+
+    from forgec import budget
+
+    monkeypatch.setenv(DELAY_ENV, "2")
+    budget.close_workers()
+    reports: list[Any] = []
+    threads = [
+        threading.Thread(
+            target=lambda: reports.append(
+                check_with_budget(orjson.dumps(slow_manifest()), budget_s=60)
+            )
+        )
+        for _ in range(budget.MAX_WORKERS + 3)
+    ]
+    for t in threads:
+        t.start()
+    most = 0
+    while any(t.is_alive() for t in threads):
+        most = max(most, len(_children()))
+        time.sleep(0.05)
+    assert 0 < most <= budget.MAX_WORKERS
+    assert len(reports) == len(threads) and all(r.ok for r in reports)
+    monkeypatch.delenv(DELAY_ENV)
+    budget.close_workers()
