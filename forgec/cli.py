@@ -32,6 +32,7 @@ COMMAND_MODULES = (
     "tools",
     "mcp",
     "lsp",
+    "screen",
     "talond",
 )
 

@@ -747,31 +747,7 @@ def test_huge_and_deep_values_give_problems_not_tracebacks() -> None:
     assert spec.check_runtime_input({"operation": "write", "value": 2**70}) == []
 
 
-def _doc_rows() -> dict[str, list[str]]:
-    from pathlib import Path
-
-    text = (Path(__file__).parent.parent / "docs" / "catalog.md").read_text(encoding="utf-8")
-    rows: dict[str, list[str]] = {}
-    for line in text.splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if line.startswith("| `") and len(cells) >= 6 and cells[-2].isdigit():
-            rows[cells[0].strip("`")] = cells
-    return rows
-
-
-def test_docs_tables_match_the_catalogs() -> None:
-    rows = _doc_rows()
-    assert set(rows) == set(TALON.capabilities)
-    for name, cells in rows.items():
-        spec = TALON.capabilities[name]
-        worst = spec.marks({})
-        power, risk, limit, undo = cells[-4], cells[-3], cells[-2], cells[-1]
-        assert power.split()[0] == worst.power, name
-        assert risk.split()[0] == worst.risk, name
-        assert int(limit) == spec.input_limit, name
-        assert undo.strip("`") == (spec.undo or "—"), name
-        if spec.mcp_name:
-            assert cells[1].strip("`") == spec.mcp_name
+# the docs' capability tables are generated from the rows: tests/test_generated_docs.py
 
 
 def test_messages_as_a_person_reads_them(snapshot: Any) -> None:

@@ -280,5 +280,9 @@ def test_a_version_that_starts_sending_notes_asks_again(tmp_path: Path) -> None:
     assert not store.consent_status("notes-digest-local").needed
     assert store.install(version(2, {"$template": "{{notes.items}}"}), target="talon").ok
     status = store.consent_status("notes-digest-local")
-    assert status.needed and status.reason == "grown"
+    assert status.needed and status.reason == "changed"  # SPEC §14: consent follows the hash
     assert status.growth == {"flows": ["private:notes.list → egress:channel.send"]}
+    from forgec.store.diff import diff_versions
+
+    gained = diff_versions(store, "notes-digest-local", 1, 2)["effects"]["gained"]
+    assert {"kind": "flow", "text": "private:notes.list → egress:channel.send"} in gained

@@ -189,8 +189,35 @@ def test_a_loop_source_steers_its_body_but_not_what_follows() -> None:
 
     inside = pairs(flow(True))
     assert UNTRUSTED_WRITE in inside  # the page decides how often `save` runs
-    assert ("external:news.example.com", "write:tasks.create") not in inside
     assert UNTRUSTED_WRITE not in pairs(flow(False))
+    # SPEC §15 "Failure is control": the page may make `split` fail, or give more than five
+    # lines (RUN_LOOP_BOUND), and so decide whether `final` runs at all
+    steered = [f for f in forgec.check(orjson.dumps(flow(False)), target="talon").facts.flows
+               if f.node == "final" and f.source.startswith("external:")]  # fmt: skip
+    assert steered and all(f.via == "control" for f in steered)
+    assert any("split" in f.path or "each" in f.path for f in steered)
+
+
+def test_what_follows_a_loop_that_cannot_fail_is_not_steered_by_its_source() -> None:
+    def flow(source: Any) -> dict[str, Any]:
+        body = [{"id": "note", "type": "set", "target": "seen", "value": {"$ref": "line"}}]
+        return tool([
+            {"id": "fetch", "type": "capability", "capability": "net.http",
+             "input": {"method": "GET", "url": "https://news.example.com/"}, "target": "page",
+             "next": "each"},
+            {"id": "each", "type": "foreach", "source": source, "itemVar": "line",
+             "maxItems": 5, "body": body, "next": "final"},
+            {"id": "final", "type": "capability", "capability": "tasks.create",
+             "input": {"title": {"$ref": "input.text"}}, "next": "done"},
+            DONE,
+        ])  # fmt: skip
+
+    after = ("external:news.example.com", "write:tasks.create")
+    # a literal list: its length is fixed and `page.body` is there by net.http's declared shape
+    fixed = pairs(flow([{"$ref": "page.body"}, {"$ref": "page.status"}]))
+    assert after not in fixed
+    # a list the page chose may be too long (or not a list): it decides whether `final` runs
+    assert after in pairs(flow({"$ref": "page.headers.items"}))
 
 
 def test_inspect_json_lists_the_flows_through_the_cli(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -213,3 +240,44 @@ def test_inspect_json_lists_the_flows_through_the_cli(tmp_path) -> None:  # type
         "path": ["recall", "post"],
     } in flows
     assert all(set(f) == {"source", "sink", "node", "argument", "via", "path"} for f in flows)
+
+
+def test_rows_other_people_write_are_untrusted_and_the_tools_own_rows_are_not() -> None:
+    def flow(sql: Any) -> dict[str, Any]:
+        return tool(
+            [
+                {"id": "q", "type": "capability", "capability": "db.query",
+                 "input": {"sql": sql}, "target": "rows", "next": "save"},
+                {"id": "save", "type": "capability", "capability": "notes.create",
+                 "input": {"title": "t", "body": {"$template": "{{rows.rows}}"}},
+                 "next": "done"},
+                DONE,
+            ]
+        )  # fmt: skip
+
+    talon = ("external:talon", "write:notes.create")
+    assert talon in pairs(flow("SELECT content FROM messages"))
+    assert talon in pairs(flow("SELECT title FROM threads"))
+    assert talon not in pairs(flow("SELECT key, value FROM memory_items"))
+    assert talon in pairs(flow({"$template": "SELECT * FROM {{input.table}}"}))  # computed
+
+
+def test_a_sub_agents_answer_is_untrusted() -> None:
+    def flow(capability: str, nid: str = "ask") -> dict[str, Any]:
+        inputs = {
+            "subagent.invoke": {"name": "researcher", "input": {"q": "hi"}},
+            "memory.access": {"operation": "list"},
+        }
+        return tool(
+            [
+                {"id": nid, "type": "capability", "capability": capability,
+                 "input": inputs[capability], "target": "answer", "next": "save"},
+                {"id": "save", "type": "capability", "capability": "notes.create",
+                 "input": {"title": "t", "body": {"$template": "{{answer}}"}}, "next": "done"},
+                DONE,
+            ]
+        )  # fmt: skip
+
+    talon = ("external:talon", "write:notes.create")
+    assert talon in pairs(flow("subagent.invoke"))
+    assert talon not in pairs(flow("memory.access"))

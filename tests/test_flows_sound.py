@@ -6,6 +6,12 @@ checked for real (`forgec.check`, so the Program carries the pass's joins), run 
 in-memory host with a replayed model, and the pairs the host saw — plus the output's labels —
 must be among the static ones. A run-time `external:h` is covered by a static `external:*`,
 an `egress:h` by `egress:*`.
+
+SPEC §15 "Labels persist" and "Failure is control": the storage generator adds steps that
+write labelled data into the host's tasks, notes and memories and read them back, reads of a
+capability result that may be missing (`items[0]`), and runs each flow twice on one host, so
+state saved (with its labels) by the first run is read by the second; every pair of both runs
+must be a static pair.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from test_marks import mutated
 
 import forgec
 from forgec.backend import lower_report
-from forgec.runtime import run
+from forgec.runtime import flowlabels, run
 from forgec.runtime.memory_host import MemoryHost
 
 
@@ -150,3 +156,166 @@ def test_the_flow_facts_never_raise_on_mutated_manifests(doc: dict[str, Any], ta
     if report.facts is not None:
         for f in report.facts.flows:
             assert f.source and f.sink and f.node and f.path and f.path[-1] == f.node
+
+
+# --- storage round-trips, two runs with state, failing references (SPEC §15) -------------
+
+WRITES: tuple[dict[str, Any], ...] = (
+    {"capability": "tasks.create", "input": {"title": {"$template": "t {{a}}"}}},
+    {"capability": "notes.create", "input": {"title": "n", "body": {"$template": "{{b}}{{c}}"}}},
+    {"capability": "memory.create", "input": {"text": {"$template": "m {{state.s}} {{a}}"}}},
+)
+READS: tuple[dict[str, Any], ...] = (
+    {"capability": "tasks.list", "input": {}},
+    {"capability": "notes.list", "input": {}},
+    {"capability": "memory.search", "input": {"query": "m"}},
+)
+# a capability result read where it may be missing (no item yet) or is sure to be there
+RESULT_READS = ("a.items[0].title", "b.items[0]", "c.items", "a.items[1].id", "b.items[0].body")
+
+
+@st.composite
+def storage_flows(draw: st.DrawFn) -> dict[str, Any]:
+    flow = draw(net_flows())
+    nodes = flow["flow"]["nodes"]
+    every = [*nodes, *(b for n in nodes if n["type"] == "foreach" for b in n["body"])]
+    for node in every:
+        if node["id"].startswith("p"):
+            continue  # the prelude defines the variables
+        if node["type"] == "capability" and node["capability"] not in ("net.http",):
+            choice = draw(st.integers(0, 2))
+            if choice == 0:
+                node.pop("compensation", None)
+                node.pop("target", None)
+                node |= copy.deepcopy(draw(st.sampled_from(WRITES)))
+            elif choice == 1:
+                node.pop("compensation", None)
+                node |= copy.deepcopy(draw(st.sampled_from(READS)))
+                node["target"] = draw(st.sampled_from(["a", "b", "c"]))
+        elif node["type"] == "set" and draw(st.integers(0, 2)) == 0:
+            node["value"] = {"$ref": draw(st.sampled_from(RESULT_READS))}
+    flow["state"]["fields"]["s"] = {}  # any value: most runs save what they wrote
+    # a round trip one run makes and the next undoes: `input.flag` chooses whether this run
+    # stores (what it fetched) or reads back and sends what an earlier run stored
+    text = {"$template": "m {{a}} {{b}} {{c}}"}
+    store, read = draw(
+        st.sampled_from(
+            [
+                ({"capability": "tasks.create", "input": {"title": text}},
+                 {"capability": "tasks.list", "input": {}}),
+                ({"capability": "notes.create", "input": {"title": "n", "body": text}},
+                 {"capability": "notes.list", "input": {}}),
+                ({"capability": "memory.create", "input": {"text": text}},
+                 {"capability": "memory.search", "input": {"query": "m"}}),
+                ("state", "state"),
+            ]
+        )
+    )  # fmt: skip
+    first = next(n for n in nodes if n["id"] == "p3")
+    after, first["next"] = first["next"], "w0"
+    if draw(st.booleans()):  # often straight to the end, so the run succeeds and saves state
+        after = "w5"
+    back = "state.s" if read == "state" else "w3"
+    gadget = [
+        {"id": "w0", "type": "if", "condition": {"op": "truthy", "left": {"$ref": "input.flag"}},
+         "then": "w1", "else": "w2"},
+        {"id": "w1", "type": "set", "target": "state.s", "value": text, "next": after}
+        if store == "state" else {"id": "w1", "type": "capability", **store, "next": after},
+        {"id": "w2", "type": "set", "target": "w3", "value": {"$ref": "state.s"}, "next": "w4"}
+        if read == "state" else {"id": "w2", "type": "capability", **read, "target": "w3",
+                                 "next": "w4"},
+        {"id": "w4", "type": "capability", "capability": "channel.send",
+         "input": {"channelId": "team", "content": {"$template": "{{" + back + "}}"}},
+         "next": after},
+        {"id": "w5", "type": "return", "value": {"$ref": "w3"}}
+        if read != "state" else {"id": "w5", "type": "return", "value": None},
+    ]  # fmt: skip
+    nodes[nodes.index(first) + 1 : nodes.index(first) + 1] = gadget
+    return flow
+
+
+class NodeHost(NetHost):
+    """Records each pair with the node that carried it: a flow the analysis missed at one
+    step cannot hide behind the same pair reported at another."""
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.at: set[tuple[str, str, str]] = set()
+
+    def call(self, capability: str, input: Any, context: Any) -> Any:
+        sink = flowlabels.call_sink(capability, input)
+        if sink is not None:
+            self.at.update((label, sink, context.node_id) for label in context.all_labels())
+        return super().call(capability, input, context)
+
+
+def covered_at(seen: tuple[str, str, str], static: set[tuple[str, str, str]]) -> bool:
+    source, sink, node = seen
+    return any(
+        (s, t, node) in static
+        for s in {source} | ({"external:*"} if source.startswith("external:") else set())
+        for t in {sink} | ({"egress:*"} if sink.startswith("egress:") else set())
+    )
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    flow=storage_flows(),
+    first=inputs,
+    second=inputs,
+    flags=st.sampled_from([(True, False), (False, False), (True, True)]),
+)
+def test_every_run_time_pair_is_a_static_pair_through_storage_and_state(
+    flow: dict[str, Any], first: Any, second: Any, flags: tuple[bool, bool]
+) -> None:
+    first, second = {**first, "flag": flags[0]}, {**second, "flag": flags[1]}
+    manifest = full(flow) | {"network": {"mode": "allowlist", "hosts": ["a.example.com"]}}
+    report = forgec.check(orjson.dumps(manifest), target="talon")
+    assert report.ok, [d.message for d in report.errors]
+    static = {(f.source, f.sink) for f in report.facts.flows}
+    static_at = {(f.source, f.sink, f.node) for f in report.facts.flows}
+    program = lower_report(report)
+    host = NodeHost(clock=lambda: "2026-01-01T00:00:00Z", model=answer, model_is_local=False)
+    results = []
+    for value in (first, second):  # one host: the second run reads what the first stored
+        result = run(program, value, host=host, consent=lambda r: True)
+        results.append(result.to_json())
+        seen = set(host.flows) | {(label, "output") for label in result.output_labels}
+        missing = sorted(p for p in seen if not covered(p, static))
+        missing_at = sorted(p for p in host.at if not covered_at(p, static_at))
+        assert not missing and not missing_at, (
+            missing,
+            missing_at,
+            results,
+            host.state_labels,
+            host.row_labels,
+        )
+
+
+def test_a_program_without_failure_facts_counts_every_value_a_node_evaluates() -> None:
+    """A hand-made or older Program has no `flow.mayFail`: the VM must not take that as
+    "nothing may fail" (a missing `$notes.items[0]` decides the ping either way)."""
+    nodes = [
+        {"id": "look", "type": "capability", "capability": "notes.list",
+         "input": {"query": "pin"}, "target": "notes", "next": "hit"},
+        {"id": "hit", "type": "set", "target": "first", "value": {"$ref": "notes.items[0].id"},
+         "next": "ping"},
+        {"id": "ping", "type": "capability", "capability": "net.http",
+         "input": {"method": "GET", "url": "https://a.example.com/ping"}, "next": "done"},
+        {"id": "done", "type": "return", "value": None},
+    ]  # fmt: skip
+    manifest = full({"id": "old.program", "title": "Old", "flow": {
+        "entry": "look", "maxTransitions": 16, "nodes": nodes}})  # fmt: skip
+    manifest["network"] = {"mode": "allowlist", "hosts": ["a.example.com"]}
+    report = forgec.check(orjson.dumps(manifest), target="talon")
+    program = lower_report(report)
+    assert program.flow["mayFail"] == {"hit": [["notes", "items", 0, "id"]]}
+    for flow in (program.flow, {k: v for k, v in program.flow.items() if k != "mayFail"}):
+        host = NetHost(clock=lambda: "2026-01-01T00:00:00Z", flow_deny=["private->egress"])
+        host.notes["note-1"] = {"id": "note-1", "title": "pin", "body": "4711",
+                                "createdAt": "2026-01-01T00:00:00Z",
+                                "updatedAt": "2026-01-01T00:00:00Z"}  # fmt: skip
+        copy_ = type(program).from_json(program.to_json() | {"flow": flow})
+        result = run(copy_, {}, host=host, consent=lambda r: True)
+        assert result.error is not None and result.error.code == "RUN_FLOW_DENIED", result
+        assert result.error.node == "ping"

@@ -168,7 +168,7 @@ def queue_db(tmp_path: Path) -> Path:
 START = dt.datetime(2026, 3, 2, 9, 0, 30, tzinfo=UTC)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(
     cron=st.sampled_from(["* * * * *", "*/5 * * * *", "0 * * * *", "15,45 9-17 * * 1-5"]),
     steps=st.lists(st.integers(min_value=0, max_value=600), min_size=1, max_size=8),
@@ -229,6 +229,8 @@ def test_a_leased_row_is_taken_again_only_after_its_lease(queue_db: Path) -> Non
     clock.moment += dt.timedelta(seconds=20)
     assert other.claim(["alpha"], 4) == []
     clock.moment += dt.timedelta(seconds=11)
+    # its own daemon, still working on it (a late heartbeat), never takes it twice
+    assert first.claim(["alpha"], 4, working=[work.id]) == []
     (again,) = other.claim(["alpha"], 4)
     assert again.id == work.id and again.attempts == 2
     assert not first.complete(work, {"answer": "late"})  # the old owner lost it
@@ -698,13 +700,22 @@ class ScriptedReceiver(http.server.BaseHTTPRequestHandler):
         self.end_headers()
 
 
+@pytest.fixture(scope="module")
+def receiver() -> Any:
+    with serving(ScriptedReceiver, answers=[], posts=[]) as srv:
+        yield srv
+
+
 @settings(max_examples=25, deadline=None)
 @given(
     answers=st.lists(st.sampled_from([200, 500, 503, 429, 400, "drop"]), max_size=6),
     crash_after_claim=st.sets(st.integers(min_value=0, max_value=6), max_size=2),
 )
 def test_a_webhook_message_is_accepted_at_most_once(
-    tmp_path_factory: pytest.TempPathFactory, answers: list[Any], crash_after_claim: set[int]
+    tmp_path_factory: pytest.TempPathFactory,
+    receiver: Any,
+    answers: list[Any],
+    crash_after_claim: set[int],
 ) -> None:
     """Invariant: however the receiver answers and wherever the daemon dies after claiming a
     message, a receiver accepts (answers 2xx to) each message id at most once, nothing is
@@ -716,39 +727,38 @@ def test_a_webhook_message_is_accepted_at_most_once(
 
     root = tmp_path_factory.mktemp("w")
     clock = FixedClock(START)
-    with serving(ScriptedReceiver, answers=list(answers), posts=[]) as srv:
-        write_personas(root, {"alpha": ()})
-        config_path = write_config(
-            root,
-            None,
-            f'[channels.hook]\nconnector = "webhook"\nurl = "http://127.0.0.1:{srv.server_port}/"\n',
+    srv = receiver
+    srv.answers[:], srv.posts[:] = list(answers), []
+    write_personas(root, {"alpha": ()})
+    config_path = write_config(
+        root,
+        None,
+        f'[channels.hook]\nconnector = "webhook"\nurl = "http://127.0.0.1:{srv.server_port}/"\n',
+    )
+    config_path.write_text(
+        config_path.read_text().replace(
+            "poll_ms = 100\n", "poll_ms = 100\nwebhook_attempts = 4\nwebhook_backoff_ms = 1\n"
         )
-        config_path.write_text(
-            config_path.read_text().replace(
-                "poll_ms = 100\n", "poll_ms = 100\nwebhook_attempts = 4\nwebhook_backoff_ms = 1\n"
-            )
-        )
-        config = load_config(config_path)
-        db = root / "host.db"
-        connect(db).close()
-        with open_host(
-            HostOptions(config=config, db=db, persona_labels=("channel.send:hook",))
-        ) as h:
-            mid = h.call("channel.send", {"channelId": "hook", "content": "hi"}, CTX)["messageId"]
-        import io
+    )
+    config = load_config(config_path)
+    db = root / "host.db"
+    connect(db).close()
+    with open_host(HostOptions(config=config, db=db, persona_labels=("channel.send:hook",))) as h:
+        mid = h.call("channel.send", {"channelId": "hook", "content": "hi"}, CTX)["messageId"]
+    import io
 
-        log = Log("json", stream=io.StringIO())
-        for step in range(12):
-            q = Queue(db, owner=f"d{step}", clock=clock, lease_seconds=5)
-            if step in crash_after_claim:
-                # the daemon dies during the POST: the receiver answered, nothing recorded it
-                for item in q.claim_deliveries(8):
-                    _post(item, config)
-            else:
-                deliver_webhooks(q, config, log)
-            q.close()
-            clock.moment += dt.timedelta(seconds=10)
-        posts = list(srv.posts)
+    log = Log("json", stream=io.StringIO())
+    for step in range(12):
+        q = Queue(db, owner=f"d{step}", clock=clock, lease_seconds=5)
+        if step in crash_after_claim:
+            # the daemon dies during the POST: the receiver answered, nothing recorded it
+            for item in q.claim_deliveries(8):
+                _post(item, config)
+        else:
+            deliver_webhooks(q, config, log)
+        q.close()
+        clock.moment += dt.timedelta(seconds=10)
+    posts = list(srv.posts)
     state = (
         sqlite3.connect(db)
         .execute("SELECT delivery, delivery_attempts FROM messages WHERE id = ?", (mid,))
@@ -796,3 +806,159 @@ def test_a_model_cannot_call_around_the_offered_tools(tmp_path: Path) -> None:
             answer = json.loads(agents.call_tool(offered, name, raw, h))
             assert expect in answer["error"], (name, answer)
         assert h.conn.execute("SELECT COUNT(*) FROM background_tasks").fetchone()[0] == 0
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    hops=st.lists(
+        st.tuples(st.sampled_from(["alpha", "beta", "gamma"]), st.integers(0, 2)), max_size=12
+    )
+)
+def test_no_send_deeper_than_the_bound_ever_reaches_a_persona(
+    tmp_path_factory: pytest.TempPathFactory, hops: list[tuple[str, int]]
+) -> None:
+    """Invariant: whatever the pattern of sends (fan-out, cycles A → B → A), a task is queued
+    only at depth ≤ 4; every deeper one is stored failed saying so."""
+    root = tmp_path_factory.mktemp("a2a")
+    labels = ("persona.send:*",)
+    write_personas(root, {"alpha": labels, "beta": labels, "gamma": labels})
+    config = write_config(root, None)
+    from forgec.host.db import connect
+
+    connect(root / "host.db").close()
+    frontier: list[tuple[str, int]] = [("alpha", 0)]  # (the persona whose turn sends, its depth)
+    for target, pick in hops:
+        sender, depth = frontier[pick % len(frontier)]
+        if target == sender:
+            continue
+        with open_host(HostOptions(host_config=config, persona=sender, persona_labels=labels)) as h:
+            h.a2a_depth = depth
+            sent = h.call("persona.send", {"target_persona": target, "message": "go"}, CTX)
+        if sent["status"] == "queued":
+            frontier.append((target, depth + 1))
+    rows = sqlite3.connect(root / "host.db").execute("SELECT depth, status, error FROM a2a_tasks")
+    for depth, status, error in rows:
+        if depth > 4:
+            assert status == "failed" and "bound of 4" in error
+        else:
+            assert status == "queued"
+
+
+class KeyedModel(http.server.BaseHTTPRequestHandler):
+    """Records the Authorization header; answers 500 quoting it (a careless server)."""
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["content-length"]))
+        srv: Any = self.server
+        srv.auth.append(self.headers.get("authorization"))
+        data = f"upstream refused {self.headers.get('authorization')}".encode()
+        self.send_response(500)
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def test_a_persona_providers_api_key_is_sent_and_never_shown(tmp_path: Path) -> None:
+    from forgec.daemon.agent import Agents, TurnFailed
+    from forgec.daemon.queue import Work
+    from forgec.host.config import load_config
+    from forgec.mcp.policy import ConsentPolicy
+
+    secret = "sk-test-abcdefghijklmnopqrstuvwx0123456789"
+    write_personas(tmp_path, {"alpha": ()})
+    with serving(KeyedModel, auth=[]) as srv:
+        url = f"http://127.0.0.1:{srv.server_port}/v1"
+        path = write_config(
+            tmp_path,
+            None,
+            f'[providers.hosted]\nbase_url = "{url}"\nmodel = "m"\napi_key_env = "HOSTED_KEY"\n'
+            '\n[personas.alpha]\nprovider = "hosted"\n',
+        )
+        environ = {"HOSTED_KEY": secret}
+        agents = Agents(
+            load_config(path),
+            db_path=tmp_path / "host.db",
+            store_path=None,
+            policy=ConsentPolicy(),
+            environ=environ,
+        )
+        work = Work(kind="a2a", id="a2a_x", persona="alpha", thread="main", prompt="hi", attempts=1)
+        persona = agents.personas["alpha"]
+        host = agents._open_host(persona, work)
+        try:
+            provider, _model = agents.provider_for(persona, work, host)
+            with pytest.raises(TurnFailed) as info:
+                agents._ask(provider, None, [{"role": "user", "content": "hi"}], [], 10, host)
+        finally:
+            host.close()
+    assert srv.auth == [f"Bearer {secret}"]
+    assert secret not in str(info.value) and "HTTP 500" in str(info.value)
+
+
+def test_a_background_task_cancelled_while_it_runs_stops_its_turn(tmp_path: Path) -> None:
+    import threading as _threading
+
+    from forgec.daemon.agent import Agents, keep_leased
+    from forgec.daemon.queue import LeaseLost
+    from forgec.host.config import load_config
+    from forgec.mcp.policy import ConsentPolicy
+
+    write_personas(tmp_path, {"alpha": ("subagent.background",)})
+    config = load_config(write_config(tmp_path, "http://127.0.0.1:9"))
+    db = tmp_path / "host.db"
+    labels = ("subagent.background",)
+    with open_host(HostOptions(config=config, db=db, persona="alpha", persona_labels=labels)) as h:
+        task = h.call("subagent.background", {"action": "spawn", "prompt": "long"}, CTX)["taskId"]
+        q = Queue(db, owner="d", clock=FixedClock(START), lease_seconds=60)
+        (work,) = q.claim(["alpha"], 1)
+        h.call("subagent.background", {"action": "cancel", "taskId": task}, CTX)
+    done, lost = _threading.Event(), _threading.Event()
+    beat = _threading.Thread(target=keep_leased, args=(q, work, 0.01, done, lost))
+    beat.start()
+    assert lost.wait(10)  # the heartbeat found the row cancelled
+    done.set()
+    beat.join()
+    provider = ScriptedProvider(3)
+    agents = Agents(config, db_path=db, store_path=None, policy=ConsentPolicy())
+    agents.provider_for = lambda persona, work, host: (provider, None)  # type: ignore[method-assign]
+    with pytest.raises(LeaseLost):
+        agents.run(work, q, _threading.Event(), lost)
+    assert provider.asked == []  # the model was not asked again
+    assert not q.complete(work, {"answer": "late"})
+    q.close()
+
+
+def test_an_r4_forged_tool_runs_only_under_a_policy_pinned_to_its_version(tmp_path: Path) -> None:
+    from test_store import install, open_store
+
+    from forgec.daemon.agent import Agents
+    from forgec.host.config import load_config
+    from forgec.mcp.policy import Allow, ConsentPolicy
+
+    store = tmp_path / "tools.db"
+    with open_store(store) as s:
+        install(s, 1, None, "net.http", tool_id="web.fetch")
+        s.enable("web.fetch", consent=True)
+        digest = s.get("web.fetch").hash
+    write_personas(tmp_path, {"alpha": ("net.http:egress",)})
+    config = load_config(write_config(tmp_path, "http://127.0.0.1:9"))
+    labels = ("net.http:egress",)
+
+    def answer(policy: ConsentPolicy) -> str:
+        agents = Agents(config, db_path=tmp_path / "host.db", store_path=store, policy=policy)
+        offered = agents.offered(labels)
+        with open_host(
+            HostOptions(config=config, db=tmp_path / "host.db", persona_labels=labels)
+        ) as h:
+            return str(
+                json.loads(agents.call_tool(offered, "dynamic_web_Dfetch", "{}", h))["error"]
+            )
+
+    assert "is R4" in answer(ConsentPolicy())
+    assert "is R4" in answer(ConsentPolicy((Allow(tool="dynamic:web.fetch", version=2),)))
+    assert "is R4" in answer(ConsentPolicy((Allow(tool="dynamic:web.fetch", hash="sha256:0"),)))
+    allowed = answer(ConsentPolicy((Allow(tool="dynamic:web.fetch", hash=digest),)))
+    assert "is R4" not in allowed  # past consent: the run itself answers (no network here)

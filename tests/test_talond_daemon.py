@@ -686,3 +686,45 @@ def test_the_readme_talon_section_starts_the_daemon_and_a_schedule_fires(
     assert shown.returncode == 0, shown.stderr
     assert sid in shown.stdout and "completed: Hello at 09:31." in shown.stdout
     assert srv.seen[0]["messages"][1]["content"].startswith("Say hello, note the time")
+
+
+# --- await_reply: the sender's turn sees the target persona's answer ------------------------
+
+
+def test_await_reply_sees_the_target_personas_answer(tmp_path: Path, daemons: list[Daemon]) -> None:
+    labels = ("persona.send:*",)
+    write_personas(tmp_path, {"alpha": labels, "beta": ()})
+    store = make_store(tmp_path)
+    clock = tmp_path / "clock"
+    seen: list[str] = []
+
+    def script(persona: str, n: int, body: dict[str, Any]) -> Any:
+        if persona == "beta":
+            return text_reply("beta says 7")
+        if n == 0:
+            return tool_reply(
+                "persona_send",
+                {"target_persona": "beta", "message": "a number?", "await_reply": True},
+            )
+        if n == 1:
+            seen.append(body["messages"][-1]["content"])
+            sent = json.loads(body["messages"][-1]["content"])
+            return tool_reply("persona_task_status", {"task_id": sent["taskId"]}, "call_2")
+        seen.append(body["messages"][-1]["content"])
+        return text_reply("got it")
+
+    with fake_model(script) as srv:
+        config = write_config(tmp_path, f"http://127.0.0.1:{srv.server_port}")
+        t0 = now_utc()
+        set_clock(clock, t0)
+        create_schedule(tmp_path, "* * * * *", prompt="ask beta")
+        daemon = Daemon(tmp_path, config, store, clock).start()
+        daemons.append(daemon)
+        set_clock(clock, (t0 + dt.timedelta(minutes=1)).replace(second=1, microsecond=0))
+        daemon.wait_for(
+            lambda e: e["event"] == "firing" and e["status"] == "completed", what="alpha's turn"
+        )
+        assert daemon.stop() == 0
+    replied, status = (json.loads(s) for s in seen)
+    assert replied["status"] == "completed" and replied["result"] == "beta says 7"
+    assert status == replied

@@ -23,6 +23,7 @@ same manifest always gives the same bytes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -30,6 +31,7 @@ import orjson
 
 from forgec.ir import nodes as ir
 from forgec.runtime.opcodes import OPS, Op, OperandKind
+from forgec.runtime.pools import LOWERED_POOLS
 from forgec.runtime.program import Program, ProgramError, stack_depths
 
 
@@ -52,14 +54,9 @@ class Block:
 
 @attrs.define
 class _Pools:
-    consts: list[Any] = attrs.field(factory=list)
-    paths: list[list[str | int]] = attrs.field(factory=list)
-    values: list[Any] = attrs.field(factory=list)
-    calls: list[dict[str, Any]] = attrs.field(factory=list)
-    models: list[dict[str, Any]] = attrs.field(factory=list)
-    conds: list[dict[str, Any]] = attrs.field(factory=list)
-    loops: list[dict[str, Any]] = attrs.field(factory=list)
-    fails: list[dict[str, Any]] = attrs.field(factory=list)
+    """The pools lowering interns into, by name (`forgec.runtime.pools.LOWERED_POOLS`)."""
+
+    lists: dict[str, list[Any]] = attrs.field(factory=lambda: {n: [] for n in LOWERED_POOLS})
     index: dict[tuple[str, bytes], int] = attrs.field(factory=dict)
 
     def intern(self, pool: str, item: Any) -> int:
@@ -67,7 +64,7 @@ class _Pools:
         found = self.index.get(key)
         if found is not None:
             return found
-        items: list[Any] = getattr(self, pool)
+        items = self.lists[pool]
         items.append(item)
         self.index[key] = len(items) - 1
         return len(items) - 1
@@ -140,89 +137,9 @@ class _Lowerer:
         n = self.node_info(node)
         block = Block(node.id)
         self.blocks.append(block)
-        ops = block.ops
-
-        def add(op: Op, arg: int | str = 0) -> None:
-            ops.append(Ins(op, arg, n))
-
-        def then_go(successor: str | None) -> None:
-            if successor is not None:
-                add(Op.JUMP, successor)
-            elif loop is not None:
-                add(Op.JUMP, _loop_label(loop))
-            else:
-                raise LoweringError(f"top-level node {node.id!r} has no next")
-
-        add(Op.ENTER, n)
-        if isinstance(node, ir.SetNode):
-            add(Op.EVAL, self.value(node.value))
-            add(Op.STORE, self.target(node.target))
-            then_go(node.next)
-        elif isinstance(node, ir.CapabilityNode):
-            add(Op.EVAL, self.value(node.input))
-            retry = node.retry
-            call = {
-                "capability": node.capability,
-                "attempts": (retry.attempts if retry and retry.attempts else 1),
-                "backoffMs": (retry.backoff_ms if retry and retry.backoff_ms else 0),
-                "compensation": node.compensation,
-            }
-            add(Op.CALL, self.pools.intern("calls", call))
-            if node.target:
-                add(Op.STORE, self.target(node.target))
-            else:
-                add(Op.POP)
-            then_go(node.next)
-        elif isinstance(node, ir.LlmNode):
-            add(Op.EVAL, self.value(node.input))
-            model = {
-                "op": node.op,
-                "requirements": self.requirements(node.requirements),
-                "outputSchema": node.output_schema,
-            }
-            add(Op.MODEL, self.pools.intern("models", model))
-            add(Op.STORE, self.target(node.target))
-            then_go(node.next)
-        elif isinstance(node, ir.IfNode):
-            cond = node.condition
-            if cond is None or cond.op is None or node.then is None or node.else_ is None:
-                raise LoweringError(f"if node {node.id!r} is incomplete")
-            entry = {
-                "op": cond.op,
-                "left": self.value(cond.left),
-                "right": self.value(cond.right) if cond.right is not None else None,
-            }
-            add(Op.COMPARE, self.pools.intern("conds", entry))
-            add(Op.JUMP_IF_FALSE, node.else_)
-            add(Op.JUMP, node.then)
-        elif isinstance(node, ir.ForeachNode):
-            if loop is not None:
-                raise LoweringError(f"foreach {node.id!r} is nested in a loop body")
-            add(Op.EVAL, self.value(node.source))
-            spec = {
-                "itemVar": node.item_var,
-                "indexVar": node.index_var,
-                "maxItems": node.max_items,
-            }
-            add(Op.FOREACH_INIT, self.pools.intern("loops", spec))
-            if node.next is None:
-                raise LoweringError(f"foreach {node.id!r} has no next")
-            head = Block(_loop_label(node.id), [Ins(Op.FOREACH_NEXT, node.next, n)])
-            self.blocks.append(head)
-            body = {child.id: child for child in node.body}
-            if node.body:
-                for child_id in _layout(node.body[0].id, body):
-                    self.emit_node(body[child_id], node.id)
-            else:
-                head.ops.append(Ins(Op.JUMP, head.label, n))
-        elif isinstance(node, ir.ReturnNode):
-            add(Op.EVAL, self.value(node.value))
-            add(Op.RETURN)
-        elif isinstance(node, ir.FailNode):
-            fail = {"code": node.code, "message": node.message}
-            add(Op.FAIL, self.pools.intern("fails", fail))
-        else:  # pragma: no cover
-            raise LoweringError(f"unknown node {type(node).__name__}")
+        emit = _Emit(self, node.id, n, loop, block.ops)
+        emit.add(Op.ENTER, n)
+        NODE_TABLE[ir.node_type(node)](emit, node)
 
     def requirements(self, step: ir.ModelRequirements | None) -> dict[str, Any]:
         """Effective model requirements: the step's, else the manifest's defaults."""
@@ -239,6 +156,119 @@ class _Lowerer:
                 if value is not None:
                     out[key] = value
         return out
+
+
+@attrs.define
+class _Emit:
+    """Where one node's block is being written: its ops, its node index, its loop if any."""
+
+    lw: _Lowerer
+    node_id: str
+    n: int
+    loop: str | None
+    ops: list[Ins]
+
+    def add(self, op: Op, arg: int | str = 0) -> None:
+        self.ops.append(Ins(op, arg, self.n))
+
+    def then_go(self, successor: str | None) -> None:
+        if successor is not None:
+            self.add(Op.JUMP, successor)
+        elif self.loop is not None:
+            self.add(Op.JUMP, _loop_label(self.loop))
+        else:
+            raise LoweringError(f"top-level node {self.node_id!r} has no next")
+
+
+# --- one block per node type (NODE_TABLE, keyed by forgec.ir.rules.NODE_TYPE_NAMES) -------
+
+
+def _lower_set(e: _Emit, node: ir.SetNode) -> None:
+    e.add(Op.EVAL, e.lw.value(node.value))
+    e.add(Op.STORE, e.lw.target(node.target))
+    e.then_go(node.next)
+
+
+def _lower_capability(e: _Emit, node: ir.CapabilityNode) -> None:
+    e.add(Op.EVAL, e.lw.value(node.input))
+    retry = node.retry
+    call = {
+        "capability": node.capability,
+        "attempts": (retry.attempts if retry and retry.attempts else 1),
+        "backoffMs": (retry.backoff_ms if retry and retry.backoff_ms else 0),
+        "compensation": node.compensation,
+    }
+    e.add(Op.CALL, e.lw.pools.intern("calls", call))
+    if node.target:
+        e.add(Op.STORE, e.lw.target(node.target))
+    else:
+        e.add(Op.POP)
+    e.then_go(node.next)
+
+
+def _lower_llm(e: _Emit, node: ir.LlmNode) -> None:
+    e.add(Op.EVAL, e.lw.value(node.input))
+    model = {
+        "op": node.op,
+        "requirements": e.lw.requirements(node.requirements),
+        "outputSchema": node.output_schema,
+    }
+    e.add(Op.MODEL, e.lw.pools.intern("models", model))
+    e.add(Op.STORE, e.lw.target(node.target))
+    e.then_go(node.next)
+
+
+def _lower_if(e: _Emit, node: ir.IfNode) -> None:
+    cond = node.condition
+    if cond is None or cond.op is None or node.then is None or node.else_ is None:
+        raise LoweringError(f"if node {node.id!r} is incomplete")
+    entry = {
+        "op": cond.op,
+        "left": e.lw.value(cond.left),
+        "right": e.lw.value(cond.right) if cond.right is not None else None,
+    }
+    e.add(Op.COMPARE, e.lw.pools.intern("conds", entry))
+    e.add(Op.JUMP_IF_FALSE, node.else_)
+    e.add(Op.JUMP, node.then)
+
+
+def _lower_foreach(e: _Emit, node: ir.ForeachNode) -> None:
+    if e.loop is not None:
+        raise LoweringError(f"foreach {node.id!r} is nested in a loop body")
+    e.add(Op.EVAL, e.lw.value(node.source))
+    spec = {"itemVar": node.item_var, "indexVar": node.index_var, "maxItems": node.max_items}
+    e.add(Op.FOREACH_INIT, e.lw.pools.intern("loops", spec))
+    if node.next is None:
+        raise LoweringError(f"foreach {node.id!r} has no next")
+    head = Block(_loop_label(node.id), [Ins(Op.FOREACH_NEXT, node.next, e.n)])
+    e.lw.blocks.append(head)
+    body = {child.id: child for child in node.body}
+    if node.body:
+        for child_id in _layout(node.body[0].id, body):
+            e.lw.emit_node(body[child_id], node.id)
+    else:
+        head.ops.append(Ins(Op.JUMP, head.label, e.n))
+
+
+def _lower_return(e: _Emit, node: ir.ReturnNode) -> None:
+    e.add(Op.EVAL, e.lw.value(node.value))
+    e.add(Op.RETURN)
+
+
+def _lower_fail(e: _Emit, node: ir.FailNode) -> None:
+    e.add(Op.FAIL, e.lw.pools.intern("fails", {"code": node.code, "message": node.message}))
+
+
+# node type → the function that writes its block (every type: tests/test_node_tables.py)
+NODE_TABLE: dict[str, Callable[[_Emit, Any], None]] = {
+    "set": _lower_set,
+    "capability": _lower_capability,
+    "llm": _lower_llm,
+    "if": _lower_if,
+    "foreach": _lower_foreach,
+    "return": _lower_return,
+    "fail": _lower_fail,
+}
 
 
 def _layout(entry: str, nodes: dict[str, ir.Node]) -> list[str]:
@@ -281,7 +311,7 @@ def lower_manifest(
     for node_id in _layout(m.flow.entry, top):
         lowerer.emit_node(top[node_id], None)
     code = linearize(lowerer.blocks)
-    pools = lowerer.pools
+    pool_lists: dict[str, Any] = dict(lowerer.pools.lists)
     network = m.network
     program = Program(
         id=m.id,
@@ -290,14 +320,7 @@ def lower_manifest(
         max_transitions=m.flow.max_transitions or 256,
         code=code,
         nodes=lowerer.nodes,
-        consts=pools.consts,
-        paths=pools.paths,
-        values=pools.values,
-        calls=pools.calls,
-        models=pools.models,
-        conds=pools.conds,
-        loops=pools.loops,
-        fails=pools.fails,
+        **pool_lists,
         input_schema=m.input_schema,
         output_schema=m.output_schema,
         state=(
@@ -318,6 +341,12 @@ def lower_manifest(
         flow={
             "joins": dict(sorted(flow_joins.joins.items())) if flow_joins is not None else {},
             "exitLoops": sorted(flow_joins.exit_loops) if flow_joins is not None else [],
+            # SPEC §15 "Failure is control"; absent (no flow facts) the VM takes every node
+            **(
+                {"mayFail": {n: flow_joins.may_fail[n] for n in sorted(flow_joins.may_fail)}}
+                if flow_joins is not None
+                else {}
+            ),
         },
         ui=(
             {

@@ -135,6 +135,13 @@ def suggest(catalog: Catalog, name: str) -> str | None:
     return closest(name, catalog.capabilities)
 
 
+def likely_capability(catalog: Catalog, name: str) -> str | None:
+    """The capability of this catalog an unknown `name` most likely means (the fix), or None."""
+    if not isinstance(name, str) or not name:
+        return None
+    return _same_name(catalog, name) or suggest(catalog, name)
+
+
 def unknown_capability_hint(catalog: Catalog, name: str) -> str | None:
     """The hint for FORGE_CAPABILITY_UNKNOWN: the likely name here, or the target that has it."""
     if not isinstance(name, str) or not name:

@@ -37,10 +37,10 @@ def run(args: argparse.Namespace) -> int:
         reports.append(check(data, path=None if path == "-" else path, target=args.target))
 
     if args.format == "json":
+        from forgec.answers import check_json
         from forgec.runtime.jsontext import dumps_text
 
-        doc = {"files": [r.to_json() for r in reports]}
-        sys.stdout.write(dumps_text(doc, indent=True) + "\n")
+        sys.stdout.write(dumps_text(check_json(reports), indent=True) + "\n")
     elif args.format == "sarif":
         from forgec.render.sarif import to_sarif
         from forgec.runtime.jsontext import dumps_text

@@ -23,68 +23,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def inspect_json(report: Any) -> dict[str, Any]:
-    from forgec.ir.nodes import ForeachNode, node_type, walk_nodes
-    from forgec.render.consent import consent_card_json
+    """The one shape (`forgec.answers`), also what the screen's `/api/inspect` serves."""
+    from forgec.answers import inspect_json as shape
 
-    facts = report.facts
-    ir = report.ir
-    nodes: list[dict[str, Any]] = []
-    if ir is not None and ir.flow is not None:
-        for node, loop in walk_nodes(ir.flow.nodes):
-            entry: dict[str, Any] = {
-                "id": node.id,
-                "type": node_type(node),
-                "reachable": node.id in facts.reachable,
-                "loop": loop.id if loop is not None else None,
-            }
-            if isinstance(node, ForeachNode):
-                entry["maxItems"] = node.max_items
-            capability = getattr(node, "capability", None)
-            if capability is not None:
-                entry["capability"] = capability
-            nodes.append(entry)
-    max_transitions = ir.flow.max_transitions if ir is not None and ir.flow is not None else None
-    out: dict[str, Any] = {
-        "path": report.path,
-        "ok": report.ok,
-        "target": report.target,
-        "marks": report.marks.to_json() if report.marks else None,
-        "transitions": {
-            "worstCase": facts.worst_case_transitions if facts else None,
-            "limit": max_transitions,
-            "worstCasePath": list(facts.worst_case_path) if facts else [],
-        },
-        "values": {"largestBytes": _largest_value(ir), "limit": _value_limit()},
-        "graph": {
-            "entry": ir.flow.entry if ir is not None and ir.flow is not None else None,
-            "nodes": nodes,
-            "acyclic": bool(facts.graph_ok) if facts else False,
-            "order": list(facts.topo_order) if facts else [],
-        },
-        "consent": (
-            consent_card_json(report.manifest, report.marks)
-            if report.manifest is not None and report.marks is not None
-            else None
-        ),
-        "flows": [f.to_json() for f in getattr(facts, "flows", ())] if facts else [],
-        "diagnostics": [d.to_json() for d in report.diagnostics],
-    }
-    return out
-
-
-def _largest_value(ir: Any) -> int | None:
-    """The static worst case of the largest value (SPEC §16), None: only the run bounds it."""
-    if ir is None:
-        return None
-    from forgec.passes.value_size import largest_value_bound
-
-    return largest_value_bound(ir)
-
-
-def _value_limit() -> int:
-    from forgec.runtime.limits import VALUE_LIMIT
-
-    return VALUE_LIMIT
+    return shape(report)
 
 
 def inspect_text(report: Any) -> str:

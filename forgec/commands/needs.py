@@ -18,12 +18,14 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "host": ("httpx", "httpcore", "platformdirs", "markdown_it", "sqlglot", "croniter"),
     "mcp": ("mcp", "mcp_types", "anyio", "jsonschema"),
     "lsp": ("pygls", "lsprotocol"),
+    "screen": ("starlette", "jinja2", "uvicorn", "python_multipart"),
 }
 EXTRA_WHAT = {
     "compiler": "the compiler",
     "host": "the reference host",
     "mcp": "the MCP SDK",
     "lsp": "the language server",
+    "screen": "the Tool Forge screen",
 }
 # command → the extras it needs (a command not listed needs none)
 COMMAND_NEEDS: dict[str, tuple[str, ...]] = {
@@ -39,6 +41,7 @@ COMMAND_NEEDS: dict[str, tuple[str, ...]] = {
     "tools": ("compiler", "host"),
     "mcp": ("compiler", "host", "mcp"),
     "lsp": ("compiler", "lsp"),
+    "screen": ("compiler", "host", "screen"),
     "talond": ("compiler", "host", "mcp"),
 }
 

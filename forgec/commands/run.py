@@ -129,17 +129,14 @@ def render_text(program: Any, result: Any) -> str:
 
 def render_card(ui: dict[str, Any], output: Any) -> list[str]:
     """The tool's summary card: its title, then `label: value` per ui path into the output."""
+    from forgec.answers import ui_card
     from forgec.render.safe import safe_text
-    from forgec.runtime.values import MISSING, render, resolve
 
+    card = ui_card(ui, output)
     # one line per value: a newline or an escape sequence in the run's output stays visible text
-    title = safe_text(ui.get("title") or "")
-    lines = [f"┌─ {title}"]
-    for entry in ui.get("values", []):
-        segments = entry.get("segments")
-        value = resolve({"$": output}, ["$", *segments]) if segments else MISSING
-        shown = "—" if value is MISSING else render(value)
-        lines.append(f"│ {safe_text(entry.get('label'))}: {safe_text(shown)}")
+    lines = [f"┌─ {safe_text(card['title'])}"]
+    for entry in card["values"]:
+        lines.append(f"│ {safe_text(entry['label'])}: {safe_text(entry['value'])}")
     lines.append("└─")
     return lines
 

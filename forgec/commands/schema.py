@@ -1,4 +1,5 @@
-"""`forgec schema`: print the JSON Schema (draft-07) of `talos.local-tool.v1`.
+"""`forgec schema`: print the JSON Schema (draft-07) of `talos.local-tool.v1` (with
+`--program`: of a lowered `forgec.program.v1`, generated from the opcode and pool tables).
 
 Point an editor at the output (e.g. VS Code's `json.schemas` setting for `*.talostool`) for
 completion and inline errors; `forgec check` remains the full check.
@@ -19,6 +20,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument(
         "-o", "--output", metavar="FILE", help="write to FILE instead of standard output"
     )
+    p.add_argument(
+        "--program",
+        action="store_true",
+        help="the schema of a lowered Program (forgec.program.v1) instead of a manifest",
+    )
     p.set_defaults(handler=run)
 
 
@@ -27,8 +33,15 @@ def run(args: argparse.Namespace) -> int:
 
     from forgec.commands import EXIT_OK
     from forgec.commands.common import write_text
-    from forgec.frontend.schema import manifest_json_schema
 
-    text = json.dumps(manifest_json_schema(), indent=2, ensure_ascii=False) + "\n"
+    if args.program:
+        from forgec.runtime.pools import program_json_schema
+
+        schema = program_json_schema()
+    else:
+        from forgec.frontend.schema import manifest_json_schema
+
+        schema = manifest_json_schema()
+    text = json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
     write_text(args.output, text)
     return EXIT_OK

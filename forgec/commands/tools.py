@@ -7,8 +7,9 @@ off, roll back, run the current version, decide on the versions a model proposed
 accept, reject), and compare any two versions (diff).
 
 Exit status: 0 done; 1 the input has errors, a refusal (consent not given, nothing to roll back
-to, tool off, not a proposal) or a failed run; 2 bad usage, an unreadable file, an unknown tool,
-a store file that cannot be used, or a stored version changed outside forgec or damaged.
+to, tool off, a proposal already rejected) or a failed run; 2 bad usage (a `diff` side that is
+neither N nor pN included), an unreadable file, an unknown tool, version or proposal, a store
+file that cannot be used, or a stored version changed outside forgec or damaged.
 """
 
 from __future__ import annotations
@@ -295,7 +296,9 @@ def _status_word(stored: Any) -> str:
 def _card(stored: Any) -> str:
     from forgec.render.consent import render_consent_card
 
-    return render_consent_card(stored.manifest, stored.marks, author=stored.author_words)
+    return render_consent_card(
+        stored.manifest, stored.marks, author=stored.author_words, which=stored.label
+    )
 
 
 @_guard

@@ -121,6 +121,7 @@ class Queue:
         # schedule that is due (a changed cron or a new firing changes the key); one entry per
         # schedule
         self._upcoming: dict[str, tuple[tuple[str, str], _dt.datetime]] = {}
+        self._working: frozenset[str] = frozenset()
 
     def close(self) -> None:
         with self._lock:
@@ -139,11 +140,15 @@ class Queue:
 
     # --- claiming ------------------------------------------------------------------------------
 
-    def claim(self, personas: Iterable[str], limit: int) -> list[Work]:
+    def claim(
+        self, personas: Iterable[str], limit: int, *, working: Iterable[str] = ()
+    ) -> list[Work]:
         """Work to do now, claimed for this daemon: expired leases taken again first (oldest
         first), then due schedule slots, queued A2A tasks for loaded personas, queued
-        background tasks. At most LIMIT items (the free workers)."""
+        background tasks. At most LIMIT items (the free workers). WORKING: the ids this
+        daemon is working on, never taken again even if a heartbeat came late."""
         names = set(personas)
+        self._working = frozenset(working)
         out: list[Work] = []
         for take in (self._retake, self._due_firings, self._queued_a2a, self._queued_background):
             if len(out) >= limit:
@@ -157,22 +162,25 @@ class Queue:
         for kind in KINDS:
             table, running = _TABLE[kind], _RUNNING[kind]
             with self._tx() as conn:
-                rows = conn.execute(
-                    f"SELECT id, attempts FROM {table} WHERE status = ? AND owner IS NOT NULL"
-                    " AND lease_until < ? ORDER BY seq LIMIT ?",
-                    (running, now, limit - len(out)),
-                ).fetchall()
+                rows = [
+                    row
+                    for row in conn.execute(
+                        f"SELECT id, attempts FROM {table} WHERE status = ? AND owner IS NOT NULL"
+                        " AND lease_until < ? ORDER BY seq LIMIT ?",
+                        (running, now, limit - len(out) + len(self._working)),
+                    ).fetchall()
+                    if row["id"] not in self._working
+                ][: limit - len(out)]
                 for row in rows:
                     if row["attempts"] >= MAX_ATTEMPTS:
+                        error = f"given up: the daemon stopped during it {row['attempts']} times"
                         conn.execute(
-                            f"UPDATE {table} SET status = 'failed', error = ?, updated_at = ?"
-                            " WHERE id = ?",
-                            (
-                                f"given up: the daemon stopped during it {row['attempts']} times",
-                                now,
-                                row["id"],
-                            ),
+                            f"UPDATE {table} SET status = 'failed', error = ?, updated_at = ?,"
+                            " lease_until = NULL WHERE id = ?",
+                            (error, now, row["id"]),
                         )
+                        if kind == "background":
+                            self._post_completion(conn, row["id"], None, error, now)
                         continue
                     conn.execute(
                         f"UPDATE {table} SET owner = ?, lease_until = ?, attempts = attempts + 1,"
@@ -379,26 +387,37 @@ class Queue:
                 answer = result.get("answer") if isinstance(result, dict) else None
                 if answer:
                     post_message(conn, work.persona, work.thread, answer, channel="talond", now=now)
-            if cur.rowcount == 1 and kind == "background" and work is not None:
-                # the completion goes into the thread the task was spawned from (SPEC §19)
-                summary = f"failed: {error}" if error else f"completed.\n\n{_answer_text(result)}"
-                post_message(
-                    conn,
-                    work.from_persona or work.persona,
-                    work.thread,
-                    f"Background task `{wid}` {summary}",
-                    channel="background",
-                    now=now,
-                )
+            if cur.rowcount == 1 and kind == "background":
+                self._post_completion(conn, wid, result, error, now)
         return cur.rowcount == 1
+
+    @staticmethod
+    def _post_completion(
+        conn: sqlite3.Connection, wid: str, result: Any, error: str | None, now: str
+    ) -> None:
+        """A background task's end goes into the thread it was spawned from (SPEC §19)."""
+        row = conn.execute(
+            "SELECT persona, thread_id FROM background_tasks WHERE id = ?", (wid,)
+        ).fetchone()
+        summary = f"failed: {error}" if error else f"completed.\n\n{_answer_text(result)}"
+        post_message(
+            conn,
+            row["persona"],
+            row["thread_id"] or "default",
+            f"Background task `{wid}` {summary}",
+            channel="background",
+            now=now,
+        )
 
     def hand_back(self, work: Work) -> None:
         """A clean stop during the work: expire the lease now (the journal keeps what was
         done), so the next daemon takes it at once."""
         table = _TABLE[work.kind]
         with self._tx() as conn:
+            # a hand-back is not a crash: it does not count towards MAX_ATTEMPTS
             conn.execute(
-                f"UPDATE {table} SET lease_until = ? WHERE id = ? AND owner = ? AND status = ?",
+                f"UPDATE {table} SET lease_until = ?, attempts = attempts - 1"
+                " WHERE id = ? AND owner = ? AND status = ?",
                 (
                     iso(self._now() - _dt.timedelta(seconds=1)),
                     work.id,
@@ -413,7 +432,8 @@ class Queue:
         with self._tx() as conn:
             for kind in KINDS:
                 conn.execute(
-                    f"UPDATE {_TABLE[kind]} SET lease_until = ? WHERE owner = ? AND status = ?",
+                    f"UPDATE {_TABLE[kind]} SET lease_until = ?, attempts = attempts - 1"
+                    " WHERE owner = ? AND status = ?",
                     (now, self.owner, _RUNNING[kind]),
                 )
 

@@ -41,6 +41,7 @@ class DaemonLock:
     """An advisory lock on `<db>.talond.lock`, released by the OS when the process dies."""
 
     def __init__(self, db_path: Path) -> None:
+        self.db_path = db_path
         self.path = db_path.with_name(db_path.name + ".talond.lock")
         self._fd: int | None = None
 
@@ -53,9 +54,7 @@ class DaemonLock:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             os.close(fd)
-            raise AlreadyRunning(
-                f"another forgec talond is running on {self.path.with_suffix('')}"
-            ) from None
+            raise AlreadyRunning(f"another forgec talond is running on {self.db_path}") from None
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
         self._fd = fd
@@ -114,6 +113,12 @@ class Talond:
                 personas=sorted(self.agents.personas),
                 owner=self.owner,
             )
+            if not self.agents.personas:
+                self.log.event(
+                    "warning",
+                    message="no persona is loaded, so nothing can run: set [persona] folder to "
+                    "a folder of <name>/persona.md (docs/talond.md)",
+                )
             delivery.start()
             if ready is not None:
                 ready.set()
@@ -122,7 +127,9 @@ class Talond:
                 free = bounds.workers - len(self._running)
                 if free > 0:
                     try:
-                        claimed = queue.claim(self.agents.personas, free)
+                        claimed = queue.claim(
+                            self.agents.personas, free, working=list(self._running)
+                        )
                     except Exception as exc:  # a busy or broken database: say so, go on
                         self.log.event("error", what="claiming work", error=str(exc))
                         claimed = []

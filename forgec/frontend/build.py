@@ -46,7 +46,7 @@ from forgec.frontend.names import (
     template_paths,
 )
 from forgec.frontend.node_codegen import generate_node_builders
-from forgec.ir.diagnostics import Diagnostic, make
+from forgec.ir.diagnostics import Diagnostic, Fix, insert_fix, make, suggestion
 from forgec.ir.json_subset import schema_problem
 from forgec.ir.nodes import (
     NODE_TYPES,
@@ -239,8 +239,16 @@ class _Builder:
         # parsed `$ref` paths of this manifest (they repeat within one)
         self.paths: dict[str, tuple[Segment, ...] | None] = {}
 
-    def err(self, code: str, pointer: str, message: str, *, hint: str | None = None) -> None:
-        self.diags.append(make(code, pointer, message, hint=hint))
+    def err(
+        self,
+        code: str,
+        pointer: str,
+        message: str,
+        *,
+        hint: str | None = None,
+        fixes: tuple[Fix, ...] = (),
+    ) -> None:
+        self.diags.append(make(code, pointer, message, hint=hint, fixes=fixes))
 
     # ---- generic field checks ---------------------------------------------------------------
 
@@ -252,21 +260,30 @@ class _Builder:
         for key in obj:
             if key not in shape.allowed:
                 shown = key if len(key) <= 60 else key[:57] + "..."
+                at = f"{pointer}/{escape(key)}"
+                guess, fixes = suggestion(key, shape.order, at, key=True)
                 self.diags.append(
                     make(
                         STRUCTURE,
-                        f"{pointer}/{escape(key)}",
+                        at,
                         f"unknown field `{shown}` in {where}",
-                        hint=suggest(key, shape.order)
+                        hint=guess
                         or _belongs_elsewhere(key, pointer)
                         or "allowed fields: " + ", ".join(f"`{a}`" for a in shape.order),
                         key=True,
+                        fixes=fixes,
                     )
                 )
         for key in shape.required:
             if key not in obj:
                 hint = _MISSING_HINTS.get(key) if pointer.startswith("/flow/nodes/") else None
-                self.err(STRUCTURE, f"{pointer}/{key}", f"{where} is missing `{key}`", hint=hint)
+                self.err(
+                    STRUCTURE,
+                    f"{pointer}/{key}",
+                    f"{where} is missing `{key}`",
+                    hint=hint,
+                    fixes=(insert_fix(pointer, key, MISSING_PLACEHOLDERS.get(key, "")),),
+                )
 
     def expect_object(self, v: Any, pointer: str, what: str) -> bool:
         if type(v) is dict:
@@ -337,9 +354,13 @@ class _Builder:
         if type(v) is str and v in choices:
             return v
         listed = ", ".join(f"`{c}`" for c in choices)
-        hint = suggest(v, choices) if type(v) is str else None
+        hint, fixes = suggestion(v, choices, f"{pointer}/{key}")
         self.err(
-            STRUCTURE, f"{pointer}/{key}", f"{what} must be one of {listed}; {_got(v)}", hint=hint
+            STRUCTURE,
+            f"{pointer}/{key}",
+            f"{what} must be one of {listed}; {_got(v)}",
+            hint=hint,
+            fixes=fixes,
         )
         return None
 
@@ -872,11 +893,13 @@ class _Builder:
         shape = shapes.get(typ) if type(typ) is str else None
         if shape is None:
             listed = ", ".join(f"`{t}`" for t in NODE_TYPE_NAMES)
+            hint, fixes = suggestion(typ, NODE_TYPE_NAMES, f"{pointer}/type")
             self.err(
                 STRUCTURE,
                 f"{pointer}/type",
                 f"node {shown_id} has an unknown `type`; it must be one of {listed}; {_got(typ)}",
-                hint=suggest(typ, NODE_TYPE_NAMES) if type(typ) is str else None,
+                hint=hint,
+                fixes=fixes,
             )
             return None
         where = f"{typ} node {shown_id}"
@@ -1497,6 +1520,21 @@ _FAST_TOP, _FAST_BODY = generate_node_builders(
     {typ: shape.required_set for typ, shape in _NODE_TOP.items()},
     {typ: shape.required_set for typ, shape in _NODE_BODY.items()},
 )
+
+# what a quick fix writes for a missing required field (the person then edits it)
+MISSING_PLACEHOLDERS: dict[str, Any] = {
+    "next": "done",
+    "then": "done",
+    "else": "done",
+    "value": None,
+    "input": {},
+    "target": "result1",
+    "message": "Describe what went wrong.",
+    "code": "FAILED",
+    "description": "What this tool does.",
+    "title": "Untitled tool",
+    "version": 1,
+}
 
 _MISSING_HINTS = {
     "next": "name the node that runs next; only nodes inside a loop body may leave it out "

@@ -93,6 +93,9 @@ def open_host(options: HostOptions | None = None) -> Any:
     key_variables = dict(KEY_VARIABLES)
     if mc is not None and mc.api_key_env:
         key_variables[mc.api_key_env] = "the model API key"
+    for name, provider in sorted(config.providers.items()):
+        if provider.api_key_env:
+            key_variables.setdefault(provider.api_key_env, f"the API key of [providers.{name}]")
     credentials = CredentialStore(values, environ=environ, key_variables=key_variables)
 
     try:

@@ -32,6 +32,7 @@ import forgec.catalog  # noqa: F401  (registers the cron, SQL and URL rules the 
 # importing a tool module registers its handler (`forgec.host.handlers`)
 from forgec.host import channels, dbquery, delegation, memory_access, schedules, talos
 from forgec.host import http as nethttp
+from forgec.host import labels as rowlabels
 from forgec.host import validate as v
 from forgec.host.config import HostConfig
 from forgec.host.credentials import CredentialStore
@@ -109,7 +110,12 @@ def input_problems(capability: str, input: Any) -> list[str]:
 
 
 class ReferenceHost:
-    """TALOS on SQLite plus the Talon host tools, behind the persona's labels."""
+    """TALOS on SQLite plus the Talon host tools, behind the persona's labels.
+
+    It keeps flow labels (SPEC §15): with every row a call writes and beside the state
+    (`forgec.host.labels`)."""
+
+    keeps_labels = True
 
     def __init__(
         self,
@@ -138,6 +144,9 @@ class ReferenceHost:
         self.subagents = {**delegation.builtin_subagents(), **(subagents or {})}
         self.persona_handlers = dict(persona_handlers or {})
         self.background_runner = background_runner
+        # the depth of the A2A task this host's calls are made for (the daemon sets it on the
+        # host of a turn that runs one); a send is one deeper, bounded (SPEC §19)
+        self.a2a_depth = 0
         self.conn = connect(self.db_path)
         # one connection, callers possibly on several threads (an MCP server): one at a time
         self._lock = threading.RLock()
@@ -223,7 +232,17 @@ class ReferenceHost:
 
     def call(self, capability: str, input: Any, context: CallContext) -> Any:
         with self._boundary("RUN_CAPABILITY_FAILED", capability):
-            return self.credentials.scrub_value(self._call(capability, input, context))
+            result = self._call(capability, input, context)
+            with self._lock:
+                rowlabels.keep(
+                    self.conn,
+                    capability,
+                    input,
+                    result,
+                    context.all_labels(),
+                    context.read_labels,
+                )
+            return self.credentials.scrub_value(result)
 
     def _call(self, capability: str, input: Any, context: CallContext) -> Any:
         input = apply_caps(capability, input)
@@ -261,8 +280,7 @@ class ReferenceHost:
             spark_model=self.config.spark_coder_model,
             key=self.credentials.key,
             config=self.config,
-            # set by the daemon on the host of a turn that runs an A2A task (chain bound)
-            a2a_depth=getattr(self, "a2a_depth", 0),
+            a2a_depth=self.a2a_depth,
         )
 
     def record_memory_undo(
@@ -294,10 +312,16 @@ class ReferenceHost:
         with self._lock:
             return talos.load_state(self.conn, tool_id)
 
-    def save_state(self, tool_id: str, state: dict[str, Any]) -> None:
+    def load_state_labels(self, tool_id: str) -> dict[str, list[str]]:
+        with self._lock:
+            return rowlabels.load_state_labels(self.conn, tool_id)
+
+    def save_state(
+        self, tool_id: str, state: dict[str, Any], labels: Mapping[str, Any] | None = None
+    ) -> None:
         try:
             with self._lock:
-                talos.save_state(self.conn, tool_id, state)
+                talos.save_state(self.conn, tool_id, state, labels)
         except sqlite3.Error as exc:
             raise HostError(
                 "RUN_CAPABILITY_FAILED", f"cannot save the tool's state: {exc}", transient=True

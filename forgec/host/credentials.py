@@ -83,9 +83,9 @@ class CredentialStore:
         self._keys: dict[str, str] = {}
         readers = KEY_VARIABLES if key_variables is None else key_variables
         for variable, reader in readers.items():
-            value = env.get(variable)
-            if value:
-                self.add_key(variable, value, f"${variable} ({reader})")
+            key_value = env.get(variable)
+            if key_value:
+                self.add_key(variable, key_value, f"${variable} ({reader})")
 
     def __repr__(self) -> str:
         return (
@@ -111,6 +111,10 @@ class CredentialStore:
     def key(self, name: str) -> str | None:
         """The key read from the environment variable `name` when the host opened, or None."""
         return self._keys.get(name)
+
+    def add_secret(self, value: str, what: str) -> None:
+        """A secret read elsewhere (an embedder's), checked and scrubbed like the rest."""
+        self.add_key(f"\0{len(self._keys)}", value, what)
 
     def secrets(self) -> list[str]:
         """Every secret value the store holds: what the scrub removes."""

@@ -2,7 +2,8 @@
 
 One file holds everything the host keeps: TALOS tasks, notes and memories; the Talon tables
 (`threads`, `messages` = the channel outbox, `memory_items`, `schedules`); durable background
-and A2A task queues; and each forged tool's persisted `state`.
+and A2A task queues; and each forged tool's persisted `state`. Every row a tool can write keeps
+the labels of what was written into it (`labels`, SPEC §15; see `forgec.host.labels`).
 
 Migrations are an ordered tuple of SQL scripts. `schema_migrations` records each applied
 version; `open_db` applies the missing ones in one transaction each, so a crash mid-way leaves
@@ -242,6 +243,18 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE messages ADD COLUMN delivered_at TEXT;
     ALTER TABLE messages ADD COLUMN delivery_error TEXT;
     CREATE INDEX messages_delivery ON messages (delivery, next_attempt_at);
+    """,
+    # 5: SPEC §15 "Labels persist": the labels of what was written into each row (a sorted
+    # JSON list), and those of each field of a tool's state (a JSON object of lists)
+    """
+    ALTER TABLE tasks ADD COLUMN labels TEXT NOT NULL DEFAULT '[]';
+    ALTER TABLE notes ADD COLUMN labels TEXT NOT NULL DEFAULT '[]';
+    ALTER TABLE memories ADD COLUMN labels TEXT NOT NULL DEFAULT '[]';
+    ALTER TABLE memory_items ADD COLUMN labels TEXT NOT NULL DEFAULT '[]';
+    ALTER TABLE schedules ADD COLUMN labels TEXT NOT NULL DEFAULT '[]';
+    ALTER TABLE messages ADD COLUMN labels TEXT NOT NULL DEFAULT '[]';
+    ALTER TABLE threads ADD COLUMN labels TEXT NOT NULL DEFAULT '[]';
+    ALTER TABLE tool_state ADD COLUMN labels TEXT NOT NULL DEFAULT '{}';
     """,
 )
 

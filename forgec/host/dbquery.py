@@ -123,7 +123,15 @@ def run_query(
         values = {"persona": persona, "thread_id": thread}
         for table in sorted(ALLOWED_TABLES):
             where = " AND ".join(f"{col} = {_quote(values[col])}" for col in SCOPES[table])
-            conn.execute(f"CREATE TEMP VIEW {table} AS SELECT * FROM main.{table} WHERE {where}")
+            # every column but the host's own `labels` (SPEC §15: they are the host's, not data)
+            columns = ", ".join(
+                f'"{r[1]}"'
+                for r in conn.execute(f"PRAGMA main.table_info({table})")
+                if r[1] != "labels"
+            )
+            conn.execute(
+                f"CREATE TEMP VIEW {table} AS SELECT {columns} FROM main.{table} WHERE {where}"
+            )
         conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_LENGTH)
         conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
         deadline = time.monotonic() + time_limit_ms / 1000

@@ -249,12 +249,20 @@ def load_state(conn: sqlite3.Connection, tool_id: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def save_state(conn: sqlite3.Connection, tool_id: str, state: Mapping[str, Any]) -> None:
+def save_state(
+    conn: sqlite3.Connection,
+    tool_id: str,
+    state: Mapping[str, Any],
+    labels: Mapping[str, Any] | None = None,
+) -> None:
+    """The state and, in the same transaction, its fields' labels (SPEC §15)."""
+    from forgec.host.labels import encode_state_labels
+
     text = json.dumps(state, ensure_ascii=False, separators=(",", ":"))
     with Tx(conn):
         conn.execute(
-            "INSERT INTO tool_state (tool_id, state, updated_at) VALUES (?, ?, ?)"
+            "INSERT INTO tool_state (tool_id, state, updated_at, labels) VALUES (?, ?, ?, ?)"
             " ON CONFLICT (tool_id) DO UPDATE SET state = excluded.state,"
-            " updated_at = excluded.updated_at",
-            (tool_id, text, now_iso()),
+            " updated_at = excluded.updated_at, labels = excluded.labels",
+            (tool_id, text, now_iso(), encode_state_labels(dict(labels or {}))),
         )

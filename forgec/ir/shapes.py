@@ -69,6 +69,9 @@ class InputProblem:
 
     path: tuple[str | int, ...]
     message: str
+    # the likely meant value (an enum's) or field name (`rename`): the diagnostic's fix
+    suggestion: str | None = None
+    rename: bool = False
 
 
 _JSON_TYPE_NAMES = {
@@ -236,7 +239,8 @@ class Field:
             ]
             hint = f" (did you mean `{close[0]}`?)" if close else ""
             shown = value if len(value) <= 40 else value[:40] + "…"
-            return [InputProblem(path, f"{where} is `{shown}`, expected one of {options}{hint}")]
+            message = f"{where} is `{shown}`, expected one of {options}{hint}"
+            return [InputProblem(path, message, close[0] if close else None)]
         n = len(value)
         if self.min_length is not None and n < self.min_length:
             if self.min_length == 1:
@@ -426,7 +430,8 @@ class Shape:
             name = key if type(key) is str else str(key)
             present.add(name)
             if name not in fields:
-                out.append(InputProblem((name,), self._unknown_message(name)))
+                meant = closest(name, fields) if fields else None
+                out.append(InputProblem((name,), self._unknown_message(name), meant, rename=True))
         for key, value in literal.items():
             spec = fields.get(key) if type(key) is str else None
             if spec is not None:

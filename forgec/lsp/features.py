@@ -2,7 +2,8 @@
 
 Every answer is built from the report `forgec.check` produced: diagnostics keep the CLI's
 codes, messages and hints; hovers read the catalog's marks and the same worst-case rule the
-checker uses; quick fixes apply the checker's own "did you mean" replacements.
+checker uses; quick fixes apply the fixes the checker attached to its diagnostics (a "did you
+mean" replacement, a missing field, an undeclared state field), never reading the message.
 """
 
 from __future__ import annotations
@@ -21,8 +22,6 @@ from forgec.lsp.analysis import Analysis, NodeDef, Use
 from forgec.lsp.positions import LineIndex, Point, span_points
 
 SOURCE = "forgec"
-_DID_YOU_MEAN = re.compile(r"did you mean `([^`]+)`")
-_MISSING = re.compile(r"is missing `([A-Za-z]+)`")
 
 
 # -- positions ---------------------------------------------------------------------------------
@@ -92,7 +91,7 @@ def diagnostics(a: Analysis, index: LineIndex) -> list[lsp.Diagnostic]:
                 code_description=lsp.CodeDescription(href=explain_uri(d.code)),
                 source=SOURCE,
                 related_information=_related(a, index, d) or None,
-                data={"path": d.path, "hint": d.hint},
+                data={"path": d.path, "hint": d.hint, "fixes": [f.to_json() for f in d.fixes]},
             )
         )
     return out
@@ -101,18 +100,14 @@ def diagnostics(a: Analysis, index: LineIndex) -> list[lsp.Diagnostic]:
 def _related(a: Analysis, index: LineIndex, d: Any) -> list[lsp.DiagnosticRelatedInformation]:
     """Other places the problem involves: both duplicates, every node of a cycle, a flow's path."""
     related: list[lsp.DiagnosticRelatedInformation] = []
+    source_map = a.report.source_map
+    # the checker's own `related` (the other duplicate, the nodes of a cycle)
+    for other in d.related:
+        span = source_map.span(other.pointer) if source_map is not None else None
+        if span is not None and span != d.span:
+            related.append(_info(a, index, span, other.note))
     names = re.findall(r"`([A-Za-z][A-Za-z0-9_-]*)`", d.message)
-    if d.code == "FORGE_NODE_DUPLICATE":
-        for name in names:
-            for nd in a.nodes.get(name, []):
-                if nd.id_span is not None and nd.id_span != d.span:
-                    related.append(_info(a, index, nd.id_span, f"`{name}` is also defined here"))
-    elif d.code == "FORGE_CYCLE":
-        for name in dict.fromkeys(names):
-            for nd in a.nodes.get(name, [])[:1]:
-                if nd.id_span is not None:
-                    related.append(_info(a, index, nd.id_span, f"`{name}` is on the cycle"))
-    elif d.code.startswith("FORGEC_FLOW_"):
+    if d.code.startswith("FORGEC_FLOW_"):
         wanted = "private:" if d.code == "FORGEC_FLOW_PRIVATE_EGRESS" else "external:"
         for flow in getattr(a.report.facts, "flows", ()) or ():
             if getattr(flow, "node", None) not in names or not flow.source.startswith(wanted):
@@ -401,24 +396,20 @@ def code_actions(
         if diag.source != SOURCE:
             continue
         data = diag.data if isinstance(diag.data, dict) else {}
-        hint = data.get("hint") or ""
-        fix = _DID_YOU_MEAN.search(hint)
-        if fix:
-            actions.append(_replace_fix(a, index, diag, fix.group(1)))
+        # the checker's fixes, as data (never read out of the message)
+        fixes = [f for f in data.get("fixes") or () if isinstance(f, dict)]
+        for fix in fixes:
+            if fix.get("kind") == "replace" and isinstance(fix.get("value"), str):
+                actions.append(_replace_fix(a, index, diag, fix["value"]))
+            elif fix.get("kind") == "insert" and isinstance(fix.get("field"), str):
+                pointer = f"{fix.get('pointer') or ''}/{fix['field']}"
+                action = _structural_fix(
+                    a, index, diag, pointer, fix["field"], fix.get("value"), fix.get("title")
+                )
+                if action is not None:
+                    actions.append(action)
+        if fixes:
             continue
-        missing = _MISSING.search(diag.message)
-        if missing:
-            action = _structural_fix(a, index, diag, data.get("path") or "", missing.group(1))
-            if action is not None:
-                actions.append(action)
-            continue
-        if (
-            diag.code in ("FORGEC_REF_UNDEFINED", "FORGE_TARGET_UNSAFE")
-            and "`state." in diag.message
-        ):
-            action = _declare_state_field(a, index, diag)
-            if action is not None:
-                actions.append(action)
     actions.extend(_conversions(a))
     return actions
 
@@ -438,23 +429,14 @@ def _replace_fix(a: Analysis, index: LineIndex, diag: lsp.Diagnostic, word: str)
     )
 
 
-_PLACEHOLDERS: dict[str, Any] = {
-    "next": "done",
-    "then": "done",
-    "else": "done",
-    "value": None,
-    "input": {},
-    "target": "result1",
-    "message": "Describe what went wrong.",
-    "code": "FAILED",
-    "description": "What this tool does.",
-    "title": "Untitled tool",
-    "version": 1,
-}
-
-
 def _structural_fix(
-    a: Analysis, index: LineIndex, diag: lsp.Diagnostic, pointer: str, field: str
+    a: Analysis,
+    index: LineIndex,
+    diag: lsp.Diagnostic,
+    pointer: str,
+    field: str,
+    value: Any = None,
+    title: str | None = None,
 ) -> lsp.CodeAction | None:
     """Add a missing required field to the document's JSON and write the document anew."""
     raw = a.report.raw
@@ -476,29 +458,8 @@ def _structural_fix(
             return None
     if not isinstance(parent, dict):
         return None
-    parent[field] = _PLACEHOLDERS.get(field, "")
-    return _rewrite(a, index, diag, f"Add the missing `{field}`", doc)
-
-
-def _declare_state_field(
-    a: Analysis, index: LineIndex, diag: lsp.Diagnostic
-) -> lsp.CodeAction | None:
-    m = re.search(r"`state\.([A-Za-z][A-Za-z0-9_]*)", diag.message)
-    raw = a.report.raw
-    if m is None or not isinstance(raw, dict):
-        return None
-    import copy
-
-    doc = copy.deepcopy(raw)
-    state = doc.setdefault("state", {})
-    if not isinstance(state, dict):
-        return None
-    state.setdefault("maxBytes", 4096)
-    fields = state.setdefault("fields", {})
-    if not isinstance(fields, dict):
-        return None
-    fields[m.group(1)] = {}
-    return _rewrite(a, index, diag, f"Declare the state field `{m.group(1)}`", doc)
+    parent[field] = value
+    return _rewrite(a, index, diag, title or f"Add the missing `{field}`", doc)
 
 
 def _rewrite(

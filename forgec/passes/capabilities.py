@@ -25,7 +25,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from forgec.catalog import CapabilitySpec, Catalog, get_catalog
-from forgec.catalog.base import unknown_capability_hint
+from forgec.catalog.base import likely_capability, unknown_capability_hint
+from forgec.ir.capabilities import ROWS
+from forgec.ir.diagnostics import Fix, replace_fix, suggestion
 from forgec.ir.nodes import (
     CapabilityNode,
     ListExpr,
@@ -37,7 +39,6 @@ from forgec.ir.nodes import (
     nodes_of_type,
 )
 from forgec.ir.pointer import join
-from forgec.ir.suggest import closest
 from forgec.passes.context import PassContext
 from forgec.passes.graph import shown
 
@@ -101,13 +102,20 @@ def _other_catalog(catalog: Catalog) -> Catalog | None:
         return None
 
 
+_HAS_UNDO = [row.name for row in ROWS if row.undo is not None]
+_UNDOABLE = ", ".join(_HAS_UNDO[:-1]) + " and " + _HAS_UNDO[-1]
+
+
 def _unknown(ctx: PassContext, node: CapabilityNode, name: str) -> None:
+    pointer = join(node.pointer, "capability")
+    meant = likely_capability(ctx.catalog, name)
     ctx.report(
         "FORGE_CAPABILITY_UNKNOWN",
-        join(node.pointer, "capability"),
+        pointer,
         f"`{shown(name)}` is not a capability of target `{ctx.catalog.name}`",
         hint=unknown_capability_hint(ctx.catalog, name)
         or f"known capabilities: {', '.join(sorted(ctx.catalog.capabilities))}",
+        fixes=(replace_fix(pointer, meant),) if meant is not None else (),
     )
 
 
@@ -136,11 +144,15 @@ def _check_input(ctx: PassContext, node: CapabilityNode, spec: CapabilitySpec) -
             f"`{spec.name}` input could not be checked ({type(error).__name__}: {error})",
         )
     for problem in problems:
+        at = join(base, *problem.path)
         ctx.report(
             "FORGEC_CAPABILITY_INPUT",
-            join(base, *problem.path),
+            at,
             f"`{spec.name}` input: {problem.message}",
-            key=problem.message.startswith("unknown field"),
+            key=problem.rename,
+            fixes=(replace_fix(at, problem.suggestion, key=problem.rename),)
+            if problem.suggestion is not None
+            else (),
         )
 
 
@@ -154,8 +166,7 @@ def _check_compensation(ctx: PassContext, node: CapabilityNode, spec: Capability
             "FORGE_INVALID_COMPENSATION",
             pointer,
             f"`{spec.name}` cannot be undone, so it cannot declare a compensation (`{shown(comp)}`)",
-            hint="remove `compensation`; only tasks.create, tasks.setStatus, notes.update, "
-            "schedule.manage and memory.access have an undo",
+            hint=f"remove `compensation`; only {_UNDOABLE} have an undo",
         )
         return
     if comp not in ctx.catalog:
@@ -181,9 +192,10 @@ def _compensation_unknown(
         )
     else:
         message = f"compensation `{shown(comp)}` is not a capability of target `{ctx.catalog.name}`"
+    pointer = join(node.pointer, "compensation")
+    fixes: tuple[Fix, ...] = ()
     if spec is not None and spec.undo is not None:
         hint: str | None = f"`{spec.name}` is undone by `{spec.undo}`"
     else:
-        found = closest(comp, sorted(ctx.catalog.capabilities))
-        hint = f"did you mean `{found}`?" if found is not None else None
-    ctx.report("FORGE_COMPENSATION_UNKNOWN", join(node.pointer, "compensation"), message, hint=hint)
+        hint, fixes = suggestion(comp, sorted(ctx.catalog.capabilities), pointer)
+    ctx.report("FORGE_COMPENSATION_UNKNOWN", pointer, message, hint=hint, fixes=fixes)

@@ -13,7 +13,7 @@ from typing import Any
 import attrs
 
 from forgec.catalog import Catalog
-from forgec.ir.diagnostics import Diagnostic, make
+from forgec.ir.diagnostics import Diagnostic, Fix, Related, make
 from forgec.ir.marks import Marks
 from forgec.ir.nodes import ForeachNode, Manifest, Node
 
@@ -127,8 +127,21 @@ class PassContext:
         hint: str | None = None,
         notes: tuple[str, ...] | list[str] = (),
         key: bool = False,
+        fixes: tuple[Fix, ...] = (),
+        related: tuple[Related, ...] = (),
     ) -> None:
-        self.diagnostics.append(make(code, pointer, message, hint=hint, notes=notes, key=key))
+        self.diagnostics.append(
+            make(
+                code,
+                pointer,
+                message,
+                hint=hint,
+                notes=notes,
+                key=key,
+                fixes=fixes,
+                related=related,
+            )
+        )
 
     @property
     def manifest(self) -> Manifest:

@@ -1,11 +1,11 @@
 """Where data goes (SPEC §15): which labels reach which sinks, on every path, before a run.
 
 An abstract interpretation of the checked flow. Each variable holds an abstract value: the
-labels of the whole value (`base`, label → witness path of node ids) and, when the value was
-built from an object or list expression, the abstract value of each literal key (`fields`).
-Reading `x.a.b` collects the bases along the path, so a field that was not sent carries none
-of its siblings' labels (SPEC paths are always literal). Joins union labels; a missing key on
-one side is the other side's, so every join is sound.
+labels of the whole value (`base`) and, when the value was built from an object or list
+expression, the abstract value of each literal key (`fields`). Reading `x.a.b` collects the
+bases along the path, so a field that was not sent carries none of its siblings' labels (SPEC
+paths are always literal). Joins union labels; a missing key on one side is the other side's,
+so every join is sound.
 
 Control: the labels of an `if` condition (and of a loop's source, for its body) are the "pc"
 of every node the branch decides: the nodes reachable from the branch before its immediate
@@ -15,12 +15,32 @@ A loop whose body may `return`/`fail` decides everything after it: its source an
 conditions stay in the pc for the rest of the run. The VM mirrors exactly this (the joins go
 into the Program), which is what makes the run-time pairs a subset of these.
 
+Failure is control: a node that may fail at run time (a reference its declared shape does not
+guarantee, a comparison that may meet the wrong types, a loop source that may not be a list or
+may be too long, any capability or model step given labelled data)
+decides whether every later node runs. The labels of what it evaluated join a flow-sensitive
+"failure pc" (the env key `_FAIL`) that every later node's pc includes. The Program lists
+these nodes (`mayFail`) and the VM adds the same labels at the same points.
+
+Labels persist: `state.X` and each host table are cells. A read carries `private:state` (for
+state) plus every label the tool can write into the cell on any path: the whole analysis runs
+again with the cells' labels until they no longer grow (at most `_CELL_ROUNDS` times; then
+every cell written gets every label the tool can produce — sound, as unknown means anything).
+
+Bounded by construction (docs/analysis.md states the cost): label sets are interned and their
+unions cached; an abstract value has at most `_MAX_SIZE` nodes and `_MAX_DEPTH` levels (beyond,
+it collapses to one opaque value carrying all its labels); a loop widens after
+`_PRECISE_ROUNDS` rounds, or at once when the analysis has spent its budget of node
+transfers (`_BUDGET`), to "every variable the body assigns carries every label in reach",
+which is a fixpoint by construction.
+
 Results: `ctx.facts.flows` (sorted `Flow`s), `ctx.facts.flow_joins` (for lowering), and the
 two `FORGEC_FLOW_*` warnings. The pass stands down when the graph is not well formed.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
@@ -31,6 +51,7 @@ from forgec.ir.nodes import (
     ForeachNode,
     IfNode,
     ListExpr,
+    Literal,
     LlmNode,
     Node,
     ObjectExpr,
@@ -39,6 +60,7 @@ from forgec.ir.nodes import (
     SetNode,
     Template,
     Value,
+    node_type,
     nodes_of_type,
 )
 from forgec.ir.pointer import join
@@ -48,7 +70,36 @@ from forgec.passes.network import static_host, url_of
 from forgec.runtime import flowlabels as fl
 
 _EXIT = "\x00exit"  # the virtual node after return/fail (and a body's last node)
-_WIDEN_AFTER = 6  # loop iterations before nested fields collapse (termination)
+_FAIL = "\x00fail"  # env key: the labels that an earlier failure depends on
+_MAX_SIZE = 128  # nodes of one abstract value (its tree, shared parts counted each time)
+_MAX_DEPTH = 12  # levels of one abstract value
+_PRECISE_ROUNDS = 4  # loop rounds before widening
+_BUDGET = 20_000  # node transfers of the whole analysis before every loop widens at once
+_CELL_ROUNDS = 3  # runs of the whole analysis over the persistent cells before widening
+
+
+# --- label sets: interned, unions cached (shared, never copied) ------------------------
+
+_UNIONS: dict[tuple[frozenset[str], frozenset[str]], frozenset[str]] = {}
+_INTERN: dict[frozenset[str], frozenset[str]] = {}
+_CACHE_CAP = 1 << 16
+
+
+def _or(a: frozenset[str], b: frozenset[str]) -> frozenset[str]:
+    if a is b or not b:
+        return a
+    if not a:
+        return b
+    key = (a, b)
+    out = _UNIONS.get(key)
+    if out is None:
+        if len(_UNIONS) > _CACHE_CAP:  # bounded: a long-lived server checks many tools
+            _UNIONS.clear()
+            _INTERN.clear()
+        union = a | b
+        out = _INTERN.setdefault(union, union)
+        _UNIONS[key] = out
+    return out
 
 
 @attrs.frozen
@@ -71,15 +122,21 @@ class Flow:
         }
 
 
+Schema = tuple[Mapping[str, Any], bool]  # a declared JSON Schema; whether defaults fill in
+
+
 class _AV:
     """An abstract value: labels of the whole (`base`), and per literal key when built from
-    an object or list expression (`fields`).
+    an object or list expression (`fields`); its declared shape when known (`schema`), and
+    whether a variable holding it is defined on every path (`sure`).
 
     Witness paths are not carried label by label (that doubled the pass's cost): each value
     remembers the node that made it (`origin`) and the values it was made from (`parents`),
-    and `_witness` walks that graph back only for the flows found."""
+    and `_witness` walks that graph back only for the flows found. A value whose tree would
+    pass `_MAX_SIZE` nodes or `_MAX_DEPTH` levels is collapsed to one opaque value (every
+    part carries all its labels): sound, and every operation on a value stays bounded."""
 
-    __slots__ = ("base", "fields", "flat", "origin", "parents")
+    __slots__ = ("base", "depth", "fields", "flat", "origin", "parents", "schema", "size", "sure")
 
     def __init__(
         self,
@@ -87,11 +144,31 @@ class _AV:
         fields: dict[Any, _AV] | None = None,
         origin: str | None = None,
         parents: tuple[_AV, ...] = (),
+        schema: Schema | None = None,
+        sure: bool = True,
     ) -> None:
-        self.base = base
-        self.fields = fields
         self.origin = origin
         self.parents = parents
+        self.schema = schema
+        self.sure = sure
+        if fields is not None:
+            size = 1
+            depth = 0
+            for child in fields.values():
+                size += child.size  # type: ignore[has-type]
+                if child.depth > depth:  # type: ignore[has-type]
+                    depth = child.depth  # type: ignore[has-type]
+            depth += 1
+            if size > _MAX_SIZE or depth > _MAX_DEPTH:
+                for child in fields.values():
+                    base = _or(base, _flat(child))
+                fields = None
+        if fields is None:
+            size = depth = 1
+        self.base = base
+        self.fields = fields
+        self.size = size
+        self.depth = depth
         self.flat: frozenset[str] | None = base if fields is None else None
 
 
@@ -104,42 +181,61 @@ def _flat(av: _AV) -> frozenset[str]:
     if flat is None:
         flat = av.base
         for child in av.fields.values():  # type: ignore[union-attr]
-            flat = flat | _flat(child)
+            flat = _or(flat, _flat(child))
         av.flat = flat
     return flat
 
 
 def _stamp(av: _AV, node: str, pc: _AV) -> _AV:
     """The value as stored by `node` under `pc` (the pc's labels join in)."""
-    if pc is _EMPTY:
-        return _AV(av.base, av.fields, node, (av,))
-    return _AV(av.base | pc.base, av.fields, node, (av, pc))
+    if pc is _EMPTY or not pc.base:
+        return _AV(av.base, av.fields, node, (av,), av.schema)
+    return _AV(_or(av.base, pc.base), av.fields, node, (av, pc), av.schema)
 
 
 def _join(x: _AV, y: _AV) -> _AV:
     if x is y:
         return x
-    base = x.base | y.base
+    base = _or(x.base, y.base)
+    schema = x.schema if x.schema is y.schema else None
+    sure = x.sure and y.sure
     if x.fields is None or y.fields is None:
-        return _AV(base, x.fields if y.fields is None else y.fields, None, (x, y))
+        fields = x.fields if y.fields is None else y.fields
+        return _AV(base, fields, None, (x, y), schema, sure)
     fields = dict(x.fields)
     for k, c in y.fields.items():
-        fields[k] = _join(fields[k], c) if k in fields else c
-    return _AV(base, fields, None, (x, y))
+        fields[k] = _join(fields[k], c) if k in fields else _unsure(c)
+    for k, c in x.fields.items():
+        if k not in y.fields:
+            fields[k] = _unsure(c)
+    return _AV(base, fields, None, (x, y), schema, sure)
+
+
+def _unsure(av: _AV) -> _AV:
+    """The value on a path where it may be absent (a key one side of a join lacks)."""
+    if not av.sure:
+        return av
+    return _AV(av.base, av.fields, None, (av,), av.schema, False)
+
+
+def _opaque(
+    labels: frozenset[str], origin: str | None = None, parents: tuple[_AV, ...] = ()
+) -> _AV:
+    return _AV(labels, None, origin, parents, None, False)
 
 
 def _union(avs: list[_AV], origin: str | None = None) -> _AV:
     """One opaque value carrying every label of `avs` (a template, a condition, a result)."""
     labels = _NONE
     for av in avs:
-        labels = labels | _flat(av)
+        labels = _or(labels, _flat(av))
     return _AV(labels, None, origin, tuple(avs))
 
 
 def _same(x: _AV, y: _AV) -> bool:
     if x is y:
         return True
-    if x.base != y.base:
+    if x.base != y.base or x.sure != y.sure or x.schema is not y.schema:
         return False
     if x.fields is None or y.fields is None:
         return x.fields is y.fields
@@ -168,6 +264,69 @@ def _witness(av: _AV, label: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _child_schema(schema: Schema | None, seg: str | int) -> tuple[Schema | None, bool]:
+    """The declared shape one step down, and whether the declared shape guarantees the step
+    exists (an object with the key required — or defaulted, where defaults fill in — or an
+    array with more than `seg` items by `minItems`). Anything else may be absent."""
+    if schema is None:
+        return None, False
+    s, fill = schema
+    kind = s.get("type")
+    if type(seg) is str:
+        props = s.get("properties")
+        sub = props.get(seg) if isinstance(props, Mapping) else None
+        required = s.get("required")
+        ok = kind == "object" and (
+            (isinstance(required, list) and seg in required)
+            or (fill and isinstance(sub, Mapping) and "default" in sub)
+        )
+    else:
+        sub = s.get("items")
+        least = s.get("minItems")
+        ok = kind == "array" and type(least) is int and type(seg) is int and seg < least
+    return ((sub, fill) if isinstance(sub, Mapping) else None), ok
+
+
+def _no_more_items(schema: Schema | None, max_items: int | None) -> bool:
+    """Whether the declared shape guarantees a list of at most `max_items` items."""
+    if schema is None or max_items is None:
+        return False
+    s = schema[0]
+    most = s.get("maxItems")
+    return s.get("type") == "array" and type(most) is int and most <= max_items
+
+
+_TYPED_OPS = frozenset({"contains", "gt", "gte", "lt", "lte"})
+_JSON_KINDS = {str: "string", bool: "boolean", int: "number", float: "number", list: "array"}
+
+
+def _kind(value: Value | None, av: _AV) -> str | None:
+    """The JSON type a condition operand is sure to have (None: not known)."""
+    kind = type(value)
+    if kind is Literal:
+        lit = value.value  # type: ignore[union-attr]
+        return "object" if isinstance(lit, dict) else _JSON_KINDS.get(type(lit))
+    if kind is Template:
+        return "string"
+    if kind is ObjectExpr:
+        return "object"
+    if kind is ListExpr:
+        return "array"
+    if kind is Ref and av.schema is not None:
+        declared = av.schema[0].get("type")
+        return "number" if declared == "integer" else declared if type(declared) is str else None
+    return None
+
+
+def _well_typed(op: str, kinds: list[str | None]) -> bool:
+    """Whether `contains` / an order comparison cannot meet operands of the wrong types."""
+    left = kinds[0]
+    right = kinds[1] if len(kinds) > 1 else None
+    if op == "contains":
+        return left == "array" or (left in ("string", "object") and right == "string")
+    return left == right and left in ("number", "string")
+
+
 Env = dict[str, _AV]
 
 
@@ -176,7 +335,11 @@ def _join_env(a: Env, b: Env) -> Env:
         return a
     out = dict(a)
     for k, v in b.items():
-        out[k] = _join(out[k], v) if k in out else v
+        old = out.get(k)
+        out[k] = _join(old, v) if old is not None else _unsure(v)
+    for k, v in a.items():
+        if k not in b:
+            out[k] = _unsure(v)
     return out
 
 
@@ -193,6 +356,11 @@ class FlowJoins:
     joins: dict[str, str | None] = attrs.field(factory=dict)
     # loops whose body may return/fail: their source and body conditions steer the rest
     exit_loops: list[str] = attrs.field(factory=list)
+    # nodes that may fail depending on labelled data (SPEC §15 "Failure is control"): the
+    # VM adds what they evaluated to the control labels of the rest of the run
+    # node id → the paths of its reads that may fail (their labels at the node's entry);
+    # capability and model steps also depend on their whole input, which the VM knows
+    may_fail: dict[str, list[list[str | int]]] = attrs.field(factory=dict)
 
 
 def check_flows(ctx: PassContext) -> None:
@@ -213,17 +381,40 @@ def check_flows(ctx: PassContext) -> None:
 
 
 def _may_warn(ctx: PassContext) -> bool:
-    """Whether a reachable step is an egress sink or an outside source (`net.http`)."""
+    """Whether a reachable step is an egress sink or an outside source (`net.http`, and the
+    Talon reads of what other people wrote)."""
     reachable = ctx.facts.reachable_pointers
-    names = fl.EGRESS_CAPABILITIES | {fl.HTTP}
     return any(
-        node.capability in names and node.pointer in reachable
+        node.pointer in reachable and _outside(node.capability or "")
         for node in nodes_of_type(ctx.manifest.flow.nodes, CapabilityNode)  # type: ignore[union-attr]
     )
 
 
+def _outside(name: str) -> bool:
+    return (
+        name in fl.EGRESS_CAPABILITIES
+        or name == fl.HTTP
+        or name == "db.query"
+        or fl.TALON in fl.source_labels(name, None)
+    )
+
+
+def _all_nodes(nodes: tuple[Node, ...]) -> list[Node]:
+    out: list[Node] = []
+    todo = list(nodes)
+    while todo:
+        node = todo.pop()
+        out.append(node)
+        if type(node) is ForeachNode:
+            todo.extend(node.body)
+    return out
+
+
 # successors (with _EXIT), controllers, real successors
 _Shape = tuple[dict[str, tuple[str, ...]], dict[str, list[str]], dict[str, tuple[str, ...]]]
+# a node's effect: the env after it (None: the run ends there) and, for a node that decides
+# what runs after it (an `if`, a loop that may end the run), the deciding value
+_Transfer = Callable[["_Analysis", Any, Env, _AV], tuple[Env | None, _AV | None]]
 
 
 class _Analysis:
@@ -236,46 +427,111 @@ class _Analysis:
         # scope (its first node) → successors and controllers, computed once per scope
         self.shapes: dict[str, _Shape] = {}
         manifest = ctx.manifest
-        self.state_fields = tuple(manifest.state.fields) if manifest.state is not None else ()
+        self.state_decl = dict(manifest.state.fields) if manifest.state is not None else {}
+        self.state_fields = tuple(self.state_decl)
         self.state_av = _AV(frozenset({fl.STATE}))
+        schema = manifest.input_schema
+        self.input_schema: Schema | None = (schema, True) if isinstance(schema, Mapping) else None
+        # persistent cells (`state.X`, `table:T`) → what the previous round wrote into them
+        self.cells: dict[str, _AV] = {}
+        self.written: dict[str, list[_AV]] = {}
+        self.read_cells: set[str] = set()
+        self.transfers = 0
+        # while a node's values are evaluated: what its possible failures depend on, and the
+        # paths of the reads that may fail (lowered, so the VM adds the same labels)
+        self.fail_parts: list[_AV] = []
+        self.fail_paths: list[list[str | int]] = []
+        self.sources: dict[str, frozenset[str]] = {}  # loop id → labels its body can produce
+        self.assigned: dict[str, frozenset[str]] = {}  # loop id → env keys its body writes
+        self.universe = self._universe()
+
+    def _universe(self) -> frozenset[str]:
+        """Every label this tool can produce: what a cap widens to (unknown = anything)."""
+        out = {fl.INPUT, fl.STATE, fl.MODEL}
+        for node in _all_nodes(self.ctx.manifest.flow.nodes):  # type: ignore[union-attr]
+            if type(node) is CapabilityNode:
+                out |= self.sources_of(node)
+        return frozenset(out)
+
+    def sources_of(self, node: CapabilityNode) -> frozenset[str]:
+        name = node.capability or ""
+        host = static_host(url_of(node)[0]) if name == fl.HTTP else None
+        out = set(fl.source_labels(name, host))
+        if name == "db.query":
+            sql = literal_fields(node.input).get("sql")
+            if any(t in fl.UNTRUSTED_TABLES for t in fl.query_tables(sql)):
+                out.add(fl.TALON)
+        return frozenset(out)
+
+    def spent(self) -> bool:
+        return self.transfers > _BUDGET
 
     # --- values -------------------------------------------------------------------------
 
     def read(self, env: Env, ref: Ref) -> _AV:
-        segs = ref.segments
+        av, risky = self._read(env, ref.segments)
+        if risky:
+            # what a missing step depends on: the labels along the path (the read's base)
+            self.fail_parts.append(av if av.fields is None else _AV(av.base, None, None, (av,)))
+            self.fail_paths.append(list(ref.segments))
+        return av
+
+    def _read(self, env: Env, segs: tuple[str | int, ...]) -> tuple[_AV, bool]:
+        """The value at a path, and whether the read may fail (RUN_REF_MISSING): a variable
+        not defined on every path, a step its declared shape does not guarantee."""
         root = segs[0]
         if root == "state":
             if len(segs) == 1:
-                return _union(
-                    [self.state_av, *(env.get(f"state.{f}", _EMPTY) for f in self.state_fields)]
-                )
-            av = env.get(f"state.{segs[1]}", _EMPTY)
+                self.read_cells.update(f"state.{f}" for f in self.state_fields)
+                whole = [self.state_av, *(env.get(f"state.{f}", _EMPTY) for f in self.state_fields)]
+                return _union(whole), False
+            key = f"state.{segs[1]}"
+            self.read_cells.add(key)
+            found = env.get(key)
             rest = segs[2:]
         else:
-            av = env.get(root, _EMPTY)  # type: ignore[arg-type]
+            found = env.get(root)  # type: ignore[arg-type]
             rest = segs[1:]
-        if not rest or av.fields is None:
-            return av  # every part of an opaque value carries all its labels
+        if found is None:
+            return _EMPTY, True
+        av = found
+        risky = not av.sure
+        if risky:
+            av = _AV(av.base, av.fields, None, (av,), av.schema)  # read: it was there
+        if not rest:
+            return av, risky
         top = av
         acc = av.base
+        schema = av.schema
         for seg in rest:
             if av.fields is None:
-                return _AV(acc, None, None, (top,))
+                # every part of an opaque value carries all its labels; only its declared
+                # shape can say whether the part is there
+                schema, ok = _child_schema(schema, seg)
+                risky = risky or not ok
+                continue
             child = av.fields.get(seg)
             if child is None:
-                return _AV(acc, None, None, (top,))  # a literal member: no labels of its own
+                return _AV(acc, None, None, (top,)), True  # a literal member: no labels
             av = child
-            acc = acc | av.base
-        return _AV(acc, av.fields, None, (top,))
+            risky = risky or not av.sure
+            acc = _or(acc, av.base)
+            schema = av.schema
+        if av.sure and av.fields is None and acc is av.base and schema is av.schema:
+            return av, risky
+        return _AV(acc, av.fields, None, (top,), schema), risky
 
     def value(self, env: Env, value: Value | None) -> _AV:
         kind = type(value)
         if kind is Ref:
             return self.read(env, value)  # type: ignore[arg-type]
         if kind is Template:
-            reads = [self.read(env, p) for p in value.parts if type(p) is Ref]  # type: ignore[union-attr]
+            parts = value.parts  # type: ignore[union-attr]
+            reads = [self.read(env, p) for p in parts if type(p) is Ref]
             if len(reads) == 1 and reads[0].fields is None:
-                return reads[0]  # one opaque read: its labels, as rendered text
+                # one opaque read: its labels, as rendered text (so not its declared shape)
+                only = reads[0]
+                return only if only.schema is None else _AV(only.base, None, None, (only,))
             return _union(reads)
         if kind is ObjectExpr:
             return _AV(_NONE, {k: self.value(env, m) for k, m in value.fields})  # type: ignore[union-attr]
@@ -289,7 +545,7 @@ class _Analysis:
             return [(k, self.value(env, m)) for k, m in value.fields]
         return [("*", self.value(env, value))]
 
-    # --- sinks ---------------------------------------------------------------------------
+    # --- sinks and cells -----------------------------------------------------------------
 
     def sink(self, node: str, sink: str, args: list[tuple[str, _AV]], pc: _AV) -> None:
         found = self.found
@@ -298,6 +554,44 @@ class _Analysis:
                 found.setdefault((node, sink, argument, "data"), []).append(av)
         if pc.base:
             found.setdefault((node, sink, "*", "control"), []).append(pc)
+
+    def write_cell(self, cell: str, av: _AV) -> None:
+        if _flat(av):
+            self.written.setdefault(cell, []).append(av)
+
+    def cell(self, cell: str, node: str) -> _AV | None:
+        """What the tool's own writes left in a cell (None: nothing labelled)."""
+        self.read_cells.add(cell)
+        stored = self.cells.get(cell)
+        return _AV(stored.base, None, node, (stored,)) if stored is not None else None
+
+    def begin(self) -> None:
+        self.fail_parts = []
+        self.fail_paths = []
+
+    def fails(self, env: Env, node: str, avs: list[_AV] = ()) -> Env:  # type: ignore[assignment]
+        """`node` may fail depending on `avs` and on the reads it recorded since `begin`:
+        every later node is decided by their labels (SPEC §15 "Failure is control")."""
+        paths = self.fail_paths
+        if paths:
+            known = self.joins.may_fail.setdefault(node, [])
+            for path in paths:
+                if path not in known:
+                    known.append(path)
+        labels = _NONE
+        parts = [*avs, *self.fail_parts]
+        for av in parts:
+            labels = _or(labels, _flat(av))
+        self.begin()
+        if not labels:
+            return env  # a failure that depends on no labelled data adds nothing
+        old = env.get(_FAIL)
+        if old is not None and labels <= old.base:
+            return env
+        out = dict(env)
+        fresh = _AV(labels, None, node, tuple(parts))
+        out[_FAIL] = _AV(_or(old.base, labels), None, None, (old, fresh)) if old else fresh
+        return out
 
     # --- scopes --------------------------------------------------------------------------
 
@@ -354,12 +648,17 @@ class _Analysis:
             env = env_in.get(n)
             if env is None:
                 continue
+            self.transfers += 1
             node = nodes[n]
             pc = pc0
             deciders = ctrl.get(n)
-            if deciders:
-                pc = _union([pc0, *(cond_of[c] for c in deciders)])
-            out, steer = self.transfer(node, env, pc)
+            failed = env.get(_FAIL)
+            if deciders or failed is not None:
+                parts = [pc0, *(cond_of[c] for c in deciders or ())]
+                if failed is not None:
+                    parts.append(failed)
+                pc = _union(parts)
+            out, steer = NODE_TABLE[node_type(node)](self, node, env, pc)
             if steer is not None:
                 cond_of[n] = steer
                 conds.append(steer)
@@ -421,31 +720,102 @@ class _Analysis:
             if b.pointer in reachable
         )
 
-    # --- nodes ---------------------------------------------------------------------------
+    # --- nodes (NODE_TABLE below dispatches on the node's type name) ----------------------
 
-    def transfer(self, node: Node, env: Env, pc: _AV) -> tuple[Env | None, _AV | None]:
-        """The env after `node` (None: the run ends here) and, for a node that decides
-        what runs after it (an `if`, a loop that may end the run), the deciding value."""
-        kind = type(node)
-        nid = node.id
-        if kind is SetNode:
-            return self.store(env, node.target, _stamp(self.value(env, node.value), nid, pc)), None  # type: ignore[union-attr]
-        if kind is CapabilityNode:
-            return self.capability(node, env, pc), None  # type: ignore[arg-type]
-        if kind is LlmNode:
-            answer = _union([self.value(env, node.input), self.model_av(nid)])  # type: ignore[union-attr]
-            return self.store(env, node.target, _stamp(answer, nid, pc)), None  # type: ignore[union-attr]
-        if kind is IfNode:
-            cond = node.condition  # type: ignore[union-attr]
-            parts = [pc]
-            if cond is not None:
-                parts += [self.value(env, cond.left), self.value(env, cond.right)]
-            return env, _union(parts, nid)
-        if kind is ForeachNode:
-            return self.loop(node, env, pc)  # type: ignore[arg-type]
-        if kind is ReturnNode:
-            self.sink(nid, fl.OUTPUT, self.arguments(env, node.value), pc)  # type: ignore[union-attr]
-        return None, None  # return, fail
+    def set_node(self, node: SetNode, env: Env, pc: _AV) -> tuple[Env | None, _AV | None]:
+        self.begin()
+        av = self.value(env, node.value)
+        out = self.store(env, node.target, _stamp(av, node.id, pc))
+        return self.fails(out, node.id), None
+
+    def capability_node(
+        self, node: CapabilityNode, env: Env, pc: _AV
+    ) -> tuple[Env | None, _AV | None]:
+        name = node.capability or ""
+        host = static_host(url_of(node)[0]) if name == fl.HTTP else None
+        self.begin()
+        args = self.arguments(env, node.input)
+        # only a selector field (memory.access `operation`, …) makes the literals matter
+        fields = literal_fields(node.input) if name in fl.WRITE_WHEN or name == "db.query" else {}
+        sink = fl.static_sink(name, fields, host)
+        if sink is not None:
+            self.sink(node.id, sink, args, pc)
+        avs = [av for _, av in args]
+        rule = fl.WRITE_WHEN.get(name)
+        op_known = rule is None or rule[0] in fields
+        tables = fl.tables_written(name, fields.get(rule[0]) if rule else None, op_known)
+        if tables:
+            written = _union([*avs, pc], node.id)
+            for table in tables:
+                self.write_cell(f"table:{table}", written)
+        # a host may refuse any call: its failure depends on the data it was given
+        out = self.fails(env, node.id, avs)
+        if node.target is None:
+            return out, None
+        parts = [*avs, pc]
+        sources = self.sources_of(node)
+        if sources:
+            parts.append(_AV(sources, None, node.id))
+        read = fl.STORE_READS.get(name)
+        reads: tuple[str, ...] = (read,) if read is not None else ()
+        if name == "db.query":
+            reads = fl.query_tables(fields.get("sql"))
+        for table in reads:
+            stored = self.cell(f"table:{table}", node.id)
+            if stored is not None:
+                parts.append(stored)
+        spec = self.ctx.catalog.get(name)
+        shape = getattr(spec, "result_schema", None)
+        result = _union(parts, node.id)
+        if isinstance(shape, Mapping) and shape:
+            result = _AV(result.base, None, node.id, result.parents, (shape, False))
+        return self.store(out, node.target, result), None
+
+    def llm_node(self, node: LlmNode, env: Env, pc: _AV) -> tuple[Env | None, _AV | None]:
+        self.begin()
+        given = self.value(env, node.input)
+        answer = _union([given, self.model_av(node.id)])
+        shape = node.output_schema
+        if isinstance(shape, Mapping):
+            answer = _AV(answer.base, None, None, answer.parents, (shape, False))
+        out = self.store(env, node.target, _stamp(answer, node.id, pc))
+        # the model may fail (or its answer miss the schema) depending on what it was given
+        return self.fails(out, node.id, [given]), None
+
+    def if_node(self, node: IfNode, env: Env, pc: _AV) -> tuple[Env | None, _AV | None]:
+        cond = node.condition
+        parts = [pc]
+        self.begin()
+        if cond is not None:
+            operands = [self.value(env, cond.left)]
+            if cond.op in ("exists", "truthy") and type(cond.left) is Ref:
+                self.begin()  # a missing step of a bare path is false, not an error
+            if cond.right is not None:
+                operands.append(self.value(env, cond.right))
+            if cond.op in _TYPED_OPS:
+                kinds = [
+                    _kind(v, av) for v, av in zip((cond.left, cond.right), operands, strict=False)
+                ]
+                if not _well_typed(cond.op, kinds):
+                    # operands of the wrong types are RUN_TYPE: the types of the references
+                    # decide (a literal's and a template's are fixed)
+                    for v, av in zip((cond.left, cond.right), operands, strict=False):
+                        if type(v) is Ref:
+                            self.fail_parts.append(_AV(av.base, None, None, (av,)))
+                            self.fail_paths.append(list(v.segments))
+            parts += operands
+            env = self.fails(env, node.id)
+        return env, _union(parts, node.id)
+
+    def foreach_node(self, node: ForeachNode, env: Env, pc: _AV) -> tuple[Env | None, _AV | None]:
+        return self.loop(node, env, pc)
+
+    def return_node(self, node: ReturnNode, env: Env, pc: _AV) -> tuple[Env | None, _AV | None]:
+        self.sink(node.id, fl.OUTPUT, self.arguments(env, node.value), pc)
+        return None, None
+
+    def fail_node(self, node: FailNode, env: Env, pc: _AV) -> tuple[Env | None, _AV | None]:
+        return None, None
 
     def model_av(self, node: str) -> _AV:
         return _AV(frozenset({fl.MODEL}), None, node)
@@ -455,38 +825,78 @@ class _Analysis:
             return env
         out = dict(env)
         out[target] = av  # `state.X` is its own key, as `read` expects
+        if target.startswith("state."):
+            self.write_cell(target, av)
         return out
 
-    def capability(self, node: CapabilityNode, env: Env, pc: _AV) -> Env:
-        name = node.capability or ""
-        host = static_host(url_of(node)[0]) if name == fl.HTTP else None
-        args = self.arguments(env, node.input)
-        # only a selector field (memory.access `operation`, …) makes the literals matter
-        fields = literal_fields(node.input) if name in fl.WRITE_WHEN else {}
-        sink = fl.static_sink(name, fields, host)
-        if sink is not None:
-            self.sink(node.id, sink, args, pc)
-        if node.target is None:
-            return env
-        parts = [av for _, av in args]
-        source = fl.source_label(name, host)
-        if source is not None:
-            parts.append(_AV(frozenset({source}), None, node.id))
-        parts.append(pc)
-        return self.store(env, node.target, _union(parts, node.id))
+    # --- loops -----------------------------------------------------------------------------
+
+    def loop_facts(self, loop: ForeachNode) -> tuple[frozenset[str], frozenset[str]]:
+        """The labels the body's own steps can produce (its sources, the cells they read,
+        the model) and the env keys it writes (targets, the failure pc)."""
+        nid = loop.id
+        cached = self.sources.get(nid)
+        if cached is not None:
+            return cached, self.assigned[nid]
+        labels: set[str] = set()
+        keys: set[str] = {_FAIL}
+        for node in _all_nodes(loop.body):
+            target = getattr(node, "target", None)
+            if isinstance(target, str):
+                keys.add(target)
+            if type(node) is LlmNode:
+                labels.add(fl.MODEL)
+            if type(node) is CapabilityNode:
+                labels |= self.sources_of(node)
+                name = node.capability or ""
+                tables = fl.QUERY_TABLES if name == "db.query" else (fl.STORE_READS.get(name),)
+                for table in tables:
+                    stored = self.cells.get(f"table:{table}")
+                    if stored is not None:
+                        labels |= stored.base
+        self.sources[nid] = frozenset(labels)
+        self.assigned[nid] = frozenset(keys)
+        return self.sources[nid], self.assigned[nid]
+
+    def widen(
+        self, loop: ForeachNode, env: Env, steer: _AV
+    ) -> tuple[frozenset[str], frozenset[str]]:
+        """Every label in reach of the loop's body: what its env holds, what decides it and
+        what its steps produce. Every label of a round comes from these, so a body whose
+        written keys all carry them is a fixpoint."""
+        produced, keys = self.loop_facts(loop)
+        labels = _or(steer.base, produced)
+        for av in env.values():
+            labels = _or(labels, _flat(av))
+        return labels, keys
 
     def loop(self, loop: ForeachNode, env: Env, pc: _AV) -> tuple[Env, _AV | None]:
         nid = loop.id
-        src = self.value(env, loop.source)
+        self.begin()
+        source = loop.source
+        src = self.value(env, source)
         # how many times the body runs is the list's length: its own labels, not its items'
-        ctrl = _AV(src.base | pc.base, None, nid, (src, pc))
-        item = _AV(src.base)
+        ctrl = _AV(_or(src.base, pc.base), None, nid, (src, pc))
+        if type(source) is Ref and not _no_more_items(src.schema, loop.max_items):
+            # not a list, or more than maxItems (RUN_TYPE / RUN_LOOP_BOUND): the source's
+            # own labels decide (a literal list's length is fixed)
+            self.fail_parts.append(_AV(src.base, None, None, (src,)))
+            self.fail_paths.append(list(source.segments))
+        env = self.fails(env, nid)
+        item: _AV | None = None
         if src.fields is not None:
             for child in src.fields.values():
-                item = _join(item, child)
+                item = child if item is None else _join(item, child)
+        if item is None:
+            item_schema = None
+            if src.schema is not None and src.schema[0].get("type") == "array":
+                item_schema, _ = _child_schema(src.schema, 0)
+            item = _AV(src.base, None, None, (), item_schema)
+        elif src.base:
+            item = _AV(_or(item.base, src.base), item.fields, None, (item,), item.schema)
         item = _stamp(item, nid, ctrl)
         exits = self.loop_exits(loop)
-        if exits:
+        if exits and nid not in self.joins.exit_loops:
             self.joins.exit_loops.append(nid)
         order = self.facts.body_order.get(nid, [])
         saved = {v: env.get(v) for v in (loop.item_var, loop.index_var) if v is not None}
@@ -503,18 +913,44 @@ class _Analysis:
         current = bind(env)
         steer = ctrl
         after: Env = env
-        for round_ in range(64):
+        widened: frozenset[str] = frozenset()
+        top = _EMPTY
+
+        def flatten(e: Env) -> Env:
+            return {k: (top if k in widened else v) for k, v in e.items()} | {
+                k: top for k in widened if k not in e
+            }
+
+        if self.spent():  # out of budget: one round, already widened
+            labels, widened = self.widen(loop, current, steer)
+            top = _opaque(labels, nid, (steer,))
+            current = flatten(current)
+            if exits:
+                steer = top
+        for round_ in range(_PRECISE_ROUNDS + 2):
             end, conds = self.scope(order, current, steer) if order else (None, [])
             if end is not None:
                 after = _join_env(after, end)
             merged = bind(_join_env(current, end)) if end is not None else current
             # a body that may end the run: its conditions decide later iterations too
             new_steer = _union([steer, *conds], nid) if exits and conds else steer
-            if round_ >= _WIDEN_AFTER:  # nested fields could grow forever: flatten them
-                merged = {k: _union([v]) if v.fields else v for k, v in merged.items()}
+            if widened:
+                merged = flatten(merged)
+                if exits:
+                    new_steer = top
             if _same_env(merged, current) and new_steer.base == steer.base:
                 break
+            if not widened and (round_ + 1 >= _PRECISE_ROUNDS or self.spent()):
+                labels, widened = self.widen(loop, merged, new_steer)
+                top = _opaque(labels, nid, (new_steer,))
+                merged = flatten(merged)
+                if exits:
+                    new_steer = top
             current, steer = merged, new_steer
+        else:  # pragma: no cover - the widened round is a fixpoint by construction
+            everything = _opaque(self.universe, nid)
+            after = {k: everything for k in (*after, *self.loop_facts(loop)[1])}
+            steer = everything
         out = dict(after)
         for var, old in saved.items():
             if old is None:
@@ -526,18 +962,36 @@ class _Analysis:
     # --- whole flow ----------------------------------------------------------------------
 
     def run(self, *, warn: bool = True) -> None:
-        env0: Env = {"input": _AV(frozenset({fl.INPUT}))}
-        for f in self.state_fields:
-            env0[f"state.{f}"] = self.state_av
         order = self.facts.topo_order
         if not order or order[0] != self.ctx.manifest.flow.entry:  # type: ignore[union-attr]
             return
-        self.scope(order, env0, _EMPTY)
+        for round_ in range(_CELL_ROUNDS + 1):
+            self.found = {}
+            self.written = {}
+            self.read_cells = set()
+            self.sources = {}
+            self.assigned = {}
+            self.scope(order, self.entry_env(), _EMPTY)
+            grown: dict[str, _AV] = dict(self.cells)
+            growing = False
+            for cell, avs in self.written.items():
+                old = self.cells.get(cell)
+                labels = old.base if old is not None else _NONE
+                for av in avs:
+                    labels = _or(labels, _flat(av))
+                if old is None or labels != old.base:
+                    grown[cell] = _opaque(labels, None, (*((old,) if old else ()), *avs))
+                    growing = growing or cell in self.read_cells
+            if not growing:
+                break
+            if round_ + 1 >= _CELL_ROUNDS:  # widen: the next round is the last
+                grown = {c: _opaque(self.universe, None, (av,)) for c, av in grown.items()}
+            self.cells = grown
         flows: list[Flow] = []
         for (node, sink, argument, via), avs in self.found.items():
             labels = _NONE
             for av in avs:
-                labels = labels | _flat(av)
+                labels = _or(labels, _flat(av))
             for label in labels:
                 av = next(a for a in avs if label in _flat(a))
                 path = _witness(av, label)
@@ -549,6 +1003,21 @@ class _Analysis:
         self.facts.flow_joins = self.joins
         if warn:
             self.report(self.facts.flows)
+
+    def entry_env(self) -> Env:
+        env: Env = {"input": _AV(frozenset({fl.INPUT}), None, None, (), self.input_schema)}
+        for f in self.state_fields:
+            key = f"state.{f}"
+            schema = self.state_decl[f]
+            shape = (schema, False) if isinstance(schema, Mapping) else None
+            sure = isinstance(schema, Mapping) and "default" in schema
+            stored = self.cells.get(key)
+            if stored is None:
+                env[key] = _AV(self.state_av.base, None, None, (), shape, sure)
+            else:
+                labels = _or(self.state_av.base, stored.base)
+                env[key] = _AV(labels, None, None, (stored,), shape, sure)
+        return env
 
     def report(self, flows: tuple[Flow, ...]) -> None:
         nodes = self.facts.nodes_by_id
@@ -588,3 +1057,14 @@ class _Analysis:
             self.ctx.report(code, pointer, message, hint=hint)
             witness.setdefault((code, pointer), f.path)
         self.facts.flow_witness = witness
+
+
+NODE_TABLE: dict[str, _Transfer] = {
+    "set": _Analysis.set_node,
+    "capability": _Analysis.capability_node,
+    "llm": _Analysis.llm_node,
+    "if": _Analysis.if_node,
+    "foreach": _Analysis.foreach_node,
+    "return": _Analysis.return_node,
+    "fail": _Analysis.fail_node,
+}

@@ -45,9 +45,9 @@ import graphlib
 import heapq
 from typing import Any
 
+from forgec.ir.diagnostics import Related, suggestion
 from forgec.ir.nodes import FailNode, ForeachNode, IfNode, Node, ReturnNode
 from forgec.ir.pointer import join
-from forgec.ir.suggest import suggest
 from forgec.passes.context import Facts, LoopFacts, PassContext
 from forgec.passes.model import ABSENT, raw_at
 
@@ -205,6 +205,9 @@ def _check_duplicates(ctx: PassContext, walk: list[tuple[Node, Scope]]) -> set[s
             join(node.pointer, "id"),
             f"node id `{node.id}` is already used by the node at {first_pointer[node.id]}",
             hint="give every node, loop bodies included, its own id",
+            related=(
+                Related(join(first_pointer[node.id], "id"), f"`{node.id}` is also defined here"),
+            ),
         )
     return duplicated
 
@@ -283,11 +286,14 @@ def _resolve_edges(
             cut = True
             if target in dropped:
                 continue  # it names a node whose own error says why it is unusable
+            at = join(node.pointer, field)
+            hint, fixes = suggestion(target, [i for i in index if i != node.id], at)
             ctx.report(
                 "FORGE_EDGE_MISSING",
-                join(node.pointer, field),
+                at,
                 _missing_edge_message(node, field, target, scope, where),
-                hint=_did_you_mean(target, [i for i in index if i != node.id]),
+                hint=hint,
+                fixes=fixes,
             )
         cut = cut or _edge_unknown(ctx.raw, node, top_level)
         scope.missing_edge = scope.missing_edge or cut
@@ -329,10 +335,6 @@ def _missing_edge_message(
     return f"{here}, which does not exist"
 
 
-def _did_you_mean(name: str, candidates: list[str]) -> str | None:
-    return suggest(name, candidates)
-
-
 def _check_entry(
     ctx: PassContext,
     top: Scope,
@@ -356,7 +358,8 @@ def _check_entry(
         )
     else:
         message = f"the entry `{shown(entry)}` names no node of the flow"
-    ctx.report("FORGE_ENTRY_MISSING", pointer, message, hint=_did_you_mean(entry, list(top.index)))
+    hint, fixes = suggestion(entry, list(top.index), pointer)
+    ctx.report("FORGE_ENTRY_MISSING", pointer, message, hint=hint, fixes=fixes)
     return False
 
 
@@ -378,6 +381,12 @@ def _check_cycles(ctx: PassContext, scope: Scope, entry: str | None) -> list[lis
             join(scope.nodes[last].pointer, field),
             f"{where} loops back on itself: {' -> '.join([*ids, ids[0]])}",
             hint="flows are acyclic; repeat work with a bounded `foreach` instead",
+            related=tuple(
+                Related(
+                    join(scope.nodes[i].pointer, "id"), f"`{scope.nodes[i].id}` is on the cycle"
+                )
+                for i in path
+            ),
         )
     return cycles
 

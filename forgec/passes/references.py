@@ -32,9 +32,15 @@ Three checks, in one pass because they share the value walk:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any, cast
+
+import attrs
 
 from forgec.frontend.names import NAME_RE, RESERVED, parse_path
+from forgec.ir.diagnostics import Fix, insert_fix
 from forgec.ir.nodes import (
+    NODE_TYPES,
     CapabilityNode,
     CredentialRef,
     FailNode,
@@ -82,9 +88,9 @@ def check_references(ctx: PassContext) -> None:
     facts = ctx.facts
     reachable, by_id, writers = facts.reachable_pointers, facts.nodes_by_id, facts.writers
     for node in _all_nodes(manifest.flow.nodes):
-        kind = type(node)
-        if kind is SetNode or kind is CapabilityNode or kind is LlmNode:
-            target = node.target  # type: ignore[union-attr]
+        rule = _BY_CLASS[type(node)]
+        if rule.writes_target:
+            target = cast("SetNode", node).target  # writes_target: set, capability or llm
             if target is not None:
                 # the common case: a plain unreserved name is safe and writes itself
                 if _plain_target(target):
@@ -94,8 +100,8 @@ def check_references(ctx: PassContext) -> None:
                     name = target if target.startswith("state.") else written_root(target)
                 if name is not None and node.pointer in reachable and by_id.get(node.id) is node:
                     writers.setdefault(name, []).append(node.id)
-        elif kind is ForeachNode:
-            _check_loop_vars(ctx, node)  # type: ignore[arg-type]
+        elif rule.loop_vars:
+            _check_loop_vars(ctx, cast(ForeachNode, node))
         pointer = node.pointer
         if known is not None and with_credentials is not None:
             reads[pointer] = known.get(pointer, [])
@@ -174,6 +180,7 @@ def _check_target(ctx: PassContext, node: Node, state_fields: set[str]) -> None:
             f"(declared: {declared})",
             hint=_did_you_mean(str(field), sorted(state_fields), "state.")
             or "declare the field in `state.fields`",
+            fixes=declare_state_field(ctx, str(field)),
         )
         return
     ctx.report(
@@ -233,32 +240,23 @@ def values_of(node: Node) -> tuple[list[Ref], list[tuple[CredentialRef, str, Key
     creds: list[tuple[CredentialRef, str, Keys]] = []
 
     def walk(value: Value, slot: str, keys: Keys) -> None:
-        kind = type(value)
-        if kind is Literal:
+        if isinstance(value, Literal):
             return
-        if kind is Ref:
-            refs.append(value)  # type: ignore[arg-type]
-        elif kind is Template:
-            refs.extend(p for p in value.parts if type(p) is Ref)  # type: ignore[union-attr]
-        elif kind is ObjectExpr:
-            for key, member in value.fields:  # type: ignore[union-attr]
+        if isinstance(value, Ref):
+            refs.append(value)
+        elif isinstance(value, Template):
+            refs.extend(p for p in value.parts if isinstance(p, Ref))
+        elif isinstance(value, ObjectExpr):
+            for key, member in value.fields:
                 walk(member, slot, (*keys, key))
-        elif kind is ListExpr:
-            for i, item in enumerate(value.items):  # type: ignore[union-attr]
+        elif isinstance(value, ListExpr):
+            for i, item in enumerate(value.items):
                 walk(item, slot, (*keys, i))
-        elif kind is CredentialRef:
-            creds.append((value, slot, keys))  # type: ignore[arg-type]
+        elif isinstance(value, CredentialRef):
+            creds.append((value, slot, keys))
 
-    kind = type(node)
-    if kind is SetNode or kind is ReturnNode:
-        if node.value is not None:  # type: ignore[union-attr]
-            walk(node.value, "value", ())  # type: ignore[union-attr]
-    elif kind is CapabilityNode or kind is LlmNode:
-        if node.input is not None:  # type: ignore[union-attr]
-            walk(node.input, "input", ())  # type: ignore[union-attr]
-    else:
-        for slot, root in node_values(node):
-            walk(root, slot, ())
+    for slot, root in _BY_CLASS[type(node)].values(node):
+        walk(root, slot, ())
     return refs, creds
 
 
@@ -363,7 +361,6 @@ class _Analysis:
             if defs is None:
                 continue  # unreachable in this scope: not analysed
             node = nodes[node_id]
-            kind = type(node)
             must, may = defs
             if not self.silent:
                 for ref in reads.get(node.pointer, ()):
@@ -376,22 +373,11 @@ class _Analysis:
                         ):
                             continue  # the common case, decided here; `read` has the rest
                     self.read(ref, node, defs, loop_vars)
-            if kind is IfNode:
-                succs: tuple[str | None, ...] = (node.then, node.else_)  # type: ignore[union-attr]
-            elif kind is ReturnNode or kind is FailNode:
+            out = _BY_CLASS[type(node)].transfer(self, node, must, may)
+            if out is None:
                 continue  # writes nothing, leads nowhere, leaves no run open
-            else:
-                if kind is ForeachNode:
-                    must, may = self.loop(node, defs)  # type: ignore[arg-type]
-                    self.start, self.order = start, order
-                else:  # set, capability, llm
-                    target = node.target  # type: ignore[union-attr]
-                    root = written_root(target) if target is not None else None
-                    if root is not None:
-                        b = bits.get(root) or self.bit(root)
-                        must |= b
-                        may |= b
-                succs = (node.next,)  # type: ignore[union-attr]
+            must, may, succs = out
+            self.start, self.order = start, order  # a loop's body walked its own scope
             pushed = False
             for succ in succs:
                 if succ in ids:
@@ -529,6 +515,7 @@ class _Analysis:
             f"(declared: {declared})",
             hint=_did_you_mean(str(field), sorted(self.state_fields), "state.")
             or "declare the field in `state.fields`",
+            fixes=declare_state_field(self.ctx, str(field)),
         )
 
     def suggest(self, root: str, loop_vars: frozenset[str], known: set[str]) -> str | None:
@@ -551,5 +538,75 @@ def _successors(node: Node) -> tuple[str, ...]:
     return (nxt,) if type(nxt) is str else ()
 
 
+def declare_state_field(ctx: PassContext, field: str) -> tuple[Fix, ...]:
+    """The fix that declares a state field: in `state.fields`, or a new `state` holding it."""
+    title = f"Declare the state field `{field}`"
+    if ctx.manifest.state is None:
+        state = {"maxBytes": 4096, "fields": {field: {}}}
+        return (insert_fix("", "state", state, title=title),)
+    return (insert_fix("/state/fields", field, {}, title=title),)
+
+
 def _did_you_mean(name: str, candidates: list[str], prefix: str = "") -> str | None:
     return suggest(name, candidates, prefix)
+
+
+# --- per node type (NODE_TABLE, keyed by forgec.ir.rules.NODE_TYPE_NAMES) -------------------
+
+# what a node does to the dataflow: (must, may, successors), or None when the run ends there
+Transfer = Callable[["_Analysis", Any, int, int], "tuple[int, int, tuple[str | None, ...]] | None"]
+
+
+def _writes(an: _Analysis, node: SetNode | CapabilityNode | LlmNode, must: int, may: int) -> Any:
+    target = node.target
+    root = written_root(target) if target is not None else None
+    if root is not None:
+        b = an.bits.get(root) or an.bit(root)
+        must |= b
+        may |= b
+    return must, may, (node.next,)
+
+
+def _branches(an: _Analysis, node: IfNode, must: int, may: int) -> Any:
+    return must, may, (node.then, node.else_)
+
+
+def _loops(an: _Analysis, node: ForeachNode, must: int, may: int) -> Any:
+    must, may = an.loop(node, (must, may))
+    return must, may, (node.next,)
+
+
+def _ends(an: _Analysis, node: ReturnNode | FailNode, must: int, may: int) -> None:
+    return None
+
+
+def _value_slot(node: SetNode | ReturnNode) -> list[tuple[str, Value]]:
+    return [("value", node.value)] if node.value is not None else []
+
+
+def _input_slot(node: CapabilityNode | LlmNode) -> list[tuple[str, Value]]:
+    return [("input", node.input)] if node.input is not None else []
+
+
+@attrs.frozen
+class NodeRefs:
+    """What this pass needs of a node type: whether it writes a target, declares loop
+    variables, where its values are, and its dataflow transfer."""
+
+    writes_target: bool
+    loop_vars: bool
+    values: Callable[[Any], list[tuple[str, Value]]]
+    transfer: Transfer
+
+
+NODE_TABLE: dict[str, NodeRefs] = {
+    "set": NodeRefs(True, False, _value_slot, _writes),
+    "capability": NodeRefs(True, False, _input_slot, _writes),
+    "llm": NodeRefs(True, False, _input_slot, _writes),
+    "if": NodeRefs(False, False, node_values, _branches),
+    "foreach": NodeRefs(False, True, node_values, _loops),
+    "return": NodeRefs(False, False, _value_slot, _ends),
+    "fail": NodeRefs(False, False, node_values, _ends),
+}
+# the same table by IR class, for the per-node lookups of every check
+_BY_CLASS: dict[type, NodeRefs] = {NODE_TYPES[name]: rule for name, rule in NODE_TABLE.items()}

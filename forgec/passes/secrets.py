@@ -358,11 +358,15 @@ def _pair_name(obj: dict[Any, Any], name: str | None = None) -> str | None:
 
 
 def _child_name(key: str, name: str | None, pair: str | None) -> str | None:
-    """The name a member is judged under: its pair's name for a pair's `value`, its object's
+    """The name a member is judged under: its pair's name for a pair's `value` (and none for
+    the member naming the pair), its object's
     name through `default`, `const`, ... (`_PASSTHROUGH`), `HEADER_USE + key` for a member of
     a `headers` object (a value judged by its use), else its key."""
-    if key == "value" and pair is not None:
-        return pair
+    if pair is not None:
+        if key == "value":
+            return pair
+        if key in _PAIR_NAME_KEYS:
+            return None  # the pair's name is a name (`{"key": "apiKey", ...}`), not a value
     if name is not None:
         if key in _PASSTHROUGH:
             return name
@@ -499,11 +503,11 @@ def screen(blob: bytes) -> tuple[set[str], bool] | None:
                     if value_at and text == "header":
                         names_matter = True  # a `{"header": N, "value": V}` pair: N is elsewhere
                     if value_at and not names_matter and name_matters(text):
-                        m = None
+                        value = None
                         if value_at > 0:
-                            m = _SIMPLE_VALUE.match(blob, value_at, value_at + budget)
-                            budget -= 0 if m is None else m.end() - m.start()
-                        names_matter = m is None or _value_may_hold_one(m.group(), text)
+                            value = _value_at(blob, value_at, value_at + budget)
+                            budget -= 0 if value is None else len(value)
+                        names_matter = value is None or _value_may_hold_one(value, text)
                 i = needle(hay, q1 + 1)
     return dirty, names_matter
 
@@ -511,11 +515,37 @@ def screen(blob: bytes) -> tuple[set[str], bool] | None:
 # unrolled and possessive, so `re` runs through a string or a member list in tight loops
 _JSON_STRING = rb'"[^"\\]*+(?:\\.[^"\\]*+)*+"'
 _FLAT_MEMBERS = rb"(?:[^\"{}\[\]]++|" + _JSON_STRING + rb")*+"
-# a value with no container inside a container: a string, a flat object or array, a scalar
+# a value with no container inside a container: a string, a flat object or array, a scalar;
+# or a list of flat objects (a `headers` list of name/value pairs). Possessive, and each
+# alternative opens with its own byte, so matching is linear.
+_FLAT_OBJECTS = rb"(?:[^\"{}\[\]]++|" + _JSON_STRING + rb"|\{" + _FLAT_MEMBERS + rb"\})*+"
 _SIMPLE_VALUE = re.compile(
-    _JSON_STRING + rb"|\{" + _FLAT_MEMBERS + rb"\}|\[" + _FLAT_MEMBERS + rb"\]|[-+.0-9A-Za-z]+",
+    _JSON_STRING + rb"|\{" + _FLAT_MEMBERS + rb"\}|\[" + _FLAT_OBJECTS + rb"\]|[-+.0-9A-Za-z]+",
     re.DOTALL,
 )
+
+
+_BRACKET = re.compile(_JSON_STRING + rb"|[\[\]{}]", re.DOTALL)
+
+
+def _value_at(blob: bytes, start: int, stop: int) -> bytes | None:
+    """The JSON value of compact `blob` starting at `start`, if it ends before `stop` (a few
+    nested objects: a header pair holding a `$credential`); else None. Linear in its length."""
+    m = _SIMPLE_VALUE.match(blob, start, stop)
+    if m is not None:
+        return m.group()
+    if blob[start : start + 1] not in (b"[", b"{"):
+        return None
+    depth = 0
+    for token in _BRACKET.finditer(blob, start, stop):
+        first = token.group()[:1]
+        if first in (b"[", b"{"):
+            depth += 1
+        elif first in (b"]", b"}"):
+            depth -= 1
+            if depth == 0:
+                return blob[start : token.end()]
+    return None
 
 
 _NAMED_VALUE_BUDGET = 4096  # bytes of values under secret-like keys judged without the walk

@@ -14,7 +14,10 @@ types as a string counts its text.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
+
+import attrs
 
 from forgec.ir import nodes as ir
 from forgec.runtime.jsontext import compact as json_dumps
@@ -24,6 +27,65 @@ from forgec.runtime.limits import INPUT_LIMIT, RESULT_LIMIT, VALUE_LIMIT
 _OVER = VALUE_LIMIT + 1
 
 
+@attrs.define
+class _Facts:
+    """What the nodes say about sizes: each write, each value read, the loops' sources."""
+
+    writes: list[tuple[str, ir.Value | int]] = attrs.field(factory=list)  # (variable, bound)
+    values: list[ir.Value] = attrs.field(factory=list)
+    loops: dict[str, ir.Value] = attrs.field(factory=dict)  # item variable → loop source
+    indexes: set[str] = attrs.field(factory=set)
+
+
+def _set(f: _Facts, node: ir.SetNode) -> None:
+    if node.value is not None:
+        f.values.append(node.value)
+        if node.target is not None:
+            f.writes.append((node.target, node.value))
+
+
+def _step(f: _Facts, node: ir.CapabilityNode | ir.LlmNode) -> None:
+    if node.input is not None:
+        f.values.append(node.input)
+    if node.target is not None:
+        f.writes.append((node.target, RESULT_LIMIT))
+
+
+def _if(f: _Facts, node: ir.IfNode) -> None:
+    if node.condition is not None:
+        f.values += [v for v in (node.condition.left, node.condition.right) if v is not None]
+
+
+def _foreach(f: _Facts, node: ir.ForeachNode) -> None:
+    if node.source is not None:
+        f.values.append(node.source)
+        if node.item_var is not None:
+            f.loops[node.item_var] = node.source
+        if node.index_var is not None:
+            f.indexes.add(node.index_var)
+
+
+def _return(f: _Facts, node: ir.ReturnNode) -> None:
+    if node.value is not None:
+        f.values.append(node.value)
+
+
+def _fail(f: _Facts, node: ir.FailNode) -> None:
+    """A `fail` holds no value but its literal message (bounded by the manifest's limits)."""
+
+
+# node type → what it adds to the size facts (every type: tests/test_node_tables.py)
+NODE_TABLE: dict[str, Callable[[_Facts, Any], None]] = {
+    "set": _set,
+    "capability": _step,
+    "llm": _step,
+    "if": _if,
+    "foreach": _foreach,
+    "return": _return,
+    "fail": _fail,
+}
+
+
 def largest_value_bound(manifest: ir.Manifest) -> int | None:
     """Bytes the largest value of any run can reach, or None: "bounded at run time".
 
@@ -31,30 +93,10 @@ def largest_value_bound(manifest: ir.Manifest) -> int | None:
     flow = manifest.flow
     if flow is None:
         return None
-    writes: list[tuple[str, ir.Value | int]] = []  # (variable, value or a fixed bound)
-    values: list[ir.Value] = []
-    loops: dict[str, ir.Value] = {}  # item variable → its loop's source
-    indexes: set[str] = set()
+    facts = _Facts()
     for node, _loop in ir.walk_nodes(flow.nodes):
-        if isinstance(node, ir.SetNode) and node.value is not None:
-            values.append(node.value)
-            if node.target is not None:
-                writes.append((node.target, node.value))
-        elif isinstance(node, (ir.CapabilityNode, ir.LlmNode)):
-            if node.input is not None:
-                values.append(node.input)
-            if node.target is not None:
-                writes.append((node.target, RESULT_LIMIT))
-        elif isinstance(node, ir.IfNode) and node.condition is not None:
-            values += [v for v in (node.condition.left, node.condition.right) if v is not None]
-        elif isinstance(node, ir.ForeachNode) and node.source is not None:
-            values.append(node.source)
-            if node.item_var is not None:
-                loops[node.item_var] = node.source
-            if node.index_var is not None:
-                indexes.add(node.index_var)
-        elif isinstance(node, ir.ReturnNode) and node.value is not None:
-            values.append(node.value)
+        NODE_TABLE[ir.node_type(node)](facts, node)
+    writes, values, loops, indexes = facts.writes, facts.values, facts.loops, facts.indexes
     state = manifest.state
     state_bytes = (state.max_bytes or 0) if state is not None else 0
 

@@ -72,12 +72,14 @@ def _grouped(pairs: tuple[tuple[str, str], ...]) -> list[dict[str, Any]]:
     ]
 
 
-def render_consent_card(
-    manifest: dict[str, Any], marks: Marks, *, author: str | None = None
-) -> str:
-    card = consent_card_json(manifest, marks, author=author)
+def card_rows(card: dict[str, Any], *, which: str | None = None) -> list[tuple[str, str]]:
+    """The card's rows (label, value) in order, from `consent_card_json`: the terminal card and
+    the screen's card both lay out these, so they say the same words. WHICH: how the store
+    names this row (`v3`, `proposal 2`) when it is not the manifest's own number: a proposal's
+    file may claim any version; the store's name is what counts."""
+    author = card.get("author")
     rows: list[tuple[str, str]] = [
-        ("Tool", f"{card['name']} v{card['version']}"),
+        ("Tool", f"{card['name']} {which or 'v' + str(card['version'])}"),
         *([("Author", str(author))] if author else []),
         ("Risk", f"{card['risk']} — {card['riskMeaning']}"),
         ("Can", ", ".join(card["powers"]) or "nothing beyond computing a result"),
@@ -105,6 +107,14 @@ def render_consent_card(
         because = card["alwaysAsksBecause"]
         consent = f"asked before every run: {because}" if because else "asked before every run"
     rows.append(("Consent", consent))
+    return rows
+
+
+def render_consent_card(
+    manifest: dict[str, Any], marks: Marks, *, author: str | None = None, which: str | None = None
+) -> str:
+    card = consent_card_json(manifest, marks, author=author)
+    rows = card_rows(card, which=which)
     width = max(len(label) for label, _ in rows)
     # Every value is one line of the card: a newline or an escape sequence in a title, a
     # purpose or an id must not forge or hide a line (SPEC §14). Only the description is laid

@@ -340,3 +340,55 @@ def to_dot(manifest: Any, *, catalog: Any = None, flows: Any = ()) -> str:
     lines.extend(edges)
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+# ---- the facts as data (the screen draws its SVG from them) -----------------------------------
+
+
+def graph_parts(manifest: Any, *, catalog: Any = None, flows: Any = ()) -> dict[str, Any]:
+    """What `to_mermaid` and `to_dot` draw, as data: `nodes` ({"key", "type", "lines",
+    "reachable", "loop"}: lines already safe text), `edges` ({"src", "dst", "label", "dotted"};
+    a missing target is a node of type "missing"), `flows` ({"src", "dst", "label", "kind"}:
+    "private" or "untrusted", drawn dashed) and `entry` (the key the entry names, or None)."""
+    flow = _Flow(manifest, catalog)
+    nodes: list[dict[str, Any]] = []
+    for key, node in flow.top:
+        nodes.append(_part(flow, key, node, None))
+        nodes.extend(_part(flow, bkey, bnode, key) for bkey, bnode in flow.bodies.get(key, []))
+    missing_nodes: dict[str, str] = {}
+    edges: list[dict[str, Any]] = []
+
+    def missing(src: str, target: str) -> str:
+        return missing_nodes.setdefault(f"{src}:{target}", f"missing{len(missing_nodes)}")
+
+    def emit(src: str, dst: str, label: str, dotted: bool) -> None:
+        edges.append({"src": src, "dst": dst, "label": label, "dotted": dotted})
+
+    _walk_edges(flow, emit, missing)
+    for where, name in missing_nodes.items():
+        text = safe_text("missing: " + where.split(":", 1)[1])
+        nodes.append(
+            {"key": name, "type": "missing", "lines": [text], "reachable": False, "loop": None}
+        )
+    keys = _keys(flow)
+    entry_index = _Flow._index(flow.top)
+    return {
+        "entry": entry_index.get(flow.entry) if isinstance(flow.entry, str) else None,
+        "nodes": nodes,
+        "edges": edges,
+        "flows": [
+            {"src": keys[a], "dst": keys[b], "label": safe_text(label), "kind": what}
+            for a, b, label, what in flow_edges(flows)
+            if a in keys and b in keys
+        ],
+    }
+
+
+def _part(flow: _Flow, key: str, node: dict[str, Any], loop: str | None) -> dict[str, Any]:
+    return {
+        "key": key,
+        "type": str(node.get("type")),
+        "lines": flow.label(node).split("\n"),
+        "reachable": key in flow.reachable,
+        "loop": loop,
+    }

@@ -7,7 +7,14 @@ Labels (strings a value carries):
 - `input` — the caller's input; `private:<capability>` — the result of a capability that reads
   the person's data; `private:state` — the tool's saved state; `external:<host>` (`external:*`
   when the host is not known) — a `net.http` response; `model` — a model step's answer.
-- untrusted = any `external:*` label (text someone outside the device wrote).
+- untrusted = any `external:*` label (text someone outside the device wrote);
+  `external:talon` is text other people write into Talon: rows of `messages` and `threads`,
+  and what `persona.*` and `subagent.*` return.
+
+Stores (SPEC §15 "Labels persist"): the host tables a capability writes and reads. A write
+keeps the labels of the data written (and of what decided it) with the row; a later read
+carries them. The flow pass treats each table as one cell (a fixpoint over the tool's own
+writes); the reference hosts keep the labels per row.
 
 Sinks (strings naming where a value goes):
 - `egress:<host>` / `egress:*` — a `net.http` request (url, headers, body) to that host;
@@ -45,6 +52,45 @@ WRITE_WHEN: dict[str, tuple[str, frozenset[str]]] = {
 }
 # the capability whose source and sink are named by the URL's host (`external:<host>`)
 (HTTP,) = (row.name for row in ROWS if row.source == "external")
+TALON = "external:talon"
+_TALON_FAMILIES = ("persona.", "subagent.")
+
+# capability → the host table its writes go to (memory.access and schedule.manage only when
+# their operation writes, as WRITE_WHEN says)
+STORE_WRITES: dict[str, tuple[str, ...]] = {
+    "tasks.create": ("tasks",),
+    "tasks.setStatus": ("tasks",),
+    "notes.create": ("notes",),
+    "notes.update": ("notes",),
+    "memory.create": ("memories",),
+    "memory.access": ("memory_items",),
+    "schedule.manage": ("schedules",),
+    "channel.send": ("messages", "threads"),
+}
+# capability → the host table its result reads (db.query: the tables its SQL reads)
+STORE_READS: dict[str, str] = {
+    "tasks.list": "tasks",
+    "tasks.setStatus": "tasks",
+    "notes.list": "notes",
+    "notes.update": "notes",
+    "memory.search": "memories",
+    "memory.access": "memory_items",
+    "schedule.manage": "schedules",
+}
+# the tables db.query may read, and those whose rows other people write (untrusted at origin)
+QUERY_TABLES = ("memory_items", "messages", "schedules", "threads")
+UNTRUSTED_TABLES = frozenset({"messages", "threads"})
+# table → the result field that names a row (in a result, or in each of its `items` /
+# `schedules`): how a host finds the rows a call wrote or read
+ROW_KEYS = {
+    "tasks": "id",
+    "notes": "id",
+    "memories": "id",
+    "memory_items": "key",
+    "schedules": "scheduleId",
+    "messages": "messageId",
+}
+_LISTS = ("items", "schedules")
 
 # `[flows] deny` rules of the reference host: rule → (label test, sink kind)
 DENY_RULES = ("private->egress", "untrusted->write", "untrusted->egress")
@@ -65,6 +111,70 @@ def source_label(capability: str, host: str | None) -> str | None:
     if capability in _PRIVATE_NAMES:
         return f"private:{capability}"
     return None
+
+
+def source_labels(capability: str, host: str | None) -> frozenset[str]:
+    """Every label a capability's result carries by where it came from (not counting the
+    stored labels of the rows it reads): `persona.*` and `subagent.*` answers are also text
+    other people wrote (`external:talon`)."""
+    label = source_label(capability, host)
+    if label is None:
+        return frozenset()
+    if capability.startswith(_TALON_FAMILIES):
+        return frozenset({label, TALON})
+    return frozenset({label})
+
+
+def tables_written(capability: str, operation: Any, known: bool = True) -> tuple[str, ...]:
+    """The tables a call writes, given its operation field (`known` False: computed, so a
+    capability that may write counts as writing)."""
+    tables = STORE_WRITES.get(capability, ())
+    rule = WRITE_WHEN.get(capability)
+    if tables and rule is not None and known and operation not in rule[1]:
+        return ()
+    return tables
+
+
+def tables_read(capability: str, input: Any) -> tuple[str, ...]:
+    """The tables a call's result reads (db.query: those its SQL names)."""
+    if capability == "db.query":
+        return query_tables(input.get("sql") if type(input) is dict else None)
+    table = STORE_READS.get(capability)
+    return (table,) if table is not None else ()
+
+
+def query_tables(sql: Any) -> tuple[str, ...]:
+    """The tables a `db.query` may read: those named in its SQL text (a word match, which
+    can only over-count), every allowed table when the SQL is not known."""
+    if type(sql) is not str:
+        return QUERY_TABLES
+    import re
+
+    lowered = sql.lower()
+    return tuple(t for t in QUERY_TABLES if re.search(rf"(?<![a-z0-9_]){t}(?![a-z0-9_])", lowered))
+
+
+def row_keys(table: str, result: Any) -> list[str]:
+    """The keys of the rows of `table` a result names (see `ROW_KEYS`)."""
+    field = ROW_KEYS.get(table)
+    if field is None or type(result) is not dict:
+        return []
+    out: list[str] = []
+    key = result.get(field)
+    if type(key) is str:
+        out.append(key)
+    for name in _LISTS:
+        items = result.get(name)
+        if type(items) is list:
+            out.extend(i[field] for i in items if type(i) is dict and type(i.get(field)) is str)
+    return out
+
+
+def call_tables_written(capability: str, input: Any) -> tuple[str, ...]:
+    """The tables an actual call writes (its operation read from the evaluated input)."""
+    rule = WRITE_WHEN.get(capability)
+    operation = input.get(rule[0]) if rule and type(input) is dict else None
+    return tables_written(capability, operation)
 
 
 def sink_of(capability: str, operation: Any, host: str | None) -> str | None:
@@ -164,6 +274,8 @@ def describe_source(label: str) -> str:
     if label.startswith("private:"):
         cap = label[len("private:") :]
         return f"{_SOURCE_WORDS.get(cap.split('.')[0], cap)} ({cap})"
+    if label == TALON:
+        return "Talon messages and agents"
     if label.startswith("external:"):
         host = label[len("external:") :]
         return "any web host" if host == "*" else host

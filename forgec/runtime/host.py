@@ -50,6 +50,10 @@ class CallContext:
     # header name → credential id, for the `{"$credential": id}` header values the checked
     # manifest wrote literally; a `$credential` object anywhere else in the input is data
     credential_headers: Mapping[str, str] = attrs.field(factory=dict)
+    # SPEC §15 "Labels persist": the host adds here the stored labels of every row (task,
+    # note, memory item, message, …) the call read; the VM adds them to the result's labels.
+    # Mutable on purpose (the one thing a host hands back beside the result); not compared.
+    read_labels: set[str] = attrs.field(factory=set, eq=False)
 
     def all_labels(self) -> frozenset[str]:
         """Every label of the call: its arguments' and its control labels."""
@@ -90,7 +94,13 @@ class Host(Protocol):
         ...
 
     def save_state(self, tool_id: str, state: dict[str, Any]) -> None:
-        """Persist the state atomically (called only after a successful run)."""
+        """Persist the state atomically (called only after a successful run).
+
+        A host that keeps labels (SPEC §15: `keeps_labels = True`) is called as
+        `save_state(tool_id, state, labels)` instead, `labels` mapping each field to the
+        labels of its value, stored with the state in the same transaction; and
+        `load_state_labels(tool_id)` returns them for the next run (a field it does not
+        name carries only `private:state`)."""
         ...
 
     def compensate(

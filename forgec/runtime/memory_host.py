@@ -53,7 +53,13 @@ def _utc_now() -> str:
 
 
 class MemoryHost:
-    """A dict-backed host. `clock` returns the ISO timestamp written into records."""
+    """A dict-backed host. `clock` returns the ISO timestamp written into records.
+
+    It keeps labels (SPEC §15 "Labels persist"): every record a call writes keeps the labels
+    of the call (`row_labels`), a call that reads records hands theirs back through
+    `CallContext.read_labels`, and the state's labels are saved beside it (`state_labels`)."""
+
+    keeps_labels = True
 
     def __init__(
         self,
@@ -82,6 +88,9 @@ class MemoryHost:
         # long-lived host stays bounded)
         self.flow_deny = tuple(flow_deny)
         self.flows: set[tuple[str, str]] = set()
+        # (table, row key) → the labels of what was written into it; tool → field → labels
+        self.row_labels: dict[tuple[str, str], frozenset[str]] = {}
+        self.state_labels: dict[str, dict[str, list[str]]] = {}
 
     # --- test hooks ---------------------------------------------------------------------
 
@@ -133,7 +142,20 @@ class MemoryHost:
         if reason is not None:
             raise HostError("RUN_FLOW_DENIED", f"{capability} at `{context.node_id}`: {reason}")
         self._maybe_fail(capability)
-        return self._dispatch(capability, input)
+        result = self._dispatch(capability, input)
+        self.keep_labels(capability, input, result, context)
+        return result
+
+    def keep_labels(self, capability: str, input: Any, result: Any, context: CallContext) -> None:
+        """Label the records the call wrote; hand back the labels of those it read."""
+        labels = context.all_labels()
+        for table in flowlabels.call_tables_written(capability, input):
+            for key in flowlabels.row_keys(table, result):
+                old = self.row_labels.get((table, key), frozenset())
+                self.row_labels[(table, key)] = old | labels
+        for table in flowlabels.tables_read(capability, input):
+            for key in flowlabels.row_keys(table, result):
+                context.read_labels.update(self.row_labels.get((table, key), ()))
 
     def _dispatch(self, capability: str, input: Any) -> Any:
         handler = _HANDLERS.get(capability)
@@ -177,9 +199,15 @@ class MemoryHost:
         state = self.states.get(tool_id)
         return orjson.loads(orjson.dumps(state)) if state is not None else None
 
-    def save_state(self, tool_id: str, state: dict[str, Any]) -> None:
+    def load_state_labels(self, tool_id: str) -> dict[str, list[str]]:
+        return {k: list(v) for k, v in self.state_labels.get(tool_id, {}).items()}
+
+    def save_state(
+        self, tool_id: str, state: dict[str, Any], labels: Mapping[str, Any] | None = None
+    ) -> None:
         self._maybe_fail("save_state")
         self.states[tool_id] = orjson.loads(orjson.dumps(state))
+        self.state_labels[tool_id] = {k: list(v) for k, v in (labels or {}).items()}
         self.saved_states.append((tool_id, self.states[tool_id]))
 
     def compensate(

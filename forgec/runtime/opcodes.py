@@ -63,6 +63,7 @@ class OpInfo:
     pushes: str = ""
     jumps: bool = False  # may jump to its LABEL operand (with the stack its pops left)
     falls_through: bool = True  # False for RETURN, FAIL, JUMP
+    does: str = ""  # for people: docs/runtime.md's opcode table is generated from this
 
     @property
     def effect(self) -> int:
@@ -78,21 +79,89 @@ class OpInfo:
 OPS: dict[Op, OpInfo] = {
     info.op: info
     for info in (
-        OpInfo(Op.ENTER, "enter", OperandKind.NODE),
-        OpInfo(Op.EVAL, "eval", OperandKind.VALUE, pushes="V"),
-        OpInfo(Op.STORE, "store", OperandKind.PATH, pops="V"),
-        OpInfo(Op.POP, "pop", OperandKind.NONE, pops="V"),
-        OpInfo(Op.CALL, "call", OperandKind.CALL, pops="V", pushes="V"),
-        OpInfo(Op.MODEL, "model", OperandKind.MODEL, pops="V", pushes="V"),
-        OpInfo(Op.COMPARE, "compare", OperandKind.COND, pushes="B"),
-        OpInfo(Op.JUMP_IF_FALSE, "jump_if_false", OperandKind.LABEL, pops="B", jumps=True),
-        OpInfo(Op.JUMP, "jump", OperandKind.LABEL, jumps=True, falls_through=False),
-        OpInfo(Op.FOREACH_INIT, "foreach_init", OperandKind.LOOP, pops="V", pushes="I"),
+        OpInfo(Op.ENTER, "enter", OperandKind.NODE, does="count one transition against the limit"),
+        OpInfo(Op.EVAL, "eval", OperandKind.VALUE, pushes="V", does="push a pre-compiled value"),
+        OpInfo(
+            Op.STORE, "store", OperandKind.PATH, pops="V", does="write a variable or `state.FIELD`"
+        ),
+        OpInfo(
+            Op.POP,
+            "pop",
+            OperandKind.NONE,
+            pops="V",
+            does="discard (a capability step without a target)",
+        ),
+        OpInfo(
+            Op.CALL,
+            "call",
+            OperandKind.CALL,
+            pops="V",
+            pushes="V",
+            does="one capability step, retries included; records its undo",
+        ),
+        OpInfo(
+            Op.MODEL,
+            "model",
+            OperandKind.MODEL,
+            pops="V",
+            pushes="V",
+            does="one `llm` step through the host",
+        ),
+        OpInfo(
+            Op.COMPARE,
+            "compare",
+            OperandKind.COND,
+            pushes="B",
+            does="evaluate a whole condition",
+        ),
+        OpInfo(
+            Op.JUMP_IF_FALSE,
+            "jump_if_false",
+            OperandKind.LABEL,
+            pops="B",
+            jumps=True,
+            does="jump when the condition was false",
+        ),
+        OpInfo(
+            Op.JUMP,
+            "jump",
+            OperandKind.LABEL,
+            jumps=True,
+            falls_through=False,
+            does="jump (forward, or a loop body's back-edge)",
+        ),
+        OpInfo(
+            Op.FOREACH_INIT,
+            "foreach_init",
+            OperandKind.LOOP,
+            pops="V",
+            pushes="I",
+            does="check list and `maxItems`, push the iterator",
+        ),
         # continues with the iterator still on the stack; jumps out having popped it
         OpInfo(
-            Op.FOREACH_NEXT, "foreach_next", OperandKind.LABEL, pops="I", pushes="I", jumps=True
+            Op.FOREACH_NEXT,
+            "foreach_next",
+            OperandKind.LABEL,
+            pops="I",
+            pushes="I",
+            jumps=True,
+            does="bind the next item; when done pop and jump to the exit",
         ),
-        OpInfo(Op.RETURN, "return", OperandKind.NONE, pops="V", falls_through=False),
-        OpInfo(Op.FAIL, "fail", OperandKind.FAIL, falls_through=False),
+        OpInfo(
+            Op.RETURN,
+            "return",
+            OperandKind.NONE,
+            pops="V",
+            falls_through=False,
+            does="end the run with the value as output",
+        ),
+        OpInfo(
+            Op.FAIL,
+            "fail",
+            OperandKind.FAIL,
+            falls_through=False,
+            does="end the run with a `fail` node's code and message",
+        ),
     )
 }

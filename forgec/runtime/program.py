@@ -41,8 +41,8 @@ from forgec.ir.rules import (
 )
 from forgec.ir.rules import MAX_TRANSITIONS as _TRANSITIONS
 from forgec.runtime.opcodes import OPS, Op, OperandKind
+from forgec.runtime.pools import FORMAT, POOLS
 
-FORMAT = "forgec.program.v1"
 # A Program with schema keywords outside the manifest's subset (SPEC §2.2) is refused, so a
 # hand-made Program cannot smuggle anything unexpected into the schema validator.
 _SCHEMA_KEYWORDS = frozenset(SCHEMA_KEYWORDS)
@@ -81,8 +81,9 @@ class Program:
     marks: dict[str, Any] = attrs.field(factory=dict)
     ui: dict[str, Any] | None = None  # {"title", "values": [{"label", "path", "segments"}]}
     # SPEC §15, what the VM needs to track control labels like the flow pass does:
-    # {"joins": {if id: join node id | null}, "exitLoops": [loop ids]}. Absent (a hand-made
-    # or older Program): every `if` decides the rest of the run (or of the iteration).
+    # {"joins": {if id: join node id | null}, "exitLoops": [loop ids], "mayFail": [node ids]}.
+    # Absent (a hand-made or older Program): every `if` decides the rest of the run (or of
+    # the iteration) and every node may fail.
     flow: dict[str, Any] = attrs.field(factory=lambda: {"joins": {}, "exitLoops": []})
     # What the VM derives once per Program (compiled values, schema validators); never JSON.
     cache: dict[str, Any] = attrs.field(factory=dict, repr=False)
@@ -112,15 +113,7 @@ class Program:
             "marks": self.marks,
             "ui": self.ui,
             "flow": self.flow,
-            "nodes": self.nodes,
-            "consts": self.consts,
-            "paths": self.paths,
-            "values": self.values,
-            "calls": self.calls,
-            "models": self.models,
-            "conds": self.conds,
-            "loops": self.loops,
-            "fails": self.fails,
+            **{pool.name: getattr(self, pool.name) for pool in POOLS},
             "code": self.code,
         }
 
@@ -151,15 +144,7 @@ class Program:
                 title=_typed(data, "title", str),
                 max_transitions=_typed(data, "maxTransitions", int),
                 code=_typed(data, "code", list),
-                nodes=_typed(data, "nodes", list),
-                consts=_typed(data, "consts", list),
-                paths=_typed(data, "paths", list),
-                values=_typed(data, "values", list),
-                calls=_typed(data, "calls", list),
-                models=_typed(data, "models", list),
-                conds=_typed(data, "conds", list),
-                loops=_typed(data, "loops", list),
-                fails=_typed(data, "fails", list),
+                **{pool.name: _typed(data, pool.name, list) for pool in POOLS},
                 input_schema=_typed(data, "inputSchema", dict, optional=True),
                 output_schema=_typed(data, "outputSchema", dict, optional=True),
                 state=_typed(data, "state", dict, optional=True),
@@ -176,6 +161,16 @@ class Program:
         return program
 
 
+def _path(value: Any) -> bool:
+    """A read path as the Program writes it: a name, then names and indexes."""
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and isinstance(value[0], str)
+        and all(type(x) is str or (type(x) is int and x >= 0) for x in value)
+    )
+
+
 def _flow_info(value: Any) -> dict[str, Any]:
     """The optional `flow` member, checked: the VM trusts its ids only as lookup keys."""
     if value is None:
@@ -190,7 +185,16 @@ def _flow_info(value: Any) -> dict[str, Any]:
         raise ProgramError("flow.joins must map node ids to a node id or null")
     if not isinstance(loops, list) or not all(isinstance(x, str) for x in loops):
         raise ProgramError("flow.exitLoops must be a list of node ids")
-    return {"joins": dict(joins), "exitLoops": list(loops)}
+    out = {"joins": dict(joins), "exitLoops": list(loops)}
+    fails = value.get("mayFail")
+    if fails is not None:  # absent: every node may fail (the VM's sound default)
+        if not isinstance(fails, dict) or not all(
+            isinstance(k, str) and isinstance(v, list) and all(_path(p) for p in v)
+            for k, v in fails.items()
+        ):
+            raise ProgramError("flow.mayFail must map node ids to lists of paths")
+        out["mayFail"] = {k: [list(p) for p in v] for k, v in fails.items()}
+    return out
 
 
 def _typed(data: dict[str, Any], key: str, kind: type, *, optional: bool = False) -> Any:
@@ -283,15 +287,8 @@ def verify(program: Program) -> None:
         for field, schema in p.state["fields"].items():
             verify_schema(schema, f"state.fields.{field}")
     sizes = {
-        OperandKind.NODE: len(p.nodes),
-        OperandKind.VALUE: len(p.values),
-        OperandKind.PATH: len(p.paths),
-        OperandKind.CALL: len(p.calls),
-        OperandKind.MODEL: len(p.models),
-        OperandKind.COND: len(p.conds),
-        OperandKind.LOOP: len(p.loops),
+        **{pool.operand: len(getattr(p, pool.name)) for pool in POOLS if pool.operand},
         OperandKind.LABEL: len(p.code),
-        OperandKind.FAIL: len(p.fails),
     }
     for pc, ins in enumerate(p.code):
         if not (isinstance(ins, list) and len(ins) == 3 and all(type(x) is int for x in ins)):

@@ -28,7 +28,7 @@ import attrs
 import orjson
 
 from forgec.runtime import labels as lb
-from forgec.runtime.flowlabels import MODEL, host_of_url, source_label
+from forgec.runtime.flowlabels import MODEL, STATE, host_of_url, source_label, source_labels
 from forgec.runtime.host import CallContext, Host, HostError
 from forgec.runtime.limits import INPUT_LIMIT, OUTPUT_LIMIT, RESULT_LIMIT
 from forgec.runtime.opcodes import Op
@@ -213,6 +213,10 @@ class _Compiled:
     # _NEVER for the end of the iteration or of the run), and the loops that may end the run
     joins: dict[int, int]
     exit_loops: frozenset[int]
+    # SPEC §15 "Failure is control": node index → the label reads of what its failure may
+    # depend on, taken at the node's entry; None: an older Program without the facts, where
+    # every value a node evaluates counts
+    fail_reads: dict[int, list[lb.LabelFn]] | None
 
 
 _ITER_END, _NEVER, _LOOP = -1, -2, -3
@@ -236,6 +240,13 @@ def compiled(program: Program) -> _Compiled:
         if nid in index_of:
             joins[index_of[nid]] = index_of.get(join, _NEVER) if join is not None else _NEVER
     exit_loops = frozenset(index_of[n] for n in flow.get("exitLoops") or () if n in index_of)
+    fail_reads: dict[int, list[lb.LabelFn]] | None = None
+    if isinstance(flow.get("mayFail"), dict):
+        fail_reads = {
+            index_of[nid]: [lb.compile_read(list(path)) for path in paths]
+            for nid, paths in flow["mayFail"].items()
+            if nid in index_of and paths
+        }
     code: list[tuple[int, Any, int]] = []
     for op, arg, node in p.code:
         decoded: Any = arg
@@ -268,7 +279,6 @@ def compiled(program: Program) -> _Compiled:
             )
             if op == _CALL:
                 c = p.calls[arg]
-                source = source_label(c["capability"], None)
                 decoded = _CallSite(
                     node_ids[node],
                     c["capability"],
@@ -276,7 +286,7 @@ def compiled(program: Program) -> _Compiled:
                     c["backoffMs"] / 1000,
                     c["compensation"],
                     context,
-                    frozenset({source}) if source is not None else frozenset(),
+                    source_labels(c["capability"], None),
                 )
             else:
                 m = p.models[arg]
@@ -289,7 +299,7 @@ def compiled(program: Program) -> _Compiled:
         elif op == _FAIL:
             decoded = (p.fails[arg]["code"], p.fails[arg]["message"])
         code.append((op, decoded, node))
-    result = _Compiled(code, node_ids, joins, exit_loops)
+    result = _Compiled(code, node_ids, joins, exit_loops, fail_reads)
     program.cache["vm"] = result
     return result
 
@@ -395,6 +405,11 @@ class _Run:
         # completed steps that declared a compensation: (site, input, result)
         self.done: list[tuple[_CallSite, Any, Any]] = []
         self.output_labels: tuple[str, ...] = ()
+        # SPEC §15 "Labels persist": the state's labels as loaded (lenv keys `state.X`) and
+        # the label env at the end of the code, for the labels saved beside the state
+        self.keeps_labels = bool(getattr(host, "keeps_labels", False))
+        self.state_trees: lb.LEnv = {}
+        self.lenv: lb.LEnv = {}
 
     def line_of(self, node_id: str | None) -> int | None:
         for node in self.program.nodes:
@@ -496,6 +511,8 @@ class _Run:
             # a field this version does not declare can be neither read nor written by it;
             # keeping it would persist data no declared schema describes
             state = {k: v for k, v in stored.items() if k in decl["fields"]}
+        if self.keeps_labels:
+            self.state_trees = self._load_state_labels(state)
         for field, schema in decl["fields"].items():
             if field not in state and isinstance(schema, dict) and "default" in schema:
                 state[field] = orjson.loads(orjson.dumps(schema["default"]))
@@ -506,6 +523,32 @@ class _Run:
                 f"the state as loaded, with its defaults, is not valid: {problem}",
             )
         return state
+
+    def _load_state_labels(self, state: dict[str, Any]) -> lb.LEnv:
+        """The labels saved beside each stored field (with `private:state`)."""
+        try:
+            stored = self.host.load_state_labels(self.program.id)  # type: ignore[attr-defined]
+        except HostError as exc:
+            raise RunFailure(_host_code(exc, "RUN_CAPABILITY_FAILED"), exc.message) from None
+        except Exception as exc:
+            raise RunFailure(
+                "RUN_CAPABILITY_FAILED", f"the host could not load the state's labels: {exc}"
+            ) from None
+        trees: lb.LEnv = {}
+        if not isinstance(stored, dict):
+            return trees
+        for field, labels in stored.items():
+            if field in state and isinstance(labels, list | tuple):
+                extra = frozenset(x for x in labels if type(x) is str)
+                trees[f"state.{field}"] = (lb.STATE_TREE[0] | extra, None)
+        return trees
+
+    def _state_labels(self) -> dict[str, list[str]]:
+        """Each saved field's labels: its value's, as the run left it."""
+        return {
+            field: sorted(lb.flat(self.lenv.get(f"state.{field}", lb.STATE_TREE)) - {STATE})
+            for field in self.state
+        }
 
     def _state_problem(self, state: dict[str, Any]) -> str | None:
         """None when every field satisfies its `state.fields` schema (SPEC §16)."""
@@ -539,7 +582,11 @@ class _Run:
                 f"the new state is {len(raw)} bytes, over state.maxBytes {decl['maxBytes']}",
             )
         try:
-            self.host.save_state(self.program.id, orjson.loads(raw))
+            if self.keeps_labels:
+                labels = self._state_labels()
+                self.host.save_state(self.program.id, orjson.loads(raw), labels)  # type: ignore[call-arg]
+            else:
+                self.host.save_state(self.program.id, orjson.loads(raw))
         except HostError as exc:
             raise RunFailure(_host_code(exc, "RUN_CAPABILITY_FAILED"), exc.message) from None
         except Exception as exc:
@@ -559,11 +606,17 @@ class _Run:
         code = comp.code
         joins = comp.joins
         exit_loops = comp.exit_loops
+        fail_reads = comp.fail_reads
+        every = fail_reads is None  # an older Program: every value a node evaluates counts
         limit = self.program.transition_limit
         state = env["state"]
         stack: list[Any] = []
         push, pop = stack.append, stack.pop
-        lenv: lb.LEnv = {"input": lb.INPUT_TREE}
+        lenv: lb.LEnv = {"input": lb.INPUT_TREE, **self.state_trees}
+        # labels an earlier node's failure depends on (SPEC §15 "Failure is control"): taken
+        # at the node's entry and from a call's input, they join `sticky` when the next node
+        # is entered (the node itself is not decided by its own failure)
+        pending: frozenset[str] = lb.NONE
         lstack: list[lb.Tree] = []
         lpush, lpop = lstack.append, lstack.pop
         pcs: list[tuple[int, frozenset[str]]] = []
@@ -590,6 +643,17 @@ class _Run:
                         while pcs and pcs[-1][0] == node:
                             pcs.pop()
                         pc = sticky.union(*[e[1] for e in pcs]) if pcs else sticky
+                    if pending:
+                        if not pending <= sticky:
+                            sticky = sticky | pending
+                        if not pending <= pc:
+                            pc = pc | pending
+                        pending = lb.NONE
+                    if fail_reads is not None:
+                        reads = fail_reads.get(node)
+                        if reads is not None:
+                            for read in reads:
+                                pending = pending | read(lenv)[0]
                 elif op == _EVAL:
                     push(arg[0](env))
                     if arg[2] is not None:
@@ -599,6 +663,8 @@ class _Run:
                         lpush(lb.EMPTY)
                     else:
                         lpush(arg[1](lenv))
+                    if every:
+                        pending = pending | lb.flat(lstack[-1])
                 elif op == _STORE:
                     tree = lpop()
                     if pc and not pc <= tree[0]:  # a subset test allocates nothing
@@ -612,7 +678,10 @@ class _Run:
                         env[arg[1]] = pop()
                         lenv[arg[1]] = tree
                 elif op == _CALL:
-                    result, tree = self._call(arg, pop(), lpop(), pc)
+                    given = pop()
+                    itree = lpop()
+                    result, tree = self._call(arg, given, itree, pc)
+                    pending = pending | lb.flat(itree)  # the host may refuse what it was given
                     push(result)
                     lpush(tree)
                 elif op == _COMPARE:
@@ -683,7 +752,10 @@ class _Run:
                     pop()
                     lpop()
                 elif op == _MODEL:
-                    result, tree = self._model(arg, pop(), lpop(), pc)
+                    given = pop()
+                    itree = lpop()
+                    result, tree = self._model(arg, given, itree, pc)
+                    pending = pending | lb.flat(itree)  # the answer may miss its schema
                     push(result)
                     lpush(tree)
                 elif op == _RETURN:
@@ -700,6 +772,7 @@ class _Run:
         finally:
             self.transitions = transitions
             self.state = state
+            self.lenv = lenv
 
     def _call(
         self, site: _CallSite, input: Any, tree: lb.Tree, pc: frozenset[str]
@@ -718,6 +791,7 @@ class _Run:
             lb.per_argument(input, tree),
             tuple(sorted(pc)) if pc else (),
             credential_headers=credentials,
+            read_labels=set(),
         )
         first = context
         attempt = 1
@@ -755,6 +829,9 @@ class _Run:
         if site.capability == "net.http":
             url = input.get("url") if type(input) is dict else None
             source = frozenset({source_label("net.http", host_of_url(url)) or "external:*"})
+        stored = context.read_labels  # the labels of the rows the call read (SPEC §15)
+        if stored:
+            source = source | frozenset(x for x in stored if type(x) is str)
         return result, (lb.flat(tree) | source | pc, None)
 
     def _model(

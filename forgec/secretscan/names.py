@@ -32,31 +32,31 @@ import unicodedata
 
 # Lower-case stems, one of which every secret-meaning name holds (as `bytes.lower()` leaves
 # it: ASCII lower-cased, everything else as written). Non-ASCII stems skip a letter the
-# lower-casing would not touch (`ароль` for `Пароль`, `ifre` for `Şifre`).
+# lower-casing would not touch (`ароль` for `Пароль`).
 ASCII_STEMS: tuple[str, ...] = (
     "pass", "pw", "secret", "cred", "key", "token", "auth", "cookie", "session", "header",
     "contrase", "clave", "mdp", "jeton", "kennw", "geheim", "senha", "segret", "chiave",
-    "wachtw", "salasan", "ifre", "jelsz", "sifre", "haslo", "parol", "losen",
+    "wachtw", "salasan", "jelsz", "sifre", "haslo", "parol",
 )  # fmt: skip
 OTHER_STEMS: tuple[str, ...] = (
-    "clé", "schlüssel", "senord", "hasł", "ароль", "окен", "люч", "密码", "口令", "密钥",
+    "clé", "schlüssel", "senord", "hasł", "şifre", "ароль", "окен", "люч", "密码", "口令", "密钥",
     "秘钥", "令牌", "パスワード", "トークン", "暗号", "비밀번호", "암호", "토큰", "كلمة", "סיסמ",
 )  # fmt: skip
 SCREEN_STEMS: tuple[str, ...] = ASCII_STEMS + OTHER_STEMS
 
-_PASSWORD = (
+_PASSWORD: tuple[str, ...] = (
     "password", "passwd", "passphrase", "passcode", "pwd", "pass", "pw", "passe",
     "contrasena", "motdepasse", "mdp", "passwort", "kennwort", "senha", "wachtwoord",
     "losenord", "salasana", "haslo", "sifre", "jelszo", "parola", "parol", "пароль",
     "密码", "口令", "パスワード", "비밀번호", "암호", "كلمةالمرور", "סיסמה",
 )  # fmt: skip
-_TOKEN = (
+_TOKEN: tuple[str, ...] = (
     "token", "tokens", "secret", "secrets", "credential", "credentials", "creds", "cred",
     "apikey", "accesskey", "secretkey", "privatekey", "signingkey", "cookie", "cookies",
     "sessionid", "sessiontoken", "sessionkey", "jeton", "secreto", "secreta", "segreto",
     "geheimnis", "geheim", "токен", "令牌", "トークン", "토큰", "秘密", "密钥", "秘钥", "暗号鍵",
 )  # fmt: skip
-_KEY = ("key", "clave", "cle", "chiave", "schlussel", "ключ", "키")
+_KEY: tuple[str, ...] = ("key", "clave", "cle", "chiave", "schlussel", "ключ", "키")
 _AUTH = ("auth", "authorization", "authorisation")
 # A paging or counting qualifier before `token`: not a credential
 _NOT_SECRET_TOKEN_QUALIFIERS = frozenset(

@@ -499,12 +499,12 @@ _FREE_PATTERNS = {
 }
 # the other spellings and languages of `names` (each holds one of its stems), as a trie so the
 # master regex tries few branches per character: a name is judged by `names.name_class` once
-# its assignment is found. Non-ASCII ones start from a letter the ASCII-only case folding cannot
-# miss (`ароль` for `Пароль`, `ifre` for `Şifre`).
+# its assignment is found. Each holds one of `names.SCREEN_STEMS` (the screen's soundness);
+# Cyrillic ones start past a capital the ASCII-only case folding would miss (`ароль`).
 _MORE_KEYWORDS = (
     "key", "cookie", "session", "cred", "contrase", "clave", "mdp", "jeton", "kennw", "geheim",
     "senha", "segret", "chiave", "wachtw", "salasan", "jelsz", "sifre", "haslo", "parol",
-    "losen", "clé", "schlüssel", "lösenord", "hasło", "ifre", "ароль", "окен", "люч", "密码",
+    "clé", "schlüssel", "lösenord", "hasło", "şifre", "ароль", "окен", "люч", "密码",
     "口令", "密钥", "秘钥", "令牌", "パスワード", "トークン", "暗号", "비밀번호", "암호", "토큰",
 )  # fmt: skip
 _KEYWORDS = (

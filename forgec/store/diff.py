@@ -120,6 +120,13 @@ def summary(diff: dict[str, Any]) -> str:
     e = diff["effects"]
     if not (e["gained"] or e["lost"] or diff["behaviour"]):
         return ONLY_TEXT
+    if not (e["gained"] or e["lost"]):
+        # said first: the same effects are exactly what hid such a change before (SPEC §14)
+        parts = [
+            _count(len(diff["behaviour"]), "change in behaviour", "changes in behaviour"),
+            _count(len(diff["text"]), "text change", "text changes"),
+        ]
+        return "Same effects, but it behaves differently: " + ", ".join(p for p in parts if p) + "."
     parts = [
         _count(len(e["gained"]), "effect gained", "effects gained"),
         _count(len(e["lost"]), "effect lost", "effects lost"),
@@ -309,25 +316,30 @@ class _Flow:
 
     def describe(self, node: n.Node) -> str:
         """A step in one line, as a person reads it."""
-        j = _json
-        if isinstance(node, n.SetNode):
-            return f"set {node.target} = {one_line(j(node.value))}"
-        if isinstance(node, n.CapabilityNode):
-            into = f" -> {node.target}" if node.target else ""
-            return f"call {node.capability} {one_line(j(node.input))}{into}"
-        if isinstance(node, n.LlmNode):
-            return f"model {node.op} {one_line(j(node.input))} -> {node.target}"
-        if isinstance(node, n.IfNode):
-            return f"if {condition_line(j(node.condition))} then {node.then} else {node.else_}"
-        if isinstance(node, n.ForeachNode):
-            return (
-                f"for each {node.item_var} in {one_line(j(node.source))} (at most {node.max_items})"
-            )
-        if isinstance(node, n.ReturnNode):
-            return f"return {one_line(j(node.value))}"
-        if isinstance(node, n.FailNode):
-            return f"fail {node.code}: {one_line(node.message)}"
-        return n.node_type(node)
+        return NODE_TABLE[n.node_type(node)](node)
+
+
+def _v(value: Any) -> str:
+    return one_line(_json(value))
+
+
+# how a person reads a step of each node type, in one line: keyed by every node type name
+# (forgec.ir.rules.NODE_TYPE_NAMES), no default; tests/test_store_diff.py holds it complete
+NODE_TABLE: dict[str, Callable[[Any], str]] = {
+    "set": lambda node: f"set {node.target} = {_v(node.value)}",
+    "capability": lambda node: (
+        f"call {node.capability} {_v(node.input)}" + (f" -> {node.target}" if node.target else "")
+    ),
+    "llm": lambda node: f"model {node.op} {_v(node.input)} -> {node.target}",
+    "if": lambda node: (
+        f"if {condition_line(_json(node.condition))} then {node.then} else {node.else_}"
+    ),
+    "foreach": lambda node: (
+        f"for each {node.item_var} in {_v(node.source)} (at most {node.max_items})"
+    ),
+    "return": lambda node: f"return {_v(node.value)}",
+    "fail": lambda node: f"fail {node.code}: {one_line(node.message)}",
+}
 
 
 def _match(old: _Flow, new: _Flow) -> tuple[dict[str, str], list[str], list[str]]:

@@ -140,18 +140,6 @@ def growth(new: dict[str, Any], old: dict[str, Any]) -> dict[str, list[str]]:
     return out
 
 
-def removed(new: dict[str, Any], old: dict[str, Any]) -> dict[str, list[str]]:
-    """What OLD does that NEW no longer does (shown in a review, never a reason to ask)."""
-    out: dict[str, list[str]] = {}
-    for key in SET_KEYS:
-        gone = [words(key, i) for i in old.get(key) or [] if i not in (new.get(key) or [])]
-        if gone:
-            out[key] = gone
-    if old.get("model") and not new.get("model"):
-        out["model"] = ["no model step any more"]
-    return out
-
-
 def _model_growth(new: Any, old: Any) -> list[str]:
     if not new:
         return []

@@ -156,7 +156,7 @@ def test_a_model_proposal_that_cancels_every_task_is_shown_step_by_step(
     review = forgec("tools", "review", "mark-done", store=store)
     assert review.returncode == 0, review.stderr
     assert "no effect added or removed" not in review.stdout
-    assert "Changed: " in review.stdout
+    assert "Same effects, but it behaves differently: " in review.stdout
     for line in (
         "~ step `mark` (tasks.setStatus): input.id $input.id → $t.id, for every item of "
         "$open.items (from tasks.list)",
@@ -373,3 +373,32 @@ def test_tool_create_answers_the_same_whether_or_not_the_id_exists(
         said = text + orjson.dumps(structured).decode()
         assert "v3" not in said and "latest" not in said and "version 3" not in said
         assert structured is not None and "version" not in structured
+
+
+def test_readme_shows_the_prompt_as_it_is(tmp_path: Path) -> None:
+    """README's store section quotes the enable prompt for measurement 1: it must be real."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### Install, turn on, roll back", 1)[1].split("\n### ", 1)[0]
+    block = section.split("```console\n", 1)[1].split("```", 1)[0]
+    quoted = [line for line in block.splitlines() if not line.startswith("$ ")]
+    store = tmp_path / "tools.db"
+    forgec(
+        "tools",
+        "install",
+        write(tmp_path, "v1", thread_count(1, None)),
+        "--target",
+        "talon",
+        store=store,
+    )
+    forgec("tools", "enable", "thread-count", "--yes", store=store)
+    forgec(
+        "tools",
+        "install",
+        write(tmp_path, "v2", post_every_message(2, 1)),
+        "--target",
+        "talon",
+        store=store,
+    )
+    said = forgec("tools", "enable", "thread-count", store=store).stderr.splitlines()
+    start = said.index(quoted[0])
+    assert said[start : start + len(quoted)] == quoted

@@ -1,0 +1,127 @@
+"""The labels of stored rows (SPEC §15 "Labels persist"), on the reference host's SQLite.
+
+Every row a call writes keeps, in its `labels` column, the union of the labels the call
+carried (its data and what decided it, as the VM handed them over): a later read — by this
+tool or another, through its capability or `db.query` — hands them back to the VM through
+`CallContext.read_labels`, so the run-time guard (`[flows] deny`) sees where the text came
+from. Which tables a capability writes and reads, and which result field names a row, are
+`forgec.runtime.flowlabels`' tables (the flow pass reads the same ones).
+
+`db.query` cannot be attributed row by row (any SELECT may combine rows), so its result
+carries the labels of every row of every table its SQL names, and `external:talon` for
+`messages` and `threads` (text other people wrote). A row updated keeps its earlier labels
+too: labels only grow, which can only over-report.
+
+The labels are written right after the call's own transaction (the bridge holds the
+connection's lock throughout, so no other call of this host sees the row in between; a crash
+in that window leaves the row with the labels it had).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable
+from typing import Any
+
+from forgec.runtime import flowlabels as fl
+
+# table → the column the result's row key (`flowlabels.ROW_KEYS`) matches
+KEY_COLUMNS = {
+    "tasks": "id",
+    "notes": "id",
+    "memories": "id",
+    "memory_items": "key",
+    "schedules": "id",
+    "messages": "id",
+}
+
+
+def _decode(text: Any) -> set[str]:
+    try:
+        value = json.loads(text) if isinstance(text, str) else []
+    except ValueError:
+        return set()
+    return {x for x in value if isinstance(x, str)} if isinstance(value, list) else set()
+
+
+def _encode(labels: Iterable[str]) -> str:
+    return json.dumps(sorted(set(labels)), separators=(",", ":"))
+
+
+def keep(
+    conn: sqlite3.Connection,
+    capability: str,
+    input: Any,
+    result: Any,
+    labels: frozenset[str],
+    read_into: set[str],
+) -> None:
+    """Label the rows the call wrote with `labels`; add those of the rows it read to
+    `read_into`."""
+    if labels:
+        for table in fl.call_tables_written(capability, input):
+            column = KEY_COLUMNS.get(table)
+            if column is None:
+                continue
+            for key in fl.row_keys(table, result):
+                rows = conn.execute(
+                    f"SELECT labels FROM {table} WHERE {column} = ?", (key,)
+                ).fetchall()
+                merged = set(labels)
+                for row in rows:
+                    merged |= _decode(row[0])
+                conn.execute(
+                    f"UPDATE {table} SET labels = ? WHERE {column} = ?", (_encode(merged), key)
+                )
+    if capability == "db.query":
+        read_into.update(query_labels(conn, input))
+        return
+    for table in fl.tables_read(capability, input):
+        column = KEY_COLUMNS.get(table)
+        keys = fl.row_keys(table, result)
+        if column is None or not keys:
+            continue
+        for start in range(0, len(keys), 500):  # SQLite's parameter limit
+            chunk = keys[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for row in conn.execute(
+                f"SELECT DISTINCT labels FROM {table} WHERE {column} IN ({marks})", chunk
+            ):
+                read_into.update(_decode(row[0]))
+
+
+def query_labels(conn: sqlite3.Connection, input: Any) -> set[str]:
+    """What a `db.query` result carries: every label stored in the tables its SQL names,
+    and `external:talon` for the tables whose rows other people write."""
+    out: set[str] = set()
+    for table in fl.tables_read("db.query", input):
+        if table in fl.UNTRUSTED_TABLES:
+            out.add(fl.TALON)
+        for row in conn.execute(f"SELECT DISTINCT labels FROM {table}"):
+            out.update(_decode(row[0]))
+    return out
+
+
+def load_state_labels(conn: sqlite3.Connection, tool_id: str) -> dict[str, list[str]]:
+    row = conn.execute("SELECT labels FROM tool_state WHERE tool_id = ?", (tool_id,)).fetchone()
+    if row is None:
+        return {}
+    try:
+        value = json.loads(row[0])
+    except ValueError:
+        return {}
+    if not isinstance(value, dict):
+        return {}
+    return {k: sorted(_decode(json.dumps(v))) for k, v in value.items() if isinstance(k, str)}
+
+
+def encode_state_labels(labels: Any) -> str:
+    if not isinstance(labels, dict):
+        return "{}"
+    clean = {
+        k: sorted({x for x in v if isinstance(x, str)})
+        for k, v in labels.items()
+        if isinstance(k, str) and isinstance(v, list | tuple)
+    }
+    return json.dumps(clean, separators=(",", ":"), sort_keys=True)

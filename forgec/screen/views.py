@@ -1,0 +1,341 @@
+"""What each page shows, as plain data, from the functions the CLI calls.
+
+Every function here is synchronous and runs in a worker thread (`pages.Page.in_store`). The
+dicts hold raw text from tools and runs: the templates print each value through safe text and
+HTML escaping (`forgec.screen.app`), so nothing here escapes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from forgec.screen.app import Lines, Source
+from forgec.screen.diffing import consent_diff
+
+
+def json_text(value: Any) -> Lines:
+    from forgec.runtime.jsontext import dumps_text
+
+    return Lines(dumps_text(value, indent=True))
+
+
+def json_ascii(value: Any) -> Lines:
+    """VALUE as JSON text with every non-ASCII character as a `\\u` escape: a form field that
+    carries a run's input back holds no raw control or bidi character, and reads back equal."""
+    import json
+
+    return Lines(json.dumps(value, ensure_ascii=True, indent=2))
+
+
+def source_text(source: bytes) -> Source:
+    """A source for the paste box: its lines and tabs kept, every other control escaped."""
+    return Source(source.decode("utf-8", "replace"))
+
+
+# -- Tools -------------------------------------------------------------------------------------
+
+
+def tools_page(store: Any) -> dict[str, Any]:
+    problems: list[str] = []
+    rows = []
+    for t in store.tools(on_problem=problems.append):
+        try:
+            author = store.get(t.id).author_words
+        except Exception as exc:  # a damaged current version: named, the rest still lists
+            problems.append(str(exc))
+            continue
+        rows.append({"summary": t, "author": author})
+    return {"tools": rows, "problems": problems}
+
+
+# -- Import ------------------------------------------------------------------------------------
+
+
+def report_view(report: Any, source: bytes) -> dict[str, Any]:
+    """The import page's result: each issue (code, message, pointer, line:col, the excerpt as
+    `forgec check` prints it) and, when clean, inspect's facts and the graph."""
+    from forgec.answers import inspect_json
+    from forgec.render.text import render_diagnostic
+
+    text = report.source_map.text if report.source_map is not None else source_text(source)
+    issues = [
+        {
+            "code": d.code,
+            "severity": d.severity.value,
+            "message": d.message,
+            "pointer": d.path,
+            "where": f"{d.span.line}:{d.span.column}" if d.span is not None else None,
+            "hint": d.hint,
+            "notes": list(d.notes),
+            "excerpt": Lines(render_diagnostic(d, path=report.path, source=text)),
+        }
+        for d in report.diagnostics
+    ]
+    out: dict[str, Any] = {"ok": report.ok, "issues": issues, "path": report.path}
+    if report.ok and report.manifest is not None:
+        facts = inspect_json(report)
+        out["facts"] = facts
+        out["card"] = card_view(facts["consent"]) if facts["consent"] else None
+        out["graph"] = graph_of(report.manifest, report.target, report.facts)
+    return out
+
+
+def graph_of(manifest: dict[str, Any], target: str, facts: Any) -> dict[str, Any]:
+    from forgec.catalog import get_catalog
+    from forgec.render.graph import graph_parts
+    from forgec.screen.svg import layout
+
+    flows = getattr(facts, "flows", ()) if facts is not None else ()
+    return layout(graph_parts(manifest, catalog=get_catalog(target), flows=flows))
+
+
+def install_checked(
+    store_path: Path | None, report: Any, source: bytes, name: str | None, target: str
+) -> Any:
+    """`Store.install` (what `forgec tools install` calls) with the report the page already
+    checked within the budget, so the file is not checked a second time."""
+    from forgec.store import Store
+
+    with Store(store_path, checker=lambda *a, **k: report) as store:
+        return store.install(source, path=name, target=target)
+
+
+# -- a tool ------------------------------------------------------------------------------------
+
+
+def card_of(stored: Any) -> dict[str, Any]:
+    from forgec.render.consent import consent_card_json
+
+    card = consent_card_json(stored.manifest, stored.marks, author=stored.author_words)
+    return card_view(card)
+
+
+def card_view(card: dict[str, Any]) -> dict[str, Any]:
+    """A consent card for the page: its rows as the terminal card words them."""
+    from forgec.render.consent import card_rows
+
+    return {**card, "rows": card_rows(card), "description": Lines(card.get("description") or "")}
+
+
+def tool_page(store: Any, tool: str) -> dict[str, Any]:
+    summary = store.tool(tool)
+    versions = store.versions(tool)
+    current = store.get(tool)
+    status = store.consent_status(tool)
+    cards = {}
+    for v in versions:
+        if v.problem is None:
+            cards[v.version] = card_of(store.get(tool, v.version))
+    # a version is compared by its number, a proposal as "pN" (what `forgec tools diff` takes)
+    sides = [
+        (f"p{v.proposal}" if v.proposal is not None else str(v.version), v.label)
+        for v in reversed(versions)
+    ]
+    return {
+        "summary": summary,
+        "current": current,
+        "card": card_of(current),
+        "consent": status,
+        "versions": list(reversed(versions)),
+        "sides": sides,
+        "cards": cards,
+        "proposals": store.proposals(tool),
+        "can_roll_back": any(
+            v.version < current.version and v.status == "previous" and v.proposal is None
+            for v in versions
+        ),
+        "graph": graph_of(current.manifest, current.target, _facts_of(current)),
+    }
+
+
+def _facts_of(stored: Any) -> Any:
+    """The flow facts of a stored version for its graph's flow edges: the stored manifest
+    checked again (as `forgec graph` checks a file), within the check budget; over it the
+    graph is drawn without flow edges."""
+    from forgec.budget import check_with_budget
+    from forgec.runtime.jsontext import dumps_text
+    from forgec.screen.checking import DEFAULT_BUDGET
+
+    report = check_with_budget(
+        dumps_text(stored.manifest), target=stored.target, budget_s=DEFAULT_BUDGET
+    )
+    return report.facts
+
+
+def diff_page(store: Any, tool: str, a: Any, b: Any) -> dict[str, Any]:
+    summary = store.tool(tool)
+    return {"summary": summary, "diff": consent_diff(store, summary.id, a, b)}
+
+
+def enable_page(store: Any, tool: str) -> dict[str, Any]:
+    summary = store.tool(tool)
+    current = store.get(tool)
+    status = store.consent_status(tool)
+    # the diff starts from the version last consented to (`ConsentStatus.basis`, what
+    # `forgec tools enable` shows); nothing consented yet: everything is new
+    basis = status.basis if status.basis != current.version else None
+    return {
+        "summary": summary,
+        "current": current,
+        "card": card_of(current),
+        "consent": status,
+        "diff": consent_diff(store, summary.id, basis, current.version),
+    }
+
+
+def enable_shown(store: Any, tool: str, shown_hash: str) -> str | None:
+    """Turn on the current version if it is the one whose card the person saw (its hash):
+    `Store.enable` with the person's yes. Else a line saying what changed, nothing turned on."""
+    current = store.get(tool)
+    if current.hash != shown_hash:
+        return (
+            f"{current.name} changed since the page was shown (now v{current.version}): "
+            "read the card again"
+        )
+    store.enable(tool, consent=True)
+    return None
+
+
+def review_page(store: Any, tool: str, number: int) -> dict[str, Any]:
+    """Proposal NUMBER beside the current version (what `forgec tools review` shows)."""
+    summary = store.tool(tool)
+    current = store.get(tool)
+    proposal = store.get_proposal(tool, number)
+    return {
+        "summary": summary,
+        "current": current,
+        "proposal": proposal,
+        "current_card": card_of(current),
+        "proposal_card": card_of(proposal),
+        "diff": consent_diff(store, summary.id, current.version, f"p{number}"),
+        "number": number,
+        "next_version": summary.latest_version + 1,
+    }
+
+
+# -- Run ---------------------------------------------------------------------------------------
+
+
+def run_page(store: Any, tool: str) -> dict[str, Any]:
+    summary = store.tool(tool)
+    current = store.get(tool)
+    schema = current.manifest.get("inputSchema") or {}
+    return {
+        "summary": summary,
+        "current": current,
+        "card": card_of(current),
+        "hash": current.hash,
+        "enabled": current.enabled,
+        "asks": current.marks.always_asks or not store.has_consent(tool),
+        "fields": input_fields(schema),
+    }
+
+
+def input_fields(schema: dict[str, Any]) -> list[dict[str, Any]]:
+    """One form field per property of the input schema: a text box, a number, a checkbox, a
+    choice (enum), or JSON text for anything else."""
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    required = set(schema.get("required") or []) if isinstance(schema, dict) else set()
+    fields = []
+    for name, sub in (props or {}).items():
+        sub = sub if isinstance(sub, dict) else {}
+        kind = sub.get("type")
+        if isinstance(sub.get("enum"), list) and all(isinstance(x, str) for x in sub["enum"]):
+            widget = "choice"
+        elif kind in ("integer", "number"):
+            widget = "number"
+        elif kind == "boolean":
+            widget = "checkbox"
+        elif kind == "string":
+            widget = "text"
+        else:
+            widget = "json"
+        fields.append(
+            {
+                "name": name,
+                "widget": widget,
+                "kind": kind,
+                "required": name in required,
+                "description": sub.get("description"),
+                "choices": sub.get("enum") or [],
+                "default": sub.get("default"),
+                "step": "1" if kind == "integer" else "any",
+            }
+        )
+    return fields
+
+
+def input_from_form(fields: list[dict[str, Any]], form: Any) -> tuple[Any, str | None]:
+    """The tool input the form describes (the raw JSON box wins when filled), or a problem."""
+    import orjson
+
+    raw = form.get("input_json")
+    if isinstance(raw, str) and raw.strip():
+        try:
+            return orjson.loads(raw), None
+        except orjson.JSONDecodeError:
+            return None, "the input is not valid JSON"
+    out: dict[str, Any] = {}
+    for f in fields:
+        key = "in." + f["name"]
+        value = form.get(key)
+        if f["widget"] == "checkbox":
+            if value is not None or f["required"]:
+                out[f["name"]] = value == "on"
+            continue
+        if not isinstance(value, str) or value == "":
+            continue
+        if f["widget"] == "number":
+            try:
+                number = float(value)
+            except ValueError:
+                return None, f"{f['name']}: not a number"
+            out[f["name"]] = (
+                int(number) if f["kind"] == "integer" and number.is_integer() else number
+            )
+        elif f["widget"] == "json":
+            try:
+                out[f["name"]] = orjson.loads(value)
+            except orjson.JSONDecodeError:
+                return None, f"{f['name']}: not valid JSON"
+        else:
+            out[f["name"]] = value
+    return out, None
+
+
+def run_current(
+    store_path: Path | None, host_config: Path | None, tool: str, shown_hash: str, tool_input: Any
+) -> dict[str, Any]:
+    """Run the current version (`forgec.store.running.run_stored`, what `forgec tools run`
+    calls) if it is the one the page showed; the person's yes covers this run only."""
+    from forgec.answers import ui_card
+    from forgec.host import ConfigError
+    from forgec.runtime import Program
+    from forgec.store import Store
+    from forgec.store.running import open_host_for, run_stored
+
+    with Store(store_path) as store:
+        stored = store.get(tool)
+    if stored.hash != shown_hash:
+        return {"problem": f"{stored.name} changed since the page was shown: run it again"}
+    if not stored.enabled:
+        return {"problem": f"{stored.name} is off"}
+
+    def consent(request: Any) -> bool:
+        # the page asked first (R4, or no consent on record for this hash), or it is on record
+        return True
+
+    try:
+        host = open_host_for(host_config=host_config, default_labels=tuple(stored.marks.labels))
+    except ConfigError as exc:
+        return {"problem": str(exc)}
+    try:
+        program = Program.from_json(stored.program)
+        result = run_stored(stored, tool_input, host=host, consent=consent, program=program)
+    finally:
+        host.close()
+    out: dict[str, Any] = {"json": result.to_json(), "ok": result.ok}
+    out["output"] = json_text(result.output) if result.ok else None
+    out["card"] = ui_card(program.ui, result.output) if result.ok and program.ui else None
+    return out

@@ -1,0 +1,118 @@
+"""The capability rows (`forgec.ir.capabilities`) are the one place each fact is spelled: every
+consumer agrees with them because it reads them. These tests hold the consumers to that, and
+search for a row whose facts disagree with each other."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+import forgec.catalog  # noqa: F401  (the named rules)
+from forgec.catalog import get_catalog
+from forgec.host import HostOptions, open_host
+from forgec.host.config import HostConfig
+from forgec.ir import capabilities as rows
+from forgec.runtime import flowlabels
+from forgec.runtime.host import CallContext, HostError
+
+CTX = CallContext(tool_id="t", tool_version=1, node_id="n")
+ALL_LABELS = (*{row.label for row in rows.ROWS if row.label}, "channel.send:*")
+
+
+def test_every_row_of_the_host_has_one_registered_handler() -> None:
+    from forgec.host import bridge  # noqa: F401  (imports the tool modules, which register)
+    from forgec.host.handlers import HANDLERS
+
+    assert set(HANDLERS) == {row.name for row in rows.rows_of("talon")}
+
+
+def test_targets_are_the_rows() -> None:
+    for target in ("talos", "talon"):
+        catalog = get_catalog(target)
+        assert list(catalog.capabilities) == [row.name for row in rows.rows_of(target)]
+        for name, spec in catalog.capabilities.items():
+            row = rows.BY_NAME[name]
+            assert spec.row is row
+            assert (spec.input_limit, spec.undo, spec.mcp_name) == (
+                row.input_limit,
+                row.undo,
+                row.mcp_name,
+            )
+
+
+@pytest.mark.parametrize("row", rows.ROWS, ids=lambda r: r.name)
+def test_a_row_agrees_with_itself(row: rows.Capability) -> None:
+    assert row.marks.power in rows.POWERS and row.marks.risk in rows.RISKS
+    assert row.source in (None, *rows.SOURCES) and row.sink in (None, *rows.SINKS)
+    if row.undo is not None:
+        assert row.undo in rows.BY_NAME
+    if row.selector is not None:
+        assert row.selector in row.shape.fields and row.operations()
+        assert set(row.op_marks) <= set(row.operations())
+        assert row.writing is None or row.writing <= set(row.operations())
+    else:
+        assert not row.op_marks and row.writing is None
+    if row.label_param is not None:
+        assert row.label is not None and row.label.endswith(":*")
+        assert row.label_param in row.shape.required
+    for field, cap in row.caps.items():
+        assert row.shape.fields[field].maximum == cap
+    # TALOS needs no label, every Talon host tool one; only host tools have MCP names
+    assert (row.label is None) == ("talos" in row.targets) == (row.mcp_name is None)
+
+
+def test_the_flow_tables_are_the_rows() -> None:
+    for row in rows.ROWS:
+        source = flowlabels.source_label(row.name, "h.example")
+        expected = {None: None, "private": f"private:{row.name}", "external": "external:h.example"}
+        assert source == expected[row.source]
+        for op in [None, *row.operations()]:
+            literal = {row.selector: op} if row.selector and op else {}
+            sink = flowlabels.call_sink(row.name, {**literal, "url": "https://h.example/"})
+            if row.sink is None or (row.writing is not None and op not in row.writing):
+                assert sink is None or row.writing is None, (row.name, op, sink)
+            else:
+                assert sink is not None and flowlabels.sink_kind(sink) == row.sink
+
+
+@pytest.fixture(scope="module")
+def host(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    cfg = HostConfig(persona="alice", thread="t1")
+    db = Path(tmp_path_factory.mktemp("rows")) / "h.db"
+    with open_host(HostOptions(db=db, config=cfg, persona_labels=ALL_LABELS)) as h:
+        yield h
+
+
+def _padded(row: rows.Capability, size: int) -> dict[str, Any] | None:
+    """An input of exactly `size` bytes that passes every rule but the size, or None."""
+    # capability → (the smallest input, the field to pad)
+    minimal, key = {
+        "tasks.create": ({"title": "t", "notes": ""}, "notes"),
+        "notes.create": ({"title": "t", "body": ""}, "body"),
+        "memory.create": ({"text": "x"}, "text"),
+        "memory.access": ({"operation": "write", "value": ""}, "value"),
+        "channel.send": ({"channelId": "c", "content": "x"}, "content"),
+        "net.http": ({"method": "POST", "url": "https://h.example/", "body": ""}, "body"),
+        "persona.send": ({"target_persona": "p", "message": "x"}, "message"),
+    }.get(row.name, (None, ""))
+    if minimal is None:
+        return None
+    base = len(orjson.dumps(minimal))
+    inp = {**minimal, key: minimal[key] + "x" * (size - base)}
+    assert len(orjson.dumps(inp)) == size
+    return inp
+
+
+@pytest.mark.parametrize("row", rows.ROWS, ids=lambda r: r.name)
+def test_the_bridge_limit_is_the_rows_limit(host: Any, row: rows.Capability) -> None:
+    at = _padded(row, row.input_limit)
+    if at is None:
+        pytest.skip("no field of unbounded length to pad")
+    host.check_call(row.name, at)  # exactly at the limit: passes
+    over = _padded(row, row.input_limit + 1)
+    with pytest.raises(HostError) as info:
+        host.check_call(row.name, over)
+    assert f"{row.input_limit}" in info.value.message

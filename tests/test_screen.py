@@ -1,0 +1,503 @@
+"""The Tool Forge screen over plain HTTP: the real `forgec screen` as a subprocess, driven with
+httpx as an attacker would (no browser): who may talk to it, what a change needs, and that its
+JSON answers are the CLI's. The browser suite is tests/test_screen_browser.py; both share the
+`Screen` harness below."""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import math
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from manifests import manifest_with_nodes
+from strategies import manifests
+
+from forgec.render.safe import UNSAFE_CHARACTERS, safe_text
+
+ROOT = Path(__file__).resolve().parent.parent
+LINE = re.compile(r"Tool Forge screen: (http://127\.0\.0\.1:(\d+)/\?token=([A-Za-z0-9_-]+))\Z")
+
+
+def forgec(*argv: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "forgec", *argv],
+        input=stdin,
+        capture_output=True,
+        timeout=120,
+        cwd=ROOT,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+
+
+class Screen:
+    """`forgec screen --no-open --port 0` on a store, until `stop()`."""
+
+    def __init__(self, store: Path, *extra: str, env: dict[str, str] | None = None) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "forgec", "screen", "--store", str(store), "--no-open", *extra],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=ROOT,
+            env={**os.environ, "NO_COLOR": "1", "PYTHONUNBUFFERED": "1", **(env or {})},
+        )
+        first: list[bytes] = []
+        reader = threading.Thread(target=lambda: first.append(self.proc.stdout.readline()))  # type: ignore[union-attr]
+        reader.start()
+        reader.join(60)
+        line = first[0].decode().rstrip("\n") if first else ""
+        m = LINE.match(line)
+        if m is None:
+            self.stop()
+            raise AssertionError(f"first line {line!r}; stderr: {self.proc.stderr.read()!r}")  # type: ignore[union-attr]
+        self.first_line = line
+        self.url, self.port, self.token = m.group(1), int(m.group(2)), m.group(3)
+        self.origin = f"http://127.0.0.1:{self.port}"
+
+    @contextlib.contextmanager
+    def client(self, *, login: bool = True) -> Iterator[httpx.Client]:
+        with httpx.Client(base_url=self.origin, timeout=60) as c:
+            if login:
+                r = c.get(f"/?token={self.token}")
+                assert r.status_code == 303, r.text
+            yield c
+
+    def csrf(self, c: httpx.Client, page: str = "/import") -> str:
+        found = re.search(r'name="csrf" value="([^"]+)"', c.get(page).text)
+        assert found, "no CSRF field in the page"
+        return found.group(1)
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                stream.close()
+        return int(self.proc.returncode)
+
+
+def echo_tool(
+    version: int = 1,
+    parent: int | None = None,
+    *,
+    tool_id: str = "echo.tool",
+    title: str = "Echo",
+    description: str = "Says back what it is given.",
+    ui_title: str = "Echo said",
+) -> dict[str, Any]:
+    """A tool that returns its input (a run's output is whatever the caller typed)."""
+    return manifest_with_nodes(
+        [{"id": "done", "type": "return", "value": {"said": {"$ref": "input.text"}}}],
+        id=tool_id,
+        version=version,
+        parentVersion=parent,
+        title=title,
+        description=description,
+        inputSchema={
+            "type": "object",
+            "properties": {"text": {"type": "string", "description": "what to say"}},
+            "required": ["text"],
+        },
+        ui={"title": ui_title, "values": [{"label": "said", "path": "said"}]},
+    )
+
+
+def write(tmp_path: Path, name: str, value: dict[str, Any] | bytes) -> Path:
+    path = tmp_path / name
+    path.write_bytes(value if isinstance(value, bytes) else orjson.dumps(value))
+    return path
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    return tmp_path / "tools.db"
+
+
+@pytest.fixture
+def screen(store: Path) -> Iterator[Screen]:
+    s = Screen(store)
+    yield s
+    s.stop()
+
+
+# -- who may talk to it --------------------------------------------------------------------------
+
+
+def test_first_line_is_the_launch_url_on_loopback(screen: Screen) -> None:
+    assert LINE.match(screen.first_line)
+    assert len(screen.token) >= 32
+
+
+def test_without_the_token_nothing_is_served(screen: Screen) -> None:
+    with screen.client(login=False) as c:
+        for path in ("/", "/import", "/static/screen.js", "/api/tools", "/tools/echo.tool"):
+            r = c.get(path)
+            assert r.status_code == 403, path
+            assert "forgec screen" in r.text
+        assert c.get("/?token=" + "x" * 43).status_code == 403
+        c.cookies.set(f"forgec_screen_{screen.port}", "nope")
+        assert c.get("/").status_code == 403
+
+
+def test_the_token_becomes_a_strict_httponly_cookie_and_leaves_the_url(screen: Screen) -> None:
+    with screen.client(login=False) as c:
+        r = c.get(f"/import?token={screen.token}")
+        assert r.status_code == 303
+        assert r.headers["location"] == "/import"
+        cookie = r.headers["set-cookie"]
+        assert cookie.startswith(f"forgec_screen_{screen.port}={screen.token};")
+        assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+        page = c.get("/import")
+        assert page.status_code == 200 and screen.token not in page.text
+
+
+def test_a_foreign_host_is_refused_even_with_the_cookie(screen: Screen) -> None:
+    with screen.client() as c:
+        for host in ("evil.example", f"evil.example:{screen.port}", "127.0.0.1", "localhost:1"):
+            assert c.get("/", headers={"Host": host}).status_code == 421, host
+        assert c.get("/", headers={"Host": f"localhost:{screen.port}"}).status_code == 200
+
+
+def test_every_answer_carries_the_policy(screen: Screen) -> None:
+    with screen.client() as c:
+        for r in (c.get("/"), c.get("/static/screen.css"), c.get("/tools/no.such.tool")):
+            csp = r.headers["content-security-policy"]
+            assert "default-src 'self'" in csp and "script-src 'self'" in csp
+            assert "frame-ancestors 'none'" in csp and "unsafe-inline" not in csp
+            assert r.headers["x-frame-options"] == "DENY"
+        assert "<script>" not in c.get("/").text  # scripts only by src, from this origin
+        assert ' style="' not in c.get("/import").text
+
+
+def _install(store: Path, tmp_path: Path, manifest: dict[str, Any], name: str) -> None:
+    done = forgec("tools", "install", str(write(tmp_path, name, manifest)), "--store", str(store))
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_change_needs_this_origin_and_the_csrf_token(
+    screen: Screen, store: Path, tmp_path: Path
+) -> None:
+    _install(store, tmp_path, echo_tool(), "echo.talostool")
+    with screen.client() as c:
+        token = screen.csrf(c, "/tools/echo.tool/enable")
+        page = c.get("/tools/echo.tool/enable").text
+        shown = re.search(r'name="hash" value="([^"]+)"', page)
+        assert shown
+        form = {"csrf": token, "hash": shown.group(1), "confirm": "yes"}
+        attempts = [
+            ({}, form),  # no Origin
+            ({"Origin": "http://evil.example"}, form),
+            ({"Origin": f"http://127.0.0.1:{screen.port + 1}"}, form),  # same site, other origin
+            ({"Origin": "null"}, form),
+            ({"Origin": screen.origin}, {**form, "csrf": "wrong"}),
+            ({"Origin": screen.origin}, {k: v for k, v in form.items() if k != "csrf"}),
+        ]
+        for headers, data in attempts:
+            r = c.post("/tools/echo.tool/enable", data=data, headers=headers)
+            assert r.status_code == 403, (headers, data)
+        assert not _enabled(store)
+        # the same request from the page itself turns it on
+        r = c.post("/tools/echo.tool/enable", data=form, headers={"Origin": screen.origin})
+        assert r.status_code == 303
+        assert _enabled(store)
+
+
+def _enabled(store: Path) -> bool:
+    listed = forgec("tools", "list", "--store", str(store), "--format", "json")
+    return bool(orjson.loads(listed.stdout)[0]["enabled"])
+
+
+def test_an_api_post_needs_the_csrf_header(screen: Screen) -> None:
+    body = orjson.dumps(echo_tool())
+    with screen.client() as c:
+        token = screen.csrf(c)
+        assert (
+            c.post("/api/check", content=body, headers={"Origin": screen.origin}).status_code == 403
+        )
+        ok = c.post(
+            "/api/check", content=body, headers={"Origin": screen.origin, "X-CSRF-Token": token}
+        )
+        assert ok.status_code == 200
+
+
+def test_a_huge_body_is_refused(screen: Screen) -> None:
+    with screen.client() as c:
+        token = screen.csrf(c)
+        r = c.post(
+            "/api/check",
+            content=b"{" + b" " * (2 * 1024 * 1024) + b"}",
+            headers={"Origin": screen.origin, "X-CSRF-Token": token},
+        )
+        assert r.status_code == 413
+
+
+def test_every_post_route_checks_the_csrf_token() -> None:
+    # by construction: a POST route is made with `pages.action` (form field) or lives under
+    # /api/ (the header, checked by the Guard); no other way exists
+    from forgec.screen.app import ScreenConfig, build_app, route_table
+
+    routes = route_table(build_app(ScreenConfig()))
+    posts = [r for r in routes if "POST" in (r.methods or ())]
+    assert posts
+    for r in posts:
+        assert r.path.startswith("/api/") or getattr(r.endpoint, "screen_action", False), r.path
+
+
+# -- one code path with the CLI ------------------------------------------------------------------
+
+
+def test_the_api_answers_in_the_cli_json_shapes(
+    screen: Screen, store: Path, tmp_path: Path
+) -> None:
+    broken = echo_tool()
+    broken["flow"]["nodes"][0]["next"] = "nowhere"
+    for name, value in (("good.talostool", echo_tool()), ("bad.talostool", broken)):
+        path = write(tmp_path, name, value)
+        with screen.client() as c:
+            token = screen.csrf(c)
+            headers = {"Origin": screen.origin, "X-CSRF-Token": token}
+            for what in ("check", "inspect"):
+                cli = forgec(what, str(path), "--format", "json")
+                api = c.post(f"/api/{what}?path={path}", content=path.read_bytes(), headers=headers)
+                assert api.status_code == 200
+                # the API names the file by its base name (the screen never reads a path)
+                want = orjson.loads(cli.stdout.replace(str(path).encode(), path.name.encode()))
+                assert api.json() == want, what
+    _install(store, tmp_path, echo_tool(), "echo.talostool")
+    cli = forgec("tools", "versions", "echo.tool", "--store", str(store), "--format", "json")
+    with screen.client() as c:
+        assert c.get("/api/tools/echo.tool/versions").json() == orjson.loads(cli.stdout)
+        listed = forgec("tools", "list", "--store", str(store), "--format", "json")
+        assert c.get("/api/tools").json() == orjson.loads(listed.stdout)
+
+
+def test_a_cli_change_shows_on_the_next_load(screen: Screen, store: Path, tmp_path: Path) -> None:
+    with screen.client() as c:
+        assert "No tool is installed yet" in c.get("/").text
+        _install(store, tmp_path, echo_tool(), "echo.talostool")
+        page = c.get("/").text
+        assert "dynamic:echo.tool" in page and ">off<" in page
+        assert (
+            forgec("tools", "enable", "echo.tool", "--yes", "--store", str(store)).returncode == 0
+        )
+        assert ">on<" in c.get("/").text
+
+
+def test_sigterm_stops_it(store: Path) -> None:
+    s = Screen(store)
+    started = time.monotonic()
+    assert s.stop() == 0
+    assert time.monotonic() - started < 15
+
+
+def test_a_store_it_cannot_use_is_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "not-a-store"
+    bad.write_bytes(b"this is not sqlite" * 100)
+    done = forgec("screen", "--store", str(bad), "--no-open")
+    assert done.returncode == 2
+    lines = done.stderr.decode().strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("forgec: error:"), lines
+
+
+# -- text from a tool is data --------------------------------------------------------------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(min_size=1, max_size=40))
+def test_every_printed_value_is_safe_text_then_escaped(text: str) -> None:
+    # the one `finalize` hook: any text, in any template position, reaches the page escaped
+    from forgec.screen.app import make_templates
+
+    env = make_templates()
+    page = env.from_string('<p title="{{ v }}">{{ v }}</p><pre>{{ Lines(v) }}</pre>').render(v=text)
+    assert not (set(page) & UNSAFE_CHARACTERS - {"\n"})
+    shown = re.match(r'<p title="(.*)">(.*)</p><pre>', page, re.S)
+    assert shown
+    assert html.unescape(shown.group(1)) == safe_text(text)
+    assert html.unescape(shown.group(2)) == safe_text(text)
+    assert "<" not in shown.group(2) and '"' not in shown.group(1)
+
+
+# -- the check budget ----------------------------------------------------------------------------
+
+
+def test_over_budget_through_the_real_server(store: Path) -> None:
+    # the shared budgeted check (a worker process killed at the budget), its test hook making
+    # one file slow: the import answers FORGEC_CHECK_BUDGET at the budget, nothing is
+    # installed, and another page is answered while the slow check runs
+    s = Screen(store, "--check-budget", "2", env={"FORGEC_TEST_CHECK_DELAY_S": "6"})
+    try:
+        with s.client() as c, s.client() as other:
+            token = s.csrf(c)
+            source = orjson.dumps(echo_tool(description="slow-check-on-purpose"))
+            form = {"csrf": token, "source": source.decode(), "kind": "auto"}
+            answered: list[float] = []
+
+            def meanwhile() -> None:
+                time.sleep(0.5)
+                t = time.monotonic()
+                assert other.get("/").status_code == 200
+                answered.append(time.monotonic() - t)
+
+            side = threading.Thread(target=meanwhile)
+            started = time.monotonic()
+            side.start()
+            r = c.post(
+                "/install", data=form, headers={"Origin": s.origin}, files={"file": ("", b"")}
+            )
+            took = time.monotonic() - started
+            side.join(30)
+            assert took < 5.5  # the budget (2 s) on a loaded machine, not the 6 s check
+            assert r.status_code == 422 and "FORGEC_CHECK_BUDGET" in r.text
+            assert answered and answered[0] < 1.5
+            assert "No tool is installed yet" in c.get("/").text
+    finally:
+        s.stop()
+
+
+# -- any tool, any file: the pages hold ------------------------------------------------------------
+
+
+def _page_of(template: str, **context: Any) -> str:
+    from forgec.screen.app import make_templates
+
+    return make_templates().get_template(template).render(csrf="t", **context)
+
+
+def _clean(page: str) -> None:
+    # a newline and a tab are layout (the paste box keeps a source's tabs); nothing else raw
+    assert not (set(page) & (UNSAFE_CHARACTERS - {"\n", "\t"}))
+    assert "<script" not in page.split("</head>", 1)[1]
+
+
+@settings(max_examples=40, deadline=None)
+@given(manifests(), st.sampled_from(["T <script>alert(1)</script>", "\u202ex", "a\u2028b", "ok"]))
+def test_any_valid_tool_renders_its_import_result(manifest: dict[str, Any], title: str) -> None:
+    # a random valid tool, its title hostile: the import page's result (issues, card, facts,
+    # graph as SVG) renders, every number in the SVG is finite, nothing unsafe reaches the page
+    from forgec.api import check
+    from forgec.screen import views
+
+    manifest = {**manifest, "title": title}
+    source = orjson.dumps(manifest)
+    result = views.report_view(check(source), source)
+    page = _page_of("import.html", result=result, source=views.source_text(source), exact="")
+    _clean(page)
+    if result["ok"]:
+        graph = result["graph"]
+        assert len(graph["nodes"]) >= 1
+        for n in graph["nodes"]:
+            assert all(map(math.isfinite, (n["x"], n["y"], n["w"], n["h"])))
+        assert page.count('class="node ') == len(graph["nodes"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.binary(max_size=300) | st.text(max_size=200).map(str.encode))
+def test_any_bytes_render_as_issues(source: bytes) -> None:
+    from forgec.api import check
+    from forgec.screen import views
+
+    result = views.report_view(check(source, path="x.talostool"), source)
+    _clean(_page_of("import.html", result=result, source=views.source_text(source), exact=""))
+    for issue in result["issues"]:
+        assert issue["code"] and issue["message"]
+
+
+# -- what the person saw is what is turned on, and what runs ---------------------------------------
+
+
+def test_enable_turns_on_only_the_version_whose_card_was_shown(
+    screen: Screen, store: Path, tmp_path: Path
+) -> None:
+    _install(store, tmp_path, echo_tool(), "v1.talostool")
+    with screen.client() as c:
+        page = c.get("/tools/echo.tool/enable").text
+        shown = re.search(r'name="hash" value="([^"]+)"', page)
+        assert shown
+        token = screen.csrf(c)
+        # meanwhile, another shell installs a version that sends data away
+        v2 = echo_tool(2, 1, title="Echo v2")
+        _install(store, tmp_path, v2, "v2.talostool")
+        form = {"csrf": token, "hash": shown.group(1), "confirm": "yes"}
+        r = c.post("/tools/echo.tool/enable", data=form, headers={"Origin": screen.origin})
+        assert r.status_code == 409 and "changed since the page was shown" in r.text
+        assert "Echo v2" in r.text  # the new card, to read again
+        assert not _enabled(store)
+        # and without the confirm box nothing happens either
+        r = c.post(
+            "/tools/echo.tool/enable",
+            data={"csrf": token, "hash": shown.group(1)},
+            headers={"Origin": screen.origin},
+        )
+        assert r.status_code == 422 and not _enabled(store)
+
+
+def test_an_r4_run_asks_in_the_page_and_runs_only_the_version_shown(
+    screen: Screen, store: Path, tmp_path: Path
+) -> None:
+    r4 = echo_tool()
+    r4["flow"]["nodes"] = [
+        {
+            "id": "ask",
+            "type": "capability",
+            "capability": "net.http",
+            "input": {"method": "GET", "url": "https://api.example.com/x"},
+            "target": "got",
+            "next": "done",
+        },
+        {"id": "done", "type": "return", "value": {"said": {"$ref": "input.text"}}},
+    ]
+    r4["flow"]["entry"] = "ask"
+    r4["network"] = {"mode": "allowlist", "hosts": ["api.example.com"]}
+    path = write(tmp_path, "r4.talostool", r4)
+    assert (
+        forgec("tools", "install", str(path), "--store", str(store), "--target", "talon").returncode
+        == 0
+    )
+    assert forgec("tools", "enable", "echo.tool", "--yes", "--store", str(store)).returncode == 0
+    with screen.client() as c:
+        token = screen.csrf(c)
+        post = {"csrf": token, "in.text": "hi"}
+        ask = c.post("/tools/echo.tool/run", data=post, headers={"Origin": screen.origin})
+        assert ask.status_code == 200 and 'id="run-once"' in ask.text
+        assert "it asks before every run" in ask.text
+        # a confirm bound to another hash is asked again, never run
+        again = c.post(
+            "/tools/echo.tool/run",
+            data={**post, "confirm": "yes", "hash": "sha256:" + "0" * 64},
+            headers={"Origin": screen.origin},
+        )
+        assert 'id="run-once"' in again.text and "Status" not in again.text
+
+
+def test_a_missing_screen_extra_is_one_line() -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['starlette'] = None\n"
+        "from forgec.cli import main\n"
+        "sys.exit(main(['screen', '--no-open']))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "forgec: error: forgec screen needs the Tool Forge screen: pip install 'forgec[screen]'"
+    ]

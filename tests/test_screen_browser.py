@@ -1,0 +1,550 @@
+"""The Tool Forge screen in a real browser: Playwright driving headless Chromium (Debian's
+`chromium`) against the real `forgec screen` subprocess, as a person (and an attacker's page)
+would use it. Without a browser the tests skip with one line; under CI (CI set) they fail.
+
+Set FORGEC_SCREENSHOTS=DIR to save PNGs of the main pages (docs/screen.md shows them).
+"""
+
+from __future__ import annotations
+
+import http.server
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import orjson
+import pytest
+from test_screen import ROOT, Screen, echo_tool, forgec, write
+
+from forgec.render.safe import UNSAFE_CHARACTERS
+
+CHROMIUM = os.environ.get("FORGEC_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+AXE = ROOT / "tests" / "browser" / "node_modules" / "axe-core" / "axe.min.js"
+SHOTS = os.environ.get("FORGEC_SCREENSHOTS")
+
+
+def _missing() -> str | None:
+    if importlib.util.find_spec("playwright") is None:
+        return "playwright is not installed (pip install playwright)"
+    if not Path(CHROMIUM).exists():
+        return f"no Chromium at {CHROMIUM} (apt-get install chromium)"
+    return None
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    reason = _missing()
+    if reason is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"the browser suite must run in CI: {reason}")
+        pytest.skip(reason)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        # rebind.example resolves to 127.0.0.1, as a DNS-rebinding attacker's name would
+        args = ["--host-resolver-rules=MAP rebind.example 127.0.0.1"]
+        args += ["--no-sandbox"] if os.geteuid() == 0 else []
+        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=args)
+        yield b
+        b.close()
+
+
+class Person:
+    """One browser context logged in to one screen; every dialog and page error is recorded."""
+
+    def __init__(self, browser: Any, screen: Screen, **context: Any) -> None:
+        self.screen = screen
+        self.context = browser.new_context(viewport={"width": 1200, "height": 860}, **context)
+        self.context.set_default_timeout(30_000)
+        self.page = self.context.new_page()
+        self.dialogs: list[str] = []
+        self.errors: list[str] = []
+        self.page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.goto(screen.url)
+        assert self.page.url == screen.origin + "/", "the token must leave the address bar"
+
+    def go(self, path: str) -> Any:
+        self.page.goto(self.screen.origin + path)
+        return self.page
+
+    def inert(self) -> None:
+        """Nothing a tool or a run wrote ran, and no raw control or bidi character is in the
+        page."""
+        assert self.dialogs == []
+        assert self.page.evaluate("() => window.__pwned === undefined")
+        html = self.page.content()
+        assert not (set(html) & (UNSAFE_CHARACTERS - {"\n"}))
+        assert self.page.locator('a[href^="javascript"], [onerror], [onclick], iframe').count() == 0
+        assert self.page.locator("main img, main script").count() == 0
+
+    def shot(self, name: str, selector: str | None = None) -> None:
+        if SHOTS:
+            Path(SHOTS).mkdir(parents=True, exist_ok=True)
+            where = self.page.locator(selector).first if selector else self.page
+            path = Path(SHOTS) / f"{name}.png"
+            where.screenshot(path=str(path))
+            if shutil.which("pngquant"):  # keep the checked-in pictures small
+                subprocess.run(
+                    [
+                        "pngquant",
+                        "--force",
+                        "--skip-if-larger",
+                        "--quality",
+                        "60-85",
+                        "--ext",
+                        ".png",
+                        str(path),
+                    ],
+                    check=False,
+                    timeout=60,
+                )
+
+    def close(self) -> None:
+        self.context.close()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    return tmp_path / "tools.db"
+
+
+@pytest.fixture
+def screen(store: Path, tmp_path: Path) -> Iterator[Screen]:
+    config = tmp_path / "host.toml"
+    config.write_text(f'db = "{tmp_path / "host.db"}"\n', encoding="utf-8")
+    s = Screen(store, "--host-config", str(config))
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def person(browser: Any, screen: Screen) -> Iterator[Person]:
+    p = Person(browser, screen)
+    yield p
+    p.close()
+
+
+def install(store: Path, tmp_path: Path, manifest: dict[str, Any], *, enable: bool = False) -> None:
+    path = write(tmp_path, f"{manifest['id']}-v{manifest['version']}.talostool", manifest)
+    done = forgec("tools", "install", str(path), "--store", str(store))
+    assert done.returncode == 0, done.stderr
+    if enable:
+        on = forgec("tools", "enable", manifest["id"], "--yes", "--store", str(store))
+        assert on.returncode == 0, on.stderr
+
+
+def listed(store: Path) -> dict[str, Any]:
+    done = forgec("tools", "list", "--store", str(store), "--format", "json")
+    return {t["id"]: t for t in orjson.loads(done.stdout)}
+
+
+def two_steps(version: int, *, next_id: str = "done", title: str = "Echo") -> dict[str, Any]:
+    """Version VERSION of echo.tool with a `set` step first; NEXT_ID names its successor."""
+    m = echo_tool(version, version - 1, title=title)
+    m["flow"]["nodes"] = [
+        {
+            "id": "keep",
+            "type": "set",
+            "target": "said",
+            "value": {"$ref": "input.text"},
+            "next": next_id,
+        },
+        {"id": "done", "type": "return", "value": {"said": {"$ref": "said"}}},
+    ]
+    m["flow"]["entry"] = "keep"
+    return m
+
+
+def pretty(m: dict[str, Any]) -> str:
+    return orjson.dumps(m, option=orjson.OPT_INDENT_2).decode()
+
+
+# -- where data goes, and the R4 ask ----------------------------------------------------------------
+
+
+def test_an_uploaded_file_shows_its_flows_dashed_and_an_r4_run_asks_in_the_page(
+    person: Person, store: Path
+) -> None:
+    page = person.page
+    person.go("/import")
+    page.set_input_files("#file", str(ROOT / "examples" / "flows" / "notes-web-answer.talostool"))
+    page.select_option("#target", "talon")
+    page.get_by_role("button", name="Check").click()
+    assert page.locator(".issue-error").count() == 0
+    flows = page.locator("svg path.flow")
+    assert flows.count() == 2
+    assert {flows.nth(i).get_attribute("stroke-dasharray") for i in range(2)} == {"6 4"}
+    labels = page.locator("svg text.flow-label").all_text_contents()
+    assert sorted(labels) == ["private: notes.list", "untrusted: desk.example.com"]
+    assert "private:notes.list" in page.locator("table.flows").inner_text()
+    person.shot("import-graph", "figure.graph")
+    page.locator("#install").click()
+    assert "Installed, off." in page.inner_text("main")
+    assert page.locator("svg path.flow").count() == 2  # the tool's page draws the same facts
+    page.locator("#enable").click()
+    assert "R4" in page.inner_text("main")
+    page.check("#confirm")
+    page.locator("#confirm-enable").click()
+    page.locator("#run").click()
+    page.locator("#run-submit").click()  # no input schema: the input is {}
+    # R4: the card again and one button for this run; nothing ran yet
+    assert "it asks before every run" in page.inner_text("main")
+    assert page.locator("#run-once").is_visible()
+    assert page.locator("pre.json").inner_text().strip() == "{}"
+    person.shot("run-ask")
+    person.inert()
+
+
+# -- a person's whole path ------------------------------------------------------------------------
+
+
+def test_import_broken_then_fixed_install_enable_run_roll_back(
+    person: Person, store: Path, tmp_path: Path
+) -> None:
+    install(store, tmp_path, echo_tool(), enable=True)
+    page = person.page
+    person.go("/")
+    assert page.get_by_role("link", name="Echo").is_visible()
+    person.shot("tools")
+
+    # a broken file: every issue with its code, message, field, line:col and excerpt
+    page.get_by_role("link", name="Import").click()
+    page.fill("#source", pretty(two_steps(2, next_id="sve")))
+    page.get_by_role("button", name="Check").click()
+    issue = page.locator(".issue").first
+    text = issue.inner_text()
+    assert "FORGE_EDGE_MISSING" in text and "sve" in text
+    assert "/flow/nodes/0/next" in text
+    assert issue.locator(".where").inner_text().count(":") >= 2  # line:col
+    assert '"next": "sve"' in issue.locator(".excerpt").inner_text()
+    assert page.locator("#install").count() == 0
+    person.shot("import-issues")
+
+    # the fixed one: card, marks, flows, worst case, graph, and Install (off)
+    page.fill("#source", pretty(two_steps(2, title="Echo, twice")))
+    page.get_by_role("button", name="Check").click()
+    assert page.locator(".issue-error").count() == 0
+    assert page.locator(".card").first.inner_text().startswith("Echo, twice")
+    assert page.locator("svg .node").count() == 2
+    assert "transitions allowed" in page.inner_text("main")
+    person.shot("import-clean")
+    page.locator("#install").click()
+    assert "Installed, off." in page.inner_text("main")
+    assert listed(store)["echo.tool"]["version"] == 2 and not listed(store)["echo.tool"]["enabled"]
+
+    # enable: the card and the diff from the version consented to, then an explicit confirm
+    page.locator("#enable").click()
+    body = page.inner_text("main")
+    assert "What changed: v1 → v2" in body and "Echo, twice" in body
+    from playwright.sync_api import expect
+
+    expect(page.locator("#confirm-enable")).to_be_disabled()  # until the box is ticked (JS)
+    person.shot("enable")
+    page.check("#confirm")
+    page.locator("#confirm-enable").click()
+    assert "Turned on." in page.inner_text("main")
+    assert listed(store)["echo.tool"]["enabled"]
+    person.shot("tool")
+
+    # run: a form from the input schema, the result with its ui card
+    page.locator("#run").click()
+    page.get_by_label("text (required)").fill("hello")
+    page.locator("#run-submit").click()
+    assert page.locator(".ui-card").inner_text().split() == ["Echo", "said", "said", "hello"]
+    assert '"said": "hello"' in page.locator("#output").inner_text()
+    person.shot("run-result")
+
+    # roll back: v1 is current again, and the tool is off
+    person.go("/tools/echo.tool")
+    page.locator("#rollback").click()
+    assert "Rolled back; the tool is off." in page.inner_text("main")
+    assert listed(store)["echo.tool"] | {"enabled": False} == listed(store)["echo.tool"]
+    assert listed(store)["echo.tool"]["version"] == 1
+    person.inert()
+    assert person.errors == []
+
+
+def _propose(store: Path, tmp_path: Path, manifest: dict[str, Any]) -> Any:
+    """`tool_create` through the real `mcp` client against `forgec mcp serve` on STORE."""
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=[
+            "-m",
+            "forgec",
+            "mcp",
+            "serve",
+            "--store",
+            str(store),
+            "--db",
+            str(tmp_path / "mcp-host.db"),
+            "--persona-labels",
+            "tool.create",
+        ],
+        env={"PYTHONPATH": str(ROOT), "NO_COLOR": "1"},
+        cwd=str(ROOT),
+    )
+
+    async def main() -> Any:
+        with anyio.fail_after(90), open(os.devnull, "w") as errlog:
+            async with (
+                stdio_client(params, errlog=errlog) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                names = {t.name for t in (await session.list_tools()).tools}
+                # a model has no tool that could accept, enable or roll back
+                assert not {n for n in names if any(w in n for w in ("accept", "enable", "roll"))}
+                return await session.call_tool(
+                    "tool_create", {"manifest": manifest, "target": "talos"}
+                )
+
+    # Playwright's sync API keeps an event loop in this thread: the client runs in its own
+    got: list[Any] = []
+    worker = threading.Thread(target=lambda: got.append(anyio.run(main)))
+    worker.start()
+    worker.join(120)
+    assert got, "the MCP client did not finish"
+    return got[0]
+
+
+def test_a_model_proposal_is_reviewed_accepted_then_enabled(
+    person: Person, store: Path, tmp_path: Path
+) -> None:
+    install(store, tmp_path, echo_tool(), enable=True)
+    proposal = echo_tool(2, 1)
+    proposal["flow"]["nodes"][0]["value"] = {"said": "always this"}
+    result = _propose(store, tmp_path, proposal)
+    assert not result.is_error, result
+    page = person.page
+    person.go("/")
+    assert "proposal 1" in page.get_by_role("row", name="Echo").inner_text()  # waiting
+    person.go("/tools/echo.tool")
+    page.locator("#review-1").click()
+    body = page.inner_text("main")
+    assert "Proposed by a model" in body and "2. Behaviour, step by step" in body
+    # the behaviour diff: the return step's value, old → new
+    behaviour = page.locator("table.behaviour").inner_text()
+    assert "done" in behaviour and "always this" in behaviour
+    person.shot("review")
+    page.locator("#accept").click()
+    assert "The proposal is current now" in page.inner_text("main")
+    assert not listed(store)["echo.tool"]["enabled"]
+    page.locator("#enable").click()
+    assert "a model" in page.inner_text("main")
+    page.check("#confirm")
+    page.locator("#confirm-enable").click()
+    assert "Turned on." in page.inner_text("main")
+    assert listed(store)["echo.tool"] == {
+        **listed(store)["echo.tool"],
+        "version": 2,
+        "enabled": True,
+    }
+    person.inert()
+
+
+# -- text from a tool or a run is data -------------------------------------------------------------
+
+SCRIPT = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
+LINK = '<a href="javascript:window.__pwned=3">click</a> javascript:window.__pwned=4'
+
+
+def test_tool_and_run_text_render_inert(person: Person, store: Path, tmp_path: Path) -> None:
+    hostile = echo_tool(
+        title="T " + SCRIPT, description="D " + LINK + "\nsecond line", ui_title=SCRIPT
+    )
+    install(store, tmp_path, hostile, enable=True)
+    page = person.page
+    for path in ("/", "/tools/echo.tool", "/tools/echo.tool/enable", "/tools/echo.tool/run"):
+        person.go(path)
+        person.inert()
+    person.go("/tools/echo.tool")
+    assert SCRIPT in page.inner_text("h1")
+    assert LINK in page.locator(".desc").first.inner_text()
+
+    # a run's output carrying markup, a javascript: URL, ESC, CSI, C1 and bidi controls
+    said = "\u202eevil\x1b[31m red \x9b " + SCRIPT + " " + LINK + " \u2066x\u2069"
+    person.go("/tools/echo.tool/run")
+    page.get_by_label("text (required)").fill(said)
+    page.locator("#run-submit").click()
+    person.inert()
+    card = page.locator(".ui-card").inner_text()
+    output = page.locator("#output").inner_text()
+    for shown in (card, output):
+        assert "\\u202e" in shown and "\\u2066" in shown
+    # the card is safe text (`\\x1b`); the output is JSON text, which spells them its own way
+    assert "\\x1b[31m" in card and "\\x9b" in card
+    assert "\\u001b[31m" in output and "\\u009b" in output
+    assert SCRIPT in card  # the markup is text on the page
+
+    # an import whose node id, title and strings carry the same (raw ESC and bidi in the file)
+    broken = pretty(echo_tool(title="X \u202e" + SCRIPT))
+    broken = broken.replace('"id": "done"', '"id": "<script>window.__pwned=5</script>"')
+    broken = broken.replace('"Echo said"', '"\x1b[2J\u202e' + LINK.replace('"', "'") + '"')
+    person.go("/import")
+    page.fill("#source", broken)
+    page.get_by_role("button", name="Check").click()
+    person.inert()
+    assert page.locator(".issue").count() >= 1
+    excerpts = page.locator(".issues").inner_text()
+    assert "<script>" in excerpts or "\\u202e" in excerpts
+
+
+# -- an attacker's page ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def attacker(screen: Screen) -> Iterator[str]:
+    """A page on another origin of this machine (same site: 127.0.0.1) that posts a form
+    turning a tool on, the moment it loads."""
+    evil = (
+        "<!doctype html><title>win a prize</title>"
+        f'<form id="f" method="post" action="{screen.origin}/tools/echo.tool/enable">'
+        '<input name="confirm" value="yes"><input name="csrf" value="guess">'
+        '<input name="hash" value="x"></form>'
+        '<script>document.getElementById("f").submit()</script>'
+    ).encode()
+
+    class Evil(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.end_headers()
+            self.wfile.write(evil)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Evil)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_cross_origin_post_is_refused(
+    person: Person, store: Path, tmp_path: Path, attacker: str
+) -> None:
+    install(store, tmp_path, echo_tool())
+    page = person.page
+    with page.expect_navigation(url=person.screen.origin + "/tools/echo.tool/enable"):
+        page.goto(attacker)
+    assert "refused" in page.inner_text("body")
+    assert not listed(store)["echo.tool"]["enabled"]
+    # the same page in a browser that never opened the launch link: no token, refused first
+    stranger = person.context.browser.new_context()
+    try:
+        page = stranger.new_page()
+        with page.expect_navigation(url=person.screen.origin + "/tools/echo.tool/enable"):
+            page.goto(attacker)
+        assert "no token" in page.inner_text("body")
+    finally:
+        stranger.close()
+    assert not listed(store)["echo.tool"]["enabled"]
+
+
+def test_a_rebound_name_is_refused_even_with_the_token(browser: Any, screen: Screen) -> None:
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        answer = page.goto(f"http://rebind.example:{screen.port}/?token={screen.token}")
+        assert answer is not None and answer.status == 421
+        assert context.cookies() == []  # no cookie was handed to the other name
+    finally:
+        context.close()
+
+
+# -- accessibility ---------------------------------------------------------------------------------
+
+
+def test_axe_finds_no_serious_violation_on_the_main_pages(
+    browser: Any, screen: Screen, store: Path, tmp_path: Path
+) -> None:
+    if not AXE.exists():
+        if os.environ.get("CI"):
+            pytest.fail("axe-core is missing: npm ci in tests/browser")
+        pytest.skip("axe-core is not installed (npm ci in tests/browser)")
+    install(store, tmp_path, echo_tool(), enable=True)
+    proposal = echo_tool(2, 1, title="Echo again")
+    proposal["flow"]["nodes"][0]["value"] = {"said": "x"}
+    _propose(store, tmp_path, proposal)
+    # axe is injected as a script: this context alone lets the test's script past the CSP
+    p = Person(browser, screen, bypass_csp=True)
+    try:
+        page = p.page
+        checked = []
+        for path in (
+            "/",
+            "/import",
+            "/tools/echo.tool",
+            "/tools/echo.tool/run",
+            "/tools/echo.tool/review/1",
+            "/tools/echo.tool/diff?a=1&b=p1",
+        ):
+            p.go(path)
+            checked.append(_axe(page, path))
+        p.go("/import")
+        page.fill("#source", pretty(echo_tool(3, 2)))
+        page.get_by_role("button", name="Check").click()
+        checked.append(_axe(page, "/import (result)"))
+        p.go("/tools/echo.tool/run")
+        page.get_by_label("text (required)").fill("hi")
+        page.locator("#run-submit").click()
+        checked.append(_axe(page, "run result"))
+        bad = [v for page_v in checked for v in page_v]
+        assert bad == []
+    finally:
+        p.close()
+
+
+def _axe(page: Any, where: str) -> list[str]:
+    page.add_script_tag(path=str(AXE))
+    found = page.evaluate(
+        """async () => {
+            const r = await axe.run(document);
+            return {passes: r.passes.length, bad: r.violations
+                .filter(v => v.impact === 'serious' || v.impact === 'critical')
+                .map(v => v.id + ' (' + v.impact + '): ' + v.nodes.map(n => n.target).join(' '))};
+        }"""
+    )
+    assert found["passes"] > 10, f"axe did not really run on {where}"
+    return [f"{where}: {v}" for v in found["bad"]]
+
+
+def test_enable_with_the_keyboard_alone(person: Person, store: Path, tmp_path: Path) -> None:
+    install(store, tmp_path, echo_tool())
+    page = person.page
+    person.go("/tools/echo.tool")
+
+    def tab_to(element_id: str) -> None:
+        for _ in range(60):
+            page.keyboard.press("Tab")
+            if (
+                page.evaluate("() => document.activeElement && document.activeElement.id")
+                == element_id
+            ):
+                return
+        raise AssertionError(f"Tab never reached #{element_id}")
+
+    tab_to("enable")
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    tab_to("confirm")
+    page.keyboard.press("Space")
+    assert page.is_checked("#confirm")
+    tab_to("confirm-enable")
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    assert "Turned on." in page.inner_text("main")
+    assert listed(store)["echo.tool"]["enabled"]
