@@ -206,13 +206,9 @@ def test_an_integer_of_2_to_the_64_is_refused_in_a_child(tmp_path: Path) -> None
     assert r["errors"] == ["FORGE_MANIFEST_STRUCTURE"]
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="the flow analysis' exponential join (passes/flows.py) is the `flows` helper's fix; "
-    "this passes once it is merged",
-)
-def test_a_loop_body_doubling_a_list_three_times_checks_within_the_bound(tmp_path: Path) -> None:
-    source = _dumps(doubling_loop_body(3))
+@pytest.mark.parametrize("times", [3, 4, 16])
+def test_a_loop_body_doubling_a_list_checks_within_the_bound(tmp_path: Path, times: int) -> None:
+    source = _dumps(doubling_loop_body(times))
     # a wall limit well past the bound, so the test ends while the analysis still runs away
     (r,) = in_child(tmp_path, [("flows", source, "x.talostool", "talos")], wall=12)["results"]
     assert r["errors"] == [] and r["cpu"] < CPU_BOUND_S
