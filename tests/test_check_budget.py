@@ -6,7 +6,8 @@ budget; every other request is answered meanwhile, and a check over the budget i
 Through the real interfaces: the `mcp` SDK client against `python -m forgec mcp serve`, a
 pytest-lsp client against `python -m forgec lsp`. A slow check on demand comes from the test
 hook `FORGEC_TEST_CHECK_DELAY_S` (a source holding `slow-check-on-purpose` sleeps first in the
-worker); a genuinely hostile one from the flow analysis' worst case of issue 17.
+worker); a genuinely slow one from the worst-case search (`tests/worst_cases.py`) under a
+small budget.
 """
 
 from __future__ import annotations
