@@ -26,7 +26,7 @@ returned: the rest are scanned as written by the secrets pass already.
 `_Const` that carries its compact-JSON size and a 16-byte digest, both computed from its
 members' when it is built, so no value is ever serialised or hashed whole to be compared or
 measured; a value whose size would pass `VALUE_LIMIT` (256 KiB) is `UNKNOWN` *before* it is
-built (the size of a template's rendering is the sum of its parts', known before the join).
+built (a template's rendering is 2 + its parts' JSON-escaped bytes, known before the join).
 Each check also has a fixed work allowance (`WORK_UNITS`, bytes built plus a weight per
 operation) for the environment and another for the renderings; when one runs out, whatever is
 still to be folded is `UNKNOWN`. Unknown means "anything": a cap never invents a constant.
