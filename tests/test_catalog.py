@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 import subprocess
 import sys
 from typing import Any
@@ -16,7 +15,7 @@ from strategies import json_values, scalars
 from forgec.catalog import get_catalog, suggest, unknown_capability_hint
 from forgec.catalog.base import StepMarks
 from forgec.catalog.cron import check_cron
-from forgec.catalog.sql import check_select, referenced_tables, sqlite_authorizer
+from forgec.catalog.sql import check_select
 from forgec.catalog.urls import check_url, url_host
 from forgec.ir.shapes import compact_json_size
 
@@ -541,34 +540,7 @@ def test_sql_refused(sql: str, expected: str) -> None:
     assert any(expected in message for message in found), found
 
 
-def test_referenced_tables() -> None:
-    sql = "SELECT * FROM messages m JOIN Threads t ON t.id = m.thread_id"
-    assert referenced_tables(sql) == {"messages", "threads"}
-    assert referenced_tables("not sql at all (") == set()
-
-
-def _database() -> sqlite3.Connection:
-    db = sqlite3.connect(":memory:")
-    for table in ("memory_items", "schedules", "messages", "threads", "secrets"):
-        db.execute(f"CREATE TABLE {table} (id INTEGER, value TEXT)")
-    db.execute("INSERT INTO memory_items VALUES (1, 'tea')")
-    db.set_authorizer(sqlite_authorizer())
-    return db
-
-
-def test_authorizer_lets_sqlite_allow_only_reads_of_allowed_tables() -> None:
-    db = _database()
-    assert db.execute("SELECT lower(value) FROM memory_items").fetchall() == [("tea",)]
-    for sql in (
-        "SELECT * FROM secrets",
-        "SELECT * FROM sqlite_master",
-        "DELETE FROM memory_items",
-        "PRAGMA table_info(memory_items)",
-        "SELECT load_extension('x')",
-        "SELECT zeroblob(10)",
-    ):
-        with pytest.raises(sqlite3.DatabaseError):
-            db.execute(sql)
+# the one authorizer is the host's (forgec.host.dbquery): tests/test_host_dbquery.py
 
 
 # -- cron ------------------------------------------------------------------------------------
@@ -716,9 +688,9 @@ def test_sql_cron_url_never_raise(text: str) -> None:
     url_host(text)
 
 
-def test_importing_talos_is_cheap() -> None:
+def test_importing_the_targets_is_cheap() -> None:
     code = (
-        "import sys, forgec.catalog.talos, forgec.catalog.talon; "
+        "import sys, forgec.catalog.targets; "
         "print(sorted(m for m in ('sqlglot', 'croniter', 'jsonschema', 'lark') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -190,6 +190,20 @@ def test_every_import_is_allowed_by_the_layer_table() -> None:
     assert not bad, "imports the layer table forbids:\n" + "\n".join(bad)
 
 
+def test_every_allowed_edge_is_used() -> None:
+    # the table says what a layer needs, not what it might: an edge nobody imports is removed,
+    # so the table stays the true, smallest picture of the dependencies
+    table = layer_table()
+    used = set(import_edges())
+    unused = sorted(
+        f"{unit} → {target}"
+        for unit, (_row, allowed) in table.items()
+        for target in allowed
+        if (unit, target) not in used
+    )
+    assert not unused, "allowed in docs/architecture.md but never imported:\n" + "\n".join(unused)
+
+
 def test_no_cycle_between_packages() -> None:
     # independent of the table: the import graph itself has no cycle (Tarjan's algorithm would
     # name it; a depth-first search that finds a back edge is enough to fail)

@@ -116,3 +116,9 @@ def test_the_bridge_limit_is_the_rows_limit(host: Any, row: rows.Capability) -> 
     with pytest.raises(HostError) as info:
         host.check_call(row.name, over)
     assert f"{row.input_limit}" in info.value.message
+
+
+def test_every_host_tool_has_its_instruction_file_and_no_other() -> None:
+    folder = Path(__file__).resolve().parent.parent / "forgec" / "templates" / "tool-instructions"
+    names = {p.stem for p in folder.glob("*.md")}
+    assert names == {row.name for row in rows.ROWS if row.mcp_name is not None}

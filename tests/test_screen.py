@@ -260,6 +260,8 @@ def test_every_post_route_checks_the_csrf_token() -> None:
     assert posts
     for r in posts:
         assert r.path.startswith("/api/") or getattr(r.endpoint, "screen_action", False), r.path
+    # the JSON API only checks text: nothing there accepts, rejects, enables or rolls back
+    assert {r.path for r in posts if r.path.startswith("/api/")} == {"/api/check", "/api/inspect"}
 
 
 # -- one code path with the CLI ------------------------------------------------------------------
@@ -302,11 +304,16 @@ def test_a_cli_change_shows_on_the_next_load(screen: Screen, store: Path, tmp_pa
         assert ">on<" in c.get("/").text
 
 
-def test_sigterm_stops_it(store: Path) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_sigterm_and_ctrl_c_stop_it(store: Path, signum: int) -> None:
     s = Screen(store)
+    with s.client() as c:
+        assert c.get("/").status_code == 200
     started = time.monotonic()
-    assert s.stop() == 0
+    s.proc.send_signal(signum)
+    assert s.proc.wait(20) == 0
     assert time.monotonic() - started < 15
+    s.stop()
 
 
 def test_a_store_it_cannot_use_is_one_line(tmp_path: Path) -> None:
@@ -344,7 +351,7 @@ def test_over_budget_through_the_real_server(store: Path) -> None:
     # the shared budgeted check (a worker process killed at the budget), its test hook making
     # one file slow: the import answers FORGEC_CHECK_BUDGET at the budget, nothing is
     # installed, and another page is answered while the slow check runs
-    s = Screen(store, "--check-budget", "2", env={"FORGEC_TEST_CHECK_DELAY_S": "6"})
+    s = Screen(store, "--check-budget", "2", env={"FORGEC_TEST_CHECK_DELAY_S": "12"})
     try:
         with s.client() as c, s.client() as other:
             token = s.csrf(c)
@@ -366,7 +373,7 @@ def test_over_budget_through_the_real_server(store: Path) -> None:
             )
             took = time.monotonic() - started
             side.join(30)
-            assert took < 5.5  # the budget (2 s) on a loaded machine, not the 6 s check
+            assert took < 9  # the budget (2 s) and a worker start on a loaded machine, not 12 s
             assert r.status_code == 422 and "FORGEC_CHECK_BUDGET" in r.text
             assert answered and answered[0] < 1.5
             assert "No tool is installed yet" in c.get("/").text
@@ -501,3 +508,166 @@ def test_a_missing_screen_extra_is_one_line() -> None:
     assert done.stderr.strip().splitlines() == [
         "forgec: error: forgec screen needs the Tool Forge screen: pip install 'forgec[screen]'"
     ]
+
+
+def test_help_imports_nothing_of_the_screen() -> None:
+    code = (
+        "import sys\n"
+        "from forgec.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "heavy = ('starlette', 'jinja2', 'uvicorn', 'python_multipart', 'forgec.screen')\n"
+        "print(sorted(m for m in sys.modules if m.startswith(heavy)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def _answer(guard: Any, method: str, headers: list[tuple[bytes, bytes]], query: bytes = b"") -> int:
+    import anyio
+
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "method": method,
+        "path": "/x",
+        "query_string": query,
+        "headers": headers,
+    }
+    anyio.run(guard, scope, receive, send)
+    return int(sent[0]["status"])
+
+
+_HEADER_TEXT = st.text(st.characters(codec="latin-1"), max_size=30)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    host=_HEADER_TEXT, origin=_HEADER_TEXT, method=st.sampled_from(["GET", "POST", "PUT", "DELETE"])
+)
+def test_the_guard_lets_through_only_this_host_token_and_origin(
+    host: str, origin: str, method: str
+) -> None:
+    # any Host and Origin an attacker can send: only the exact pair of this server reaches the
+    # app, and a change needs the exact Origin too (the CSRF token is the app's own check)
+    from forgec.screen.security import Guard, Secrets
+
+    reached: list[str] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        reached.append(scope["method"])
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    keys = Secrets(port=4242)
+    guard = Guard(app, keys)
+    cookie = (b"cookie", f"{keys.cookie_name}={keys.token}".encode())
+    for h in (host, "127.0.0.1:4242"):
+        headers = [(b"host", h.encode("latin-1")), (b"origin", origin.encode("latin-1")), cookie]
+        status = _answer(guard, method, headers)
+        good_host = h in ("127.0.0.1:4242", "localhost:4242")
+        good_origin = origin == f"http://{h}"
+        allowed = good_host and (method in ("GET", "HEAD") or good_origin)
+        assert (status == 200) == allowed, (h, origin, method, status)
+    # without the cookie nothing passes, whatever the Host and Origin
+    headers = [(b"host", b"127.0.0.1:4242"), (b"origin", b"http://127.0.0.1:4242")]
+    assert _answer(guard, method, headers) == 403
+    # a token in the URL that is not this run's is refused, a right one only becomes a cookie
+    assert _answer(guard, "GET", headers, b"token=" + host.encode("latin-1")[:20]) in (403, 303)
+
+
+def test_a_version_changed_outside_forgec_is_named_never_shown(
+    screen: Screen, store: Path, tmp_path: Path
+) -> None:
+    import sqlite3
+
+    _install(store, tmp_path, echo_tool(), "echo.talostool")
+    _install(store, tmp_path, echo_tool(tool_id="other.tool", title="Other"), "other.talostool")
+    with sqlite3.connect(store) as db:
+        db.execute(
+            "UPDATE versions SET manifest = replace(manifest, 'Says back', 'Sends away')"
+            " WHERE tool_id = 'echo.tool'"
+        )
+    with screen.client() as c:
+        tools = c.get("/")
+        assert tools.status_code == 200
+        assert "changed outside forgec" in tools.text and "Other" in tools.text
+        assert "Sends away" not in tools.text
+        for path in ("/tools/echo.tool", "/tools/echo.tool/enable", "/tools/echo.tool/run"):
+            page = c.get(path)
+            assert page.status_code == 409, path
+            assert "changed outside forgec" in page.text and "Traceback" not in page.text
+            assert "Sends away" not in page.text
+
+
+def test_every_template_and_asset_ships_in_the_wheel() -> None:
+    # a fresh install serves the screen only if pyproject's package-data names every file the
+    # app reads from its package (no CDN, no build step)
+    import fnmatch
+    import tomllib
+
+    globs = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"][
+        "setuptools"
+    ]["package-data"]["forgec"]
+    package = ROOT / "forgec"
+    assets = [
+        p.relative_to(package).as_posix()
+        for d in ("screen/templates", "screen/static")
+        for p in (package / d).iterdir()
+        if p.is_file()
+    ]
+    assert assets
+    missing = [a for a in assets if not any(fnmatch.fnmatch(a, g) for g in globs)]
+    assert missing == []
+
+
+@settings(max_examples=40, deadline=None)
+@given(manifests())
+def test_a_loop_body_is_boxed_and_what_follows_the_loop_comes_after_it(
+    manifest: dict[str, Any],
+) -> None:
+    from forgec.catalog import get_catalog
+    from forgec.render.graph import graph_parts
+    from forgec.screen.svg import layout
+
+    parts = graph_parts(manifest, catalog=get_catalog("talos"))
+    g = layout(parts)
+    boxes = {n["key"]: n for n in g["nodes"]}
+    loops = {n["loop"] for n in g["nodes"] if n["loop"] is not None}
+    assert len(g["clusters"]) == len(loops)
+    for loop in loops:
+        inside = [n for n in g["nodes"] if n["loop"] == loop]
+        bottom = max(n["y"] + n["h"] for n in inside)
+        for e in parts["edges"]:
+            if e["src"] == loop and e["label"] != "body" and e["dst"] in boxes:
+                assert boxes[e["dst"]]["y"] > bottom  # the loop's successor is below its body
+
+
+def test_reject_keeps_a_proposal_that_never_becomes_current(
+    screen: Screen, store: Path, tmp_path: Path
+) -> None:
+    from forgec.store import Store
+
+    _install(store, tmp_path, echo_tool(), "echo.talostool")
+    with Store(store) as s:  # what `tool_create` does for an id that has versions
+        s.install(orjson.dumps(echo_tool(2, 1, title="Model's")), author="model")
+    with screen.client() as c:
+        review = c.get("/tools/echo.tool/review/1")
+        assert review.status_code == 200 and "Model&#39;s" in review.text
+        token = screen.csrf(c, "/tools/echo.tool/review/1")
+        origin = {"Origin": screen.origin}
+        r = c.post("/tools/echo.tool/reject/1", data={"csrf": token}, headers=origin)
+        assert r.status_code == 303
+        assert 'id="review-1"' not in c.get("/tools/echo.tool").text
+        again = c.post("/tools/echo.tool/accept/1", data={"csrf": token}, headers=origin)
+        assert again.status_code == 409 and "rejected" in again.text
+    versions = forgec("tools", "versions", "echo.tool", "--store", str(store), "--format", "json")
+    rows = orjson.loads(versions.stdout)
+    assert [r["status"] for r in rows if r["proposal"] == 1] == ["rejected"]
+    assert [r["version"] for r in rows if r["current"]] == [1]

@@ -336,6 +336,7 @@ def test_a_model_proposal_is_reviewed_accepted_then_enabled(
     # the behaviour diff: the return step's value, old → new
     behaviour = page.locator("table.behaviour").inner_text()
     assert "done" in behaviour and "always this" in behaviour
+    assert "dynamic:echo.tool proposal 1" in page.locator(".card").nth(1).inner_text()
     person.shot("review")
     page.locator("#accept").click()
     assert "The proposal is current now" in page.inner_text("main")

@@ -278,7 +278,7 @@ def test_hosts_and_labels_growth_and_r4_never_remembered(store: Store) -> None:
         store.enable("demo.tool")
     store.enable("demo.tool", consent=True)
     assert store.tool("demo.tool").enabled
-    assert store.versions("demo.tool")[1].consent is None  # nothing recorded for R4
+    assert store.versions("demo.tool")[1].consent is None  # no consent to run an R4 tool
     assert not store.has_consent("demo.tool")
     assert store.consent_status("demo.tool").needed  # and it asks again next time
 
@@ -417,3 +417,18 @@ def test_install_never_raises_and_a_refusal_writes_nothing(case: Any) -> None:
             assert _snapshot(Path(tmp) / "t.db") == before
         else:
             assert result.report.ok
+
+
+def test_a_new_version_of_an_r4_tool_starts_its_diff_where_the_person_turned_it_on(
+    store: Store,
+) -> None:
+    install(store, 1, None, "tasks.list", "net.http")
+    store.enable("demo.tool", consent=True)
+    assert not store.has_consent("demo.tool")  # every run still asks
+    install(store, 2, 1, "net.http")
+    status = store.consent_status("demo.tool")
+    assert status.needed and status.always_asks and status.basis == 1
+    from forgec.store.diff import diff_versions
+
+    diff = diff_versions(store, "demo.tool", status.basis, 2)
+    assert {"kind": "operation", "text": "tasks.list"} in diff["effects"]["lost"]

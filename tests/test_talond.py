@@ -168,9 +168,28 @@ def queue_db(tmp_path: Path) -> Path:
 START = dt.datetime(2026, 3, 2, 9, 0, 30, tzinfo=UTC)
 
 
+def _field(low: int, high: int) -> st.SearchStrategy[str]:
+    n = st.integers(low, high)
+    return st.one_of(
+        st.just("*"),
+        n.map(str),
+        st.integers(2, max(2, high - low)).map(lambda k: f"*/{k}"),
+        st.tuples(n, n).map(lambda ab: f"{min(ab)}-{max(ab)}"),
+        st.lists(n, min_size=2, max_size=3, unique=True).map(lambda xs: ",".join(map(str, xs))),
+    )
+
+
+def crons() -> st.SearchStrategy[str]:
+    """Five-field expressions the one cron rule accepts (the daemon fires nothing else)."""
+    from forgec.catalog.cron import validate_cron
+
+    fields = st.tuples(_field(0, 59), _field(0, 23), _field(1, 28), _field(1, 12), _field(0, 6))
+    return fields.map(" ".join).filter(lambda e: validate_cron(e) is None)
+
+
 @settings(max_examples=25, deadline=None)
 @given(
-    cron=st.sampled_from(["* * * * *", "*/5 * * * *", "0 * * * *", "15,45 9-17 * * 1-5"]),
+    cron=st.one_of(st.sampled_from(["* * * * *", "*/5 * * * *", "0 * * * *"]), crons()),
     steps=st.lists(st.integers(min_value=0, max_value=600), min_size=1, max_size=8),
     crash_at=st.sets(st.integers(min_value=0, max_value=7)),
 )
@@ -310,7 +329,7 @@ def _host(tmp_path: Path, **kw: Any) -> Any:
     assert folder.is_dir()
     opts: dict[str, Any] = {
         "host_config": config,
-        "persona_labels": ("schedule.manage:own", "subagent.background"),
+        "persona_labels": ("schedule.manage:own", "subagent.background", "memory.access:thread"),
         **kw,
     }
     return open_host(HostOptions(**opts))
@@ -410,7 +429,27 @@ def _claims() -> list[tuple[str, str, Callable[[Any], None]]]:
         ]
         assert names == ["alpha", "beta"]
 
+    def generated_key(h: Any) -> None:
+        import uuid
+
+        made = h.call("memory.access", {"operation": "write", "value": "v"}, CTX)
+        uuid.UUID(made["key"])
+
+    def stringified(h: Any) -> None:
+        h.call("memory.access", {"operation": "write", "key": "k", "value": {"a": 1}}, CTX)
+        read = h.call("memory.access", {"operation": "read", "key": "k"}, CTX)
+        assert json.loads(read["value"]) == {"a": 1}
+
+    def unknown_namespace(h: Any) -> None:
+        made = h.call(
+            "memory.access", {"operation": "write", "key": "n", "value": "v", "namespace": "x"}, CTX
+        )
+        assert made["namespace"] == "note"
+
     return [
+        ("memory.access", "without it a new UUID key\n  is generated", generated_key),
+        ("memory.access", "anything that is not a string is stored as its JSON text", stringified),
+        ("memory.access", "any other value silently becomes `note`", unknown_namespace),
         (
             "schedule.manage",
             "`update` changes its fields but never turns it\n  back on",
@@ -962,3 +1001,56 @@ def test_an_r4_forged_tool_runs_only_under_a_policy_pinned_to_its_version(tmp_pa
     assert "is R4" in answer(ConsentPolicy((Allow(tool="dynamic:web.fetch", hash="sha256:0"),)))
     allowed = answer(ConsentPolicy((Allow(tool="dynamic:web.fetch", hash=digest),)))
     assert "is R4" not in allowed  # past consent: the run itself answers (no network here)
+
+
+class LoopingProvider:
+    """A model that never stops calling tools (optionally slowly)."""
+
+    def __init__(self, delay_s: float = 0.0) -> None:
+        self.delay_s = delay_s
+        self.asked = 0
+
+    def turn(self, messages: Any, tools: Any, *, model: Any = None, timeout_s: Any = None) -> Any:
+        import time as _time
+
+        from forgec.host.models import parse_turn
+
+        self.asked += 1
+        _time.sleep(self.delay_s)
+        return parse_turn(tool_reply("persona_list", {}, f"c{self.asked}"))
+
+
+@pytest.mark.parametrize(
+    ("extra", "delay", "expect"),
+    [
+        ("rounds = 3\n", 0.0, "over its bound of 3 tool-call rounds"),
+        ("turn_seconds = 1\n", 0.4, "over its wall-clock budget of 1 s"),
+    ],
+)
+def test_a_turn_stops_at_its_round_bound_and_its_wall_clock_budget(
+    tmp_path: Path, extra: str, delay: float, expect: str
+) -> None:
+    import threading as _threading
+
+    from forgec.daemon.agent import Agents, TurnFailed
+    from forgec.host.config import load_config
+    from forgec.mcp.policy import ConsentPolicy
+
+    write_personas(tmp_path, {"alpha": ("persona.send:*",)})
+    path = write_config(tmp_path, "http://127.0.0.1:9")
+    path.write_text(path.read_text().replace("poll_ms = 100\n", "poll_ms = 100\n" + extra))
+    config = load_config(path)
+    db = tmp_path / "host.db"
+    from forgec.host.db import connect
+
+    connect(db).close()
+    _schedule(db, "0 * * * *", START, label="loop")
+    q = Queue(db, owner="d", clock=FixedClock(START + dt.timedelta(hours=1)), lease_seconds=60)
+    (work,) = q.claim(["alpha"], 1)
+    provider = LoopingProvider(delay)
+    agents = Agents(config, db_path=db, store_path=None, policy=ConsentPolicy())
+    agents.provider_for = lambda persona, work, host: (provider, None)  # type: ignore[method-assign]
+    with pytest.raises(TurnFailed, match=expect):
+        agents.run(work, q, _threading.Event())
+    assert provider.asked <= (3 if "rounds" in extra else 4)
+    q.close()

@@ -130,6 +130,16 @@ def now_utc() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
+def fresh_minute() -> dt.datetime:
+    """Now, early enough in its minute that a schedule made next is made before the next
+    minute's slot (the tests compute that slot from this time)."""
+    moment = now_utc()
+    if moment.second >= 45:
+        time.sleep(61 - moment.second)
+        moment = now_utc()
+    return moment
+
+
 def db_rows(db: Path, sql: str, args: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
     conn = sqlite3.connect(db)
     conn.row_factory = sqlite3.Row
@@ -205,8 +215,13 @@ def test_a_schedule_made_over_mcp_fires_and_its_turn_calls_host_and_forged_tools
         ][n]
 
     with fake_model(script) as srv:
-        config = write_config(tmp_path, f"http://127.0.0.1:{srv.server_port}")
-        t0 = now_utc()
+        # alpha's own model id on the host's endpoint (SPEC §19: per persona, else [model])
+        config = write_config(
+            tmp_path,
+            f"http://127.0.0.1:{srv.server_port}",
+            '[personas.alpha]\nmodel = "alpha-model"\n',
+        )
+        t0 = fresh_minute()
         slot = (t0 + dt.timedelta(minutes=1)).replace(second=0, microsecond=0)
         set_clock(clock, t0)
 
@@ -254,6 +269,7 @@ def test_a_schedule_made_over_mcp_fires_and_its_turn_calls_host_and_forged_tools
     # the turn was told: the label as the prompt, the tools under their MCP names and the MCP
     # server's schemas, those tools' instruction files in the system prompt
     first = srv.seen[0]
+    assert first["model"] == "alpha-model"
     assert first["messages"][1] == {"role": "user", "content": "tick"}
     offered = {t["function"]["name"]: t["function"] for t in first["tools"]}
     assert set(offered) == {"schedule_manage", "memory_access", "dynamic_add_Dtask"}
@@ -295,7 +311,7 @@ def test_kill_9_mid_turn_neither_loses_nor_repeats_and_missed_slots_fire_once(
             f"http://127.0.0.1:{srv.server_port}",
             '[channels.journal]\nconnector = "outbox"\n',
         )
-        t0 = now_utc()
+        t0 = fresh_minute()
         set_clock(clock, t0)
         sid = create_schedule(tmp_path, "* * * * *", prompt="write in the journal")
         slot = (t0 + dt.timedelta(minutes=1)).replace(second=0, microsecond=0)
@@ -363,7 +379,7 @@ def test_a_chain_of_sends_stops_at_the_bound(tmp_path: Path, daemons: list[Daemo
 
     with fake_model(script) as srv:
         config = write_config(tmp_path, f"http://127.0.0.1:{srv.server_port}")
-        t0 = now_utc()
+        t0 = fresh_minute()
         set_clock(clock, t0)
         create_schedule(tmp_path, "* * * * *", prompt="start the chain")
         daemon = Daemon(tmp_path, config, store, clock).start()
@@ -427,7 +443,7 @@ def test_a_background_agent_runs_as_its_profile_and_completes_into_the_thread(
             'poll_ms = 100\nconsent_policy = "policy.toml"',
         )
         config.write_text(text)
-        t0 = now_utc()
+        t0 = fresh_minute()
         set_clock(clock, t0)
         create_schedule(tmp_path, "* * * * *", prompt="research in the background")
         daemon = Daemon(tmp_path, config, store, clock).start()
@@ -495,7 +511,7 @@ def test_a_webhook_gets_each_message_once_despite_a_failed_first_attempt(
             "poll_ms = 100\n", "poll_ms = 100\nwebhook_backoff_ms = 2000\n"
         )
         config.write_text(text)
-        t0 = now_utc()
+        t0 = fresh_minute()
         set_clock(clock, t0)
         create_schedule(tmp_path, "* * * * *", prompt="announce the build")
         daemon = Daemon(tmp_path, config, store, clock).start()
@@ -550,7 +566,7 @@ def test_sigterm_mid_turn_hands_the_work_back_and_the_next_start_finishes_it(
         config.write_text(
             config.read_text().replace("poll_ms = 100\n", "poll_ms = 100\ngrace_seconds = 1\n")
         )
-        t0 = now_utc()
+        t0 = fresh_minute()
         set_clock(clock, t0)
         create_schedule(tmp_path, "0 * * * *", prompt="write once")
         slot = (t0 + dt.timedelta(hours=1)).replace(minute=0, second=0, microsecond=0)
@@ -657,7 +673,7 @@ def test_the_readme_talon_section_starts_the_daemon_and_a_schedule_fires(
             "http://127.0.0.1:11434/v1", f"http://127.0.0.1:{srv.server_port}/v1"
         )
         config.write_text(text)
-        t0 = now_utc()
+        t0 = fresh_minute()
         set_clock(clock, t0)
         made = subprocess.run(
             [sys.executable, "-m", "forgec", *commands[0][1:]],
@@ -715,7 +731,7 @@ def test_await_reply_sees_the_target_personas_answer(tmp_path: Path, daemons: li
 
     with fake_model(script) as srv:
         config = write_config(tmp_path, f"http://127.0.0.1:{srv.server_port}")
-        t0 = now_utc()
+        t0 = fresh_minute()
         set_clock(clock, t0)
         create_schedule(tmp_path, "* * * * *", prompt="ask beta")
         daemon = Daemon(tmp_path, config, store, clock).start()
@@ -728,3 +744,61 @@ def test_await_reply_sees_the_target_personas_answer(tmp_path: Path, daemons: li
     replied, status = (json.loads(s) for s in seen)
     assert replied["status"] == "completed" and replied["result"] == "beta says 7"
     assert status == replied
+
+
+class HangingReceiver(http.server.BaseHTTPRequestHandler):
+    """Reads the POST, records it, and never answers (until the test lets it go)."""
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        srv: Any = self.server
+        srv.seen.append(body["messageId"])
+        srv.got.set()
+        srv.release.wait(60)
+
+
+def test_kill_9_during_a_webhook_post_never_sends_it_again(
+    tmp_path: Path, daemons: list[Daemon]
+) -> None:
+    write_personas(tmp_path, {"alpha": ("channel.send:hooked",)})
+    store = make_store(tmp_path)
+    clock = tmp_path / "clock"
+
+    def script(persona: str, n: int, body: dict[str, Any]) -> Any:
+        if n == 0:
+            return tool_reply("channel_send", {"channelId": "hooked", "content": "once only"})
+        return text_reply("posted")
+
+    release = threading.Event()
+    with (
+        fake_model(script) as srv,
+        serving(HangingReceiver, seen=[], got=threading.Event(), release=release) as hook,
+    ):
+        config = write_config(
+            tmp_path,
+            f"http://127.0.0.1:{srv.server_port}",
+            f'[channels.hooked]\nconnector = "webhook"\n'
+            f'url = "http://127.0.0.1:{hook.server_port}/hook"\n',
+        )
+        t0 = fresh_minute()
+        set_clock(clock, t0)
+        create_schedule(tmp_path, "0 * * * *", prompt="announce")
+        slot = (t0 + dt.timedelta(hours=1)).replace(minute=0, second=0, microsecond=0)
+        first = Daemon(tmp_path, config, store, clock).start()
+        daemons.append(first)
+        set_clock(clock, slot + dt.timedelta(seconds=1))
+        assert hook.got.wait(60), "the webhook was never POSTed"
+        first.kill9()  # during the POST: sent, and no answer recorded
+        release.set()
+        second = Daemon(tmp_path, config, store, clock).start()
+        daemons.append(second)
+        set_clock(clock, slot + dt.timedelta(seconds=30))  # past the delivery's lease
+        time.sleep(2.0)
+        report = status_json(tmp_path, clock)
+        assert second.stop() == 0
+    assert len(hook.seen) == 1  # at most once per message id
+    (waiting,) = report["deliveries"]
+    assert waiting["delivery"] == "uncertain" and "at most once" in waiting["delivery_error"]

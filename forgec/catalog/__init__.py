@@ -41,15 +41,11 @@ register_validator("url", _url)
 
 
 def get_catalog(target: str) -> Catalog:
-    if target == "talos":
-        from forgec.catalog.talos import CATALOG as talos
+    if target not in TARGETS:
+        raise ValueError(f"unknown target {target!r} (expected one of: {', '.join(TARGETS)})")
+    from forgec.catalog.targets import CATALOGS
 
-        return talos
-    if target == "talon":
-        from forgec.catalog.talon import CATALOG as talon
-
-        return talon
-    raise ValueError(f"unknown target {target!r} (expected one of: {', '.join(TARGETS)})")
+    return CATALOGS[target]
 
 
 __all__ = [

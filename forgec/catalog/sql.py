@@ -18,16 +18,16 @@ Algorithm (`check_select`), all on `sqlglot`'s SQLite dialect, imported lazily:
    `readfile`, `fts3_tokenizer`, `zeroblob` and friends are refused).
    Parameters are `?` or `?NNN`; named ones are refused.
 
-Defense in depth at run time: the host opens the database read-only and may install
-`sqlite_authorizer()` on the connection, which lets SQLite itself — the parser that counts —
-deny anything but reading the allowed tables and calling allowed functions.
+Defense in depth at run time: the host opens the database read-only, through per-persona views,
+with its authorizer (`forgec.host.dbquery`, the one authorizer) on the connection, which lets
+SQLite itself — the parser that counts — deny anything but reading the allowed tables through
+those views and calling allowed functions.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable
 from typing import Any
 
 # The one SQL policy (SPEC §16): the static check below and the host's authorizer
@@ -326,50 +326,3 @@ def _table_refusal(node: Any) -> str | None:
         allowed = ", ".join(sorted(ALLOWED_TABLES))
         return f"table `{node.name}` is not allowed (allowed: {allowed})"
     return None
-
-
-def referenced_tables(sql: str) -> set[str]:
-    """The tables a statement reads (lower-cased); empty when it does not parse."""
-    if not isinstance(sql, str) or not sql.strip():
-        return set()
-    tree, _ = _parse(sql)
-    if tree is None:
-        return set()
-    from sqlglot import exp
-
-    return {
-        str(t.name).lower()
-        for t in tree.find_all(exp.Table)
-        if t.arg_key != "indexed" and isinstance(t.this, exp.Identifier)
-    }
-
-
-def sqlite_authorizer(
-    tables: frozenset[str] = ALLOWED_TABLES,
-    functions: frozenset[str] = ALLOWED_FUNCTIONS,
-) -> Callable[[int, str | None, str | None, str | None, str | None], int]:
-    """An `sqlite3.Connection.set_authorizer` callback allowing only reads of `tables`.
-
-    SQLite asks it while preparing each statement; anything but SELECT, reading a column of an
-    allowed table in `main`, and calling an allowed function is denied — whatever the text
-    checker let through, SQLite's own parser has the last word.
-    """
-    import sqlite3
-
-    allowed_tables = frozenset(t.lower() for t in tables)
-    allowed_functions = frozenset(f.lower() for f in functions)
-
-    def authorize(
-        action: int, arg1: str | None, arg2: str | None, db: str | None, _trigger: str | None
-    ) -> int:
-        if action == sqlite3.SQLITE_SELECT:
-            return sqlite3.SQLITE_OK
-        if action == sqlite3.SQLITE_READ:
-            ok = (arg1 or "").lower() in allowed_tables and (db or "main") == "main"
-            return sqlite3.SQLITE_OK if ok else sqlite3.SQLITE_DENY
-        if action == sqlite3.SQLITE_FUNCTION:
-            ok = (arg2 or "").lower() in allowed_functions
-            return sqlite3.SQLITE_OK if ok else sqlite3.SQLITE_DENY
-        return sqlite3.SQLITE_DENY
-
-    return authorize

@@ -368,10 +368,12 @@ def cmd_enable(args: argparse.Namespace) -> int:
             if diff is not None:
                 print(f"{who}, has no consent of yours yet.", file=out)
                 print(render_diff(diff), file=out)
+            elif status.basis == stored.version:  # R4: turned on before, and it asks again
+                print(f"You turned {who}, on before; nothing changed since.", file=out)
             else:
                 print(
-                    f"First consent: {who}, has never been turned on; the card above is "
-                    "everything it may do.",
+                    f"First consent: {who}; you have agreed to no version of it before, so "
+                    "the card above is everything it may do.",
                     file=out,
                 )
             if status.always_asks:

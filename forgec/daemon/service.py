@@ -183,10 +183,10 @@ class Talond:
             outcome = self.agents.run(work, queue, self.stop, lost)
         except Stopping:
             queue.hand_back(work)
-            self.log.event(event, status="handed back", **fields)
+            self.log.event(event, **fields, status="handed back")
             return
         except LeaseLost:
-            self.log.event(event, status="lease lost", **fields)
+            self.log.event(event, **fields, status="lease lost")
             return
         except TurnFailed as exc:
             self._finish(queue, work, event, fields, None, str(exc), started)
@@ -216,21 +216,21 @@ class Talond:
                 result = outcome.answer if work.kind == "a2a" else outcome.to_json()
                 finished = queue.complete(work, result)
         except Exception as exc:
-            self.log.event(event, status="unfinished", error=str(exc), **fields)
+            self.log.event(event, **fields, status="unfinished", error=str(exc))
             return
         if not finished:  # cancelled meanwhile, or taken over: its row says what happened
-            self.log.event(event, status="lease lost", **fields)
+            self.log.event(event, **fields, status="lease lost")
             return
         if error is not None:
-            self.log.event(event, status="failed", error=error, elapsed=elapsed, **fields)
+            self.log.event(event, **fields, status="failed", error=error, elapsed=elapsed)
         else:
             self.log.event(
                 event,
+                **fields,
                 status="completed",
                 rounds=outcome.rounds,
                 tools=list(outcome.calls),
                 elapsed=elapsed,
-                **fields,
             )
 
     def _wind_down(self, queue: Queue) -> None:

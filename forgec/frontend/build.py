@@ -146,14 +146,6 @@ def build_manifest(raw: Any) -> tuple[Manifest, list[Diagnostic]]:
     return manifest, builder.diags
 
 
-def format_path(segments: tuple[Segment, ...]) -> str:
-    """``("input", "items", 0)`` → ``input.items[0]`` (the canonical spelling of a path)."""
-    out = [str(segments[0])]
-    for seg in segments[1:]:
-        out.append(f"[{seg}]" if type(seg) is int else f".{seg}")
-    return "".join(out)
-
-
 # ---------------------------------------------------------------------------------------------
 # Describing values in messages
 

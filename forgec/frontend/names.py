@@ -52,14 +52,6 @@ def is_id(text: object) -> bool:
     return isinstance(text, str) and ID_RE.fullmatch(text) is not None
 
 
-def is_node_id(text: object) -> bool:
-    return isinstance(text, str) and NODE_ID_RE.fullmatch(text) is not None
-
-
-def is_name(text: object) -> bool:
-    return isinstance(text, str) and NAME_RE.fullmatch(text) is not None
-
-
 def parse_path(text: str) -> tuple[str | int, ...] | None:
     """``input.items[0].title`` → ``("input", "items", 0, "title")``; None outside the grammar."""
     if not isinstance(text, str):

@@ -30,7 +30,7 @@ from typing import Any
 import forgec.catalog  # noqa: F401  (registers the cron, SQL and URL rules the rows' shapes name)
 
 # importing a tool module registers its handler (`forgec.host.handlers`)
-from forgec.host import channels, dbquery, delegation, memory_access, schedules, talos
+from forgec.host import channels, dbquery, delegation, memory_access, records, schedules
 from forgec.host import http as nethttp
 from forgec.host import labels as rowlabels
 from forgec.host import validate as v
@@ -42,9 +42,9 @@ from forgec.host.models import ModelRouter
 from forgec.ir import capabilities as rows
 from forgec.runtime import flowlabels
 from forgec.runtime.host import CallContext, HostError
-from forgec.runtime.talos_facts import undo_input
+from forgec.runtime.undo import undo_input
 
-_TOOL_MODULES = (channels, dbquery, delegation, memory_access, schedules, talos, nethttp)
+_TOOL_MODULES = (channels, dbquery, delegation, memory_access, records, schedules, nethttp)
 
 # Talon host tools → the label each needs (channel.send's depends on the channel)
 TALON_LABELS: dict[str, str] = {
@@ -310,7 +310,7 @@ class ReferenceHost:
 
     def load_state(self, tool_id: str) -> dict[str, Any] | None:
         with self._lock:
-            return talos.load_state(self.conn, tool_id)
+            return records.load_state(self.conn, tool_id)
 
     def load_state_labels(self, tool_id: str) -> dict[str, list[str]]:
         with self._lock:
@@ -321,7 +321,7 @@ class ReferenceHost:
     ) -> None:
         try:
             with self._lock:
-                talos.save_state(self.conn, tool_id, state, labels)
+                records.save_state(self.conn, tool_id, state, labels)
         except sqlite3.Error as exc:
             raise HostError(
                 "RUN_CAPABILITY_FAILED", f"cannot save the tool's state: {exc}", transient=True

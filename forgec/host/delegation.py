@@ -160,7 +160,7 @@ def _json_safe(value: Any, what: str) -> Any:
 
 
 def memory_retriever(inp: dict[str, Any], ctx: DelegationContext) -> Any:
-    from forgec.host.talos import fts_query
+    from forgec.host.records import fts_query
 
     f = v.fields("memory-retriever", inp, allowed={"query", "limit"}, required=("query",))
     query = v.req_string("memory-retriever", f, "query", max_len=500)

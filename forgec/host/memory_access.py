@@ -23,7 +23,6 @@ from forgec.host.db import Tx, new_id, now_iso
 from forgec.host.handlers import HostCall, handles
 
 CAP = "memory.access"
-OPERATIONS = ("read", "write", "delete", "list")
 TYPES = ("fact", "summary", "note")
 
 

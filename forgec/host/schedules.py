@@ -30,7 +30,6 @@ from forgec.host.db import Tx, new_id, now_iso
 from forgec.host.handlers import HostCall, handles
 
 CAP = "schedule.manage"
-ACTIONS = ("create", "update", "cancel", "delete", "list")
 _BASENAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}(\.(md|txt))?$")
 
 

@@ -86,6 +86,12 @@ class Capability:
     undo: str | None = None
     mcp_name: str | None = None
     needs_network: bool = False
+    # SPEC §15 "labels persist": the host tables a call writes (with a selector: only when its
+    # operation writes) and the one its result reads
+    stores: tuple[str, ...] = ()
+    reads: str | None = None
+    # its answers are also text other people wrote (another persona, a sub-agent)
+    outside_text: bool = False
 
     @property
     def input_limit(self) -> int:
@@ -302,6 +308,7 @@ ROWS: tuple[Capability, ...] = (
         _READ_R1,
         _items(TASK),
         source="private",
+        reads="tasks",
     ),
     Capability(
         "tasks.create",
@@ -327,6 +334,7 @@ ROWS: tuple[Capability, ...] = (
         source="private",
         sink="write",
         undo="tasks.setStatus",
+        stores=("tasks",),
     ),
     Capability(
         "tasks.setStatus",
@@ -341,6 +349,8 @@ ROWS: tuple[Capability, ...] = (
         source="private",
         sink="write",
         undo="tasks.setStatus",
+        stores=("tasks",),
+        reads="tasks",
     ),
     Capability(
         "notes.list",
@@ -349,6 +359,7 @@ ROWS: tuple[Capability, ...] = (
         _READ_R1,
         _items(NOTE),
         source="private",
+        reads="notes",
     ),
     Capability(
         "notes.create",
@@ -362,6 +373,7 @@ ROWS: tuple[Capability, ...] = (
         NOTE,
         source="private",
         sink="write",
+        stores=("notes",),
     ),
     Capability(
         "notes.update",
@@ -376,6 +388,8 @@ ROWS: tuple[Capability, ...] = (
         source="private",
         sink="write",
         undo="notes.update",
+        stores=("notes",),
+        reads="notes",
     ),
     Capability(
         "memory.search",
@@ -391,6 +405,7 @@ ROWS: tuple[Capability, ...] = (
         OpMarks("Read", "R2"),
         _items(MEMORY_HIT),
         source="private",
+        reads="memories",
     ),
     Capability(
         "memory.create",
@@ -407,6 +422,7 @@ ROWS: tuple[Capability, ...] = (
         MEMORY,
         source="private",
         sink="write",
+        stores=("memories",),
     ),
     # --- the ten Talon host tools (seeds/host-tools.txt) -----------------------------------
     Capability(
@@ -466,6 +482,8 @@ ROWS: tuple[Capability, ...] = (
         writing=frozenset({"create", "update", "cancel", "delete"}),
         undo="schedule.manage",
         mcp_name="schedule_manage",
+        stores=("schedules",),
+        reads="schedules",
     ),
     Capability(
         "channel.send",
@@ -492,6 +510,7 @@ ROWS: tuple[Capability, ...] = (
         label_param="channelId",
         sink="egress",
         mcp_name="channel_send",
+        stores=("messages", "threads"),
     ),
     Capability(
         "memory.access",
@@ -546,6 +565,8 @@ ROWS: tuple[Capability, ...] = (
         writing=frozenset({"write", "delete"}),
         undo="memory.access",
         mcp_name="memory_access",
+        stores=("memory_items",),
+        reads="memory_items",
     ),
     Capability(
         "net.http",
@@ -647,6 +668,7 @@ ROWS: tuple[Capability, ...] = (
         source="private",
         sink="egress",
         mcp_name="subagent_invoke",
+        outside_text=True,
     ),
     Capability(
         "subagent.background",
@@ -680,6 +702,7 @@ ROWS: tuple[Capability, ...] = (
         source="private",
         sink="egress",
         mcp_name="background_agent",
+        outside_text=True,
     ),
     Capability(
         "persona.send",
@@ -700,6 +723,7 @@ ROWS: tuple[Capability, ...] = (
         source="private",
         sink="egress",
         mcp_name="persona_send",
+        outside_text=True,
     ),
     Capability(
         "persona.task_status",
@@ -720,6 +744,7 @@ ROWS: tuple[Capability, ...] = (
         label="persona.send:*",
         source="private",
         mcp_name="persona_task_status",
+        outside_text=True,
     ),
     Capability(
         "persona.list",
@@ -731,6 +756,7 @@ ROWS: tuple[Capability, ...] = (
         label="persona.send:*",
         source="private",
         mcp_name="persona_list",
+        outside_text=True,
     ),
 )
 

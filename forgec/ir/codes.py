@@ -476,7 +476,6 @@ REGISTRY.update(
 )
 
 CHECK_CODES: tuple[str, ...] = tuple(c for c, d in REGISTRY.items() if d.kind == "check")
-RUN_CODES: tuple[str, ...] = tuple(c for c, d in REGISTRY.items() if d.kind == "run")
 
 
 def severity_of(code: str) -> Severity:

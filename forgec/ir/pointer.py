@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 
 def escape(token: str | int) -> str:
     return str(token).replace("~", "~0").replace("/", "~1")
@@ -12,10 +10,6 @@ def escape(token: str | int) -> str:
 def join(base: str, *tokens: str | int) -> str:
     """``join("/flow", "nodes", 3)`` → ``"/flow/nodes/3"``."""
     return base + "".join("/" + escape(t) for t in tokens)
-
-
-def from_tokens(tokens: Iterable[str | int]) -> str:
-    return join("", *tokens)
 
 
 def split(pointer: str) -> list[str]:

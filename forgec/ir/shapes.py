@@ -376,10 +376,6 @@ def array(description: str, items: Field, *, max_items: int | None = None) -> Fi
     return Field("array", description, items=items, max_items=max_items)
 
 
-def string_map(description: str, values: Field, *, credential_values: bool = False) -> Field:
-    return Field("object", description, values=values, credential_values=credential_values)
-
-
 def obj(description: str = "") -> Field:
     """Any JSON object (passed through, e.g. a sub-agent's input)."""
     return Field("object", description)

@@ -79,7 +79,6 @@ class Facts:
     # source) `check` leaves the analysis to the first reader of `flows`/`flow_joins`.
     flow_warned: bool = False  # the analysis ran during the check (a flow could warn)
     flow_witness: dict[tuple[str, str], tuple[str, ...]] = attrs.field(factory=dict)
-    extra: dict[str, Any] = attrs.field(factory=dict)
     flows_value: tuple[Any, ...] = ()
     flow_joins_value: Any = None
     flows_pending: Any = attrs.field(default=None, repr=False)

@@ -68,6 +68,12 @@ def capability_table(target: str) -> str:
         if row.sink:
             ops = f" ({'/'.join(sorted(row.writing))})" if row.writing is not None else ""
             flow.append(f"sink: {row.sink}{ops}")
+        if row.reads:
+            flow.append(f"reads `{row.reads}`")
+        if row.stores:
+            flow.append("stores " + ", ".join(f"`{t}`" for t in row.stores))
+        if row.outside_text:
+            flow.append("answers are outside text")
         cells = [f"`{row.name}`", *([f"`{row.mcp_name}`"] if host else [])]
         cells += [_label(row), _marks(row, "power"), _marks(row, "risk")]
         cells += [str(row.input_limit), f"`{row.undo}`" if row.undo else "—"]

@@ -17,7 +17,6 @@ line.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterable
 from typing import Any, TextIO
 
@@ -148,8 +147,3 @@ def summary_line(reports: list[Any]) -> str:
     if warnings:
         parts.append(f"{warnings} warning{'s' if warnings != 1 else ''}")
     return f"{files} {noun} checked: {', '.join(parts)}"
-
-
-def render_diagnostics(report: object, *, stream: TextIO | None = None) -> str:
-    """Convenience for other commands (compile, fmt): the report's diagnostics as text."""
-    return render_report(report, color=use_color(stream or sys.stderr))

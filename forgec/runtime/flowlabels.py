@@ -53,30 +53,14 @@ WRITE_WHEN: dict[str, tuple[str, frozenset[str]]] = {
 # the capability whose source and sink are named by the URL's host (`external:<host>`)
 (HTTP,) = (row.name for row in ROWS if row.source == "external")
 TALON = "external:talon"
-_TALON_FAMILIES = ("persona.", "subagent.")
+# the capabilities whose answers are also other people's text (`external:talon`)
+_OUTSIDE_TEXT = frozenset(row.name for row in ROWS if row.outside_text)
 
 # capability → the host table its writes go to (memory.access and schedule.manage only when
 # their operation writes, as WRITE_WHEN says)
-STORE_WRITES: dict[str, tuple[str, ...]] = {
-    "tasks.create": ("tasks",),
-    "tasks.setStatus": ("tasks",),
-    "notes.create": ("notes",),
-    "notes.update": ("notes",),
-    "memory.create": ("memories",),
-    "memory.access": ("memory_items",),
-    "schedule.manage": ("schedules",),
-    "channel.send": ("messages", "threads"),
-}
+STORE_WRITES: dict[str, tuple[str, ...]] = {row.name: row.stores for row in ROWS if row.stores}
 # capability → the host table its result reads (db.query: the tables its SQL reads)
-STORE_READS: dict[str, str] = {
-    "tasks.list": "tasks",
-    "tasks.setStatus": "tasks",
-    "notes.list": "notes",
-    "notes.update": "notes",
-    "memory.search": "memories",
-    "memory.access": "memory_items",
-    "schedule.manage": "schedules",
-}
+STORE_READS: dict[str, str] = {row.name: row.reads for row in ROWS if row.reads is not None}
 # the tables db.query may read, and those whose rows other people write (untrusted at origin)
 QUERY_TABLES = ("memory_items", "messages", "schedules", "threads")
 UNTRUSTED_TABLES = frozenset({"messages", "threads"})
@@ -120,7 +104,7 @@ def source_labels(capability: str, host: str | None) -> frozenset[str]:
     label = source_label(capability, host)
     if label is None:
         return frozenset()
-    if capability.startswith(_TALON_FAMILIES):
+    if capability in _OUTSIDE_TEXT:
         return frozenset({label, TALON})
     return frozenset({label})
 
@@ -201,11 +185,6 @@ def static_sink(capability: str, fields: Mapping[str, Any], host: str | None) ->
     return sink_of(capability, fields.get(rule[0]) if rule else None, host)
 
 
-def operation_field(capability: str) -> str | None:
-    rule = WRITE_WHEN.get(capability)
-    return rule[0] if rule else None
-
-
 def sink_kind(sink: str) -> str:
     return sink.split(":", 1)[0]
 
@@ -235,10 +214,6 @@ def call_sink(capability: str, input: Any) -> str | None:
     operation = fields.get(rule[0]) if rule else None
     host = host_of_url(fields.get("url")) if capability == HTTP else None
     return sink_of(capability, operation, host)
-
-
-def valid_rule(rule: Any) -> bool:
-    return rule in DENY_RULES
 
 
 def host_of_url(url: Any) -> str | None:

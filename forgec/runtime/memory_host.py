@@ -24,7 +24,7 @@ import orjson
 from forgec.ir.capabilities import BY_NAME
 from forgec.runtime import flowlabels
 from forgec.runtime.host import CallContext, HostError
-from forgec.runtime.talos_facts import TALOS_UNDO, undo_input
+from forgec.runtime.undo import TALOS_UNDO, undo_input
 
 FAILED = "RUN_CAPABILITY_FAILED"
 

@@ -128,7 +128,6 @@ POOLS: tuple[Pool, ...] = (
     ),
     Pool("fails", OperandKind.FAIL, "`{code, message}`", _record({"code": _STR, "message": _STR})),
 )
-POOL_NAMES = tuple(pool.name for pool in POOLS)
 LOWERED_POOLS = tuple(pool.name for pool in POOLS if pool.filled_by_lowering)
 
 _VALUE: dict[str, Any] = {

@@ -5,8 +5,10 @@ escaped by Jinja and has been through safe text.
 Layout: each node's row is its longest distance from the entry over the flow's forward edges
 (`next`, `then`, `else`, `body`; a loop's dotted `repeat` edge goes back up and is drawn on the
 side), found by relaxing every edge once per round for at most as many rounds as there are
-nodes — O(nodes × edges), and a flow is at most the checker's node limit. Nodes of one row stand
-side by side. A flow edge (private data to an egress, outside text to a write or an egress) is
+nodes — O(nodes × edges), and a flow is at most the checker's node limit. A loop's successors
+come after its whole body (each body node counts as a predecessor of them), and the body is
+drawn indented inside a dashed box, as DOT draws a cluster. Nodes of one row stand side by
+side. A flow edge (private data to an egress, outside text to a write or an egress) is
 a dashed curve on the right.
 """
 
@@ -14,18 +16,29 @@ from __future__ import annotations
 
 from typing import Any
 
-CHAR_W, LINE_H, PAD, ROW_GAP, COL_GAP, MARGIN = 7.2, 15, 8, 46, 28, 24
+CHAR_W, LINE_H, PAD, ROW_GAP, COL_GAP, MARGIN, INDENT = 7.2, 15, 8, 46, 28, 24, 36
 
 
 def layout(parts: dict[str, Any]) -> dict[str, Any]:
     nodes = parts["nodes"]
-    forward = [e for e in parts["edges"] if not e["dotted"]]
+    forward = [(e["src"], e["dst"]) for e in parts["edges"] if not e["dotted"]]
+    body: dict[str, list[str]] = {}
+    for n in nodes:
+        if n["loop"] is not None:
+            body.setdefault(n["loop"], []).append(n["key"])
+    # after a loop means after its body: every body node precedes the loop's successors
+    forward += [
+        (b, e["dst"])
+        for e in parts["edges"]
+        if e["src"] in body and e["label"] != "body" and not e["dotted"]
+        for b in body[e["src"]]
+    ]
     depth = {n["key"]: 0 for n in nodes}
     for _ in range(len(nodes)):
         changed = False
-        for e in forward:
-            if e["src"] in depth and e["dst"] in depth and depth[e["dst"]] < depth[e["src"]] + 1:
-                depth[e["dst"]] = depth[e["src"]] + 1
+        for src, dst in forward:
+            if src in depth and dst in depth and depth[dst] < depth[src] + 1:
+                depth[dst] = depth[src] + 1
                 changed = True
         if not changed:
             break
@@ -38,7 +51,9 @@ def layout(parts: dict[str, Any]) -> dict[str, Any]:
     for d in sorted(rows):
         x = float(MARGIN)
         height = 0.0
-        for n in rows[d]:
+        for n in sorted(rows[d], key=lambda n: n["loop"] is not None):
+            if n["loop"] is not None:
+                x = max(x, MARGIN + INDENT)
             w = max(len(line) for line in n["lines"] or [""]) * CHAR_W + 2 * PAD
             h = len(n["lines"]) * LINE_H + 2 * PAD
             boxes[n["key"]] = {
@@ -63,6 +78,16 @@ def layout(parts: dict[str, Any]) -> dict[str, Any]:
     right = (
         width + 40 + 26 * len(flows) + max((len(f["label"]) + 12 for f in flows), default=0) * 6.6
     )
+    clusters = []
+    for loop, keys in body.items():
+        inside = [boxes[k] for k in keys if k in boxes]
+        if loop in boxes and inside:
+            x0 = min(b["x"] for b in inside) - 12
+            y0 = min(b["y"] for b in inside) - 18
+            x1 = max(b["x"] + b["w"] for b in inside) + 12
+            y1 = max(b["y"] + b["h"] for b in inside) + 18  # room for the label below
+            label = "body of " + (boxes[loop]["lines"] or ["loop"])[0]
+            clusters.append({"x": x0, "y": y0, "w": x1 - x0, "h": y1 - y0, "label": label})
     entry = boxes.get(parts["entry"]) if parts["entry"] else None
     return {
         "width": round(right + 20),
@@ -70,6 +95,7 @@ def layout(parts: dict[str, Any]) -> dict[str, Any]:
         "nodes": list(boxes.values()),
         "edges": edges,
         "flows": flows,
+        "clusters": clusters,
         "entry": {"x": entry["cx"], "y": entry["y"]} if entry else None,
         "margin": MARGIN,
     }
@@ -77,6 +103,18 @@ def layout(parts: dict[str, Any]) -> dict[str, Any]:
 
 def _edge(boxes: dict[str, Any], e: dict[str, Any]) -> dict[str, Any]:
     a, b = boxes[e["src"]], boxes[e["dst"]]
+    same_column = a["x"] < b["x"] + b["w"] and b["x"] < a["x"] + a["w"]
+    if same_column and b["y"] - (a["y"] + a["h"]) > ROW_GAP + 1:  # past a row: on the left
+        y1, y2 = a["y"] + a["h"] / 2, b["y"] + b["h"] / 2
+        bend = min(a["x"], b["x"]) - 16
+        d = f"M{a['x']:.1f},{y1:.1f} C{bend:.1f},{y1:.1f} {bend:.1f},{y2:.1f} {b['x']:.1f},{y2:.1f}"
+        return {
+            "d": d,
+            "label": e["label"],
+            "dotted": e["dotted"],
+            "lx": bend + 2,
+            "ly": (y1 + y2) / 2,
+        }
     if b["y"] > a["y"]:  # downwards: bottom of A to top of B
         x1, y1, x2, y2 = a["cx"], a["y"] + a["h"], b["cx"], b["y"]
         mid = (y1 + y2) / 2

@@ -108,14 +108,16 @@ def card_of(stored: Any) -> dict[str, Any]:
     from forgec.render.consent import consent_card_json
 
     card = consent_card_json(stored.manifest, stored.marks, author=stored.author_words)
-    return card_view(card)
+    # the store's name for the row (`v3`, `proposal 2`), as `forgec tools show` says it
+    return card_view(card, which=stored.label)
 
 
-def card_view(card: dict[str, Any]) -> dict[str, Any]:
+def card_view(card: dict[str, Any], *, which: str | None = None) -> dict[str, Any]:
     """A consent card for the page: its rows as the terminal card words them."""
     from forgec.render.consent import card_rows
 
-    return {**card, "rows": card_rows(card), "description": Lines(card.get("description") or "")}
+    rows = card_rows(card, which=which)
+    return {**card, "rows": rows, "description": Lines(card.get("description") or "")}
 
 
 def tool_page(store: Any, tool: str) -> dict[str, Any]:

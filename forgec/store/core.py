@@ -25,8 +25,9 @@ Rules, in the order a person meets them:
   hash has no consent always asks, whoever wrote it: nothing carries from an earlier version,
   however small the change (the prompt shows what changed since the last consent,
   `forgec.store.diff`). Only a person's `granted` consent counts; a `carried` record an older
-  forgec wrote is not a consent. An R4 tool's consent is never recorded: enabling it asks, and
-  so does every run.
+  forgec wrote is not a consent. An R4 tool asks when it is turned on and before every run:
+  the yes to turning it on is recorded only as where the next version's diff starts, never as
+  a consent to run (`has_consent` is false for R4, and `versions` shows none).
 - **Integrity**: every read that could lead to running, enabling, showing or serving a version
   recomputes its hash (`forgec.store.integrity`); a changed or damaged row is `StoreDamaged`.
 
@@ -469,8 +470,11 @@ class Store:
             path=None,
             target=target,
         )
-        if not report.ok:  # only the numbers changed, and the store's are valid: a forgec bug
-            raise StoreError("cannot number the checked tool (a forgec bug)")
+        if not report.ok:  # only the numbers changed: a budget overrun, or a forgec bug
+            codes = sorted({d.code for d in report.diagnostics if d.is_error})
+            raise StoreError(
+                f"cannot store the checked tool under its new number: {', '.join(codes)}"
+            )
         return report
 
     def _prepared(self, report: Any, target: str, author: str) -> tuple[str, ...] | None:
@@ -628,7 +632,11 @@ class Store:
                     hash=str(fields["hash"]),
                     installed_at=str(fields["installed_at"]),
                     consent=(
-                        kind if kind == "granted" and consent_hash == fields["hash"] else None
+                        kind
+                        if kind == "granted"
+                        and consent_hash == fields["hash"]
+                        and not _always_asks(fields["marks"])
+                        else None
                     ),
                     author=str(fields["author"]),
                     author_name=fields["author_name"],
@@ -824,14 +832,15 @@ class Store:
 
     def enable(self, tool: str, *, consent: bool = False) -> ConsentStatus:
         """Turn the current version on. Raises `ConsentRequired` when consent is needed and
-        CONSENT is false; with CONSENT true the person's yes is recorded (never for R4)."""
+        CONSENT is false; with CONSENT true the person's yes is recorded (for R4 only as the
+        basis of the next diff: an R4 tool still asks before every run)."""
         tool_id = normalize_id(tool)
         with self._tx() as conn:
             stored = self.get(tool_id)
             status = self._consent_status(conn, stored)
             if status.needed and not consent:
                 raise ConsentRequired(_consent_message(stored, status), status)
-            if status.needed and not status.always_asks:
+            if status.needed:
                 self._write(
                     conn,
                     "consents",
@@ -890,6 +899,15 @@ class Store:
         if stored.marks.always_asks:
             return False
         return self._own_consent(self._conn, stored)
+
+
+def _always_asks(marks_text: Any) -> bool:
+    """R4 from a row's marks text (an unreadable row shows no consent either)."""
+    try:
+        marks = orjson.loads(marks_text)
+    except (orjson.JSONDecodeError, TypeError):
+        return True
+    return not isinstance(marks, dict) or bool(marks.get("alwaysAsks", True))
 
 
 def _status(column: Any, current: bool) -> str:
@@ -999,7 +1017,7 @@ def _consent_message(stored: StoredVersion, status: ConsentStatus) -> str:
             f"{name} (written by {stored.author_words}) is not the version you agreed to "
             f"(v{status.basis}); it needs your consent"
         )
-    return f"{name} has never been turned on; it needs your consent"
+    return f"{name}: you have agreed to no version of this tool yet; it needs your consent"
 
 
 def _version_refusals(

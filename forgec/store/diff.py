@@ -91,7 +91,8 @@ def diff_stored(old: Any, new: Any, *, old_ir: Any, new_ir: Any) -> dict[str, An
     """The diff of two `StoredVersion`s (OLD may be None) given their checked IRs."""
     gained, lost = effect_changes(old.effects if old is not None else {}, new.effects)
     text = text_changes(old_ir, new_ir)
-    behaviour = behaviour_changes(old_ir, new_ir, effects_moved=bool(gained or lost))
+    moved = {e["kind"] for e in (*gained, *lost)}
+    behaviour = behaviour_changes(old_ir, new_ir, effects_moved=moved)
     if old is not None and not (gained or lost or text or behaviour):
         behaviour = _unexplained(old.manifest, new.manifest)
     out = {
@@ -372,7 +373,9 @@ def _place_in_old(new: _Flow, old: _Flow, node_id: str, pairs: dict[str, str]) -
     return (pairs.get(scope, scope) if scope is not None else None, index)
 
 
-def behaviour_changes(old_ir: Any, new_ir: Any, *, effects_moved: bool = False) -> list[Entry]:
+def behaviour_changes(
+    old_ir: Any, new_ir: Any, *, effects_moved: set[str] | frozenset[str] = frozenset()
+) -> list[Entry]:
     old, new = _Flow(old_ir), _Flow(new_ir)
     out = _tool_level(old_ir, new_ir, effects_moved=effects_moved)
     pairs, added, removed = _match(old, new)
@@ -480,9 +483,10 @@ def _entry(change: str, node: str | None, what: str, old: Any, new: Any, text: s
     }
 
 
-# tool-level fields that decide what runs: (what, IR → JSON); network, credentials and triggers
-# are effects first — listed here only when the effects part did not already show a change
-ToolField = tuple[str, Callable[[Any], Any], bool]
+# tool-level fields that decide what runs: (what, IR → JSON, the effect kind that shows it
+# first); network, credentials and triggers are listed here only when the effects part shows
+# no change of their kind (a mode changed, the same hosts in another order)
+ToolField = tuple[str, Callable[[Any], Any], str | None]
 
 
 def _network(ir: Any) -> Any:
@@ -504,24 +508,26 @@ def _state(ir: Any) -> Any:
 
 
 TOOL_FIELDS: tuple[ToolField, ...] = (
-    ("entry", lambda ir: ir.flow.entry if ir.flow is not None else None, False),
-    ("maxTransitions", lambda ir: ir.flow.max_transitions if ir.flow is not None else None, False),
-    ("inputSchema", lambda ir: ir.input_schema, False),
-    ("outputSchema", lambda ir: ir.output_schema, False),
-    ("state", _state, False),
-    ("modelDefaults", lambda ir: _json(ir.model_defaults), False),
-    ("execution", lambda ir: ir.execution, False),
-    ("installScope", lambda ir: ir.install_scope, False),
-    ("network", _network, True),
-    ("credentialRequirements", _credentials, True),
-    ("triggers", _triggers, True),
+    ("entry", lambda ir: ir.flow.entry if ir.flow is not None else None, None),
+    ("maxTransitions", lambda ir: ir.flow.max_transitions if ir.flow is not None else None, None),
+    ("inputSchema", lambda ir: ir.input_schema, None),
+    ("outputSchema", lambda ir: ir.output_schema, None),
+    ("state", _state, None),
+    ("modelDefaults", lambda ir: _json(ir.model_defaults), None),
+    ("execution", lambda ir: ir.execution, None),
+    ("installScope", lambda ir: ir.install_scope, None),
+    ("network", _network, "host"),
+    ("credentialRequirements", _credentials, "credential"),
+    ("triggers", _triggers, "trigger"),
 )
 
 
-def _tool_level(old_ir: Any, new_ir: Any, *, effects_moved: bool) -> list[Entry]:
+def _tool_level(
+    old_ir: Any, new_ir: Any, *, effects_moved: set[str] | frozenset[str]
+) -> list[Entry]:
     out = []
-    for what, get, is_effect in TOOL_FIELDS:
-        if is_effect and effects_moved:
+    for what, get, kind in TOOL_FIELDS:
+        if kind is not None and kind in effects_moved:
             continue
         a = get(old_ir) if old_ir is not None else None
         b = get(new_ir) if new_ir is not None else None

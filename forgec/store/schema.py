@@ -24,9 +24,10 @@ Tables:
   blocks or raises a version number of the lineage; its `parent_version` is the lineage's
   latest version when it was proposed.
 - `consents(tool_id, version, kind, carried_from, marks, granted_at, hash)`: the consent a
-  person gave (`granted`), bound to the version's content hash; never for an R4 tool. Older
-  forgec also wrote `carried` records (consent kept across an upgrade whose effects did not
-  grow); they are kept as history and are not a consent: that version asks again.
+  person gave (`granted`), bound to the version's content hash; for an R4 tool only the
+  basis of the next diff, never a consent to run. Older forgec also wrote `carried` records
+  (consent kept across an upgrade whose effects did not grow); they are kept as history and
+  are not a consent: that version asks again.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
-"""TALOS capability facts every host shares (SPEC §5): input size limits, task statuses, and
-the undo pairs (the data, from `forgec.ir.talos`, which the catalog reads too) with how a
-step's result gives the input of the call that undoes it.
-
-The in-memory host (`forgec.runtime.memory_host`) and the SQLite reference host
-(`forgec.host.talos`) both enforce these at the bridge; one table keeps them from drifting.
-It lives in the runtime because the runtime must stand alone (no host, no catalog import),
-while the host may import the runtime.
+"""How a TALOS step is undone (SPEC §5 pairs): which capability undoes which (from the
+capability rows, `forgec.ir.capabilities`) and how a step's result gives the input of the call
+that undoes it. The in-memory host (`forgec.runtime.memory_host`) and the SQLite reference host
+(`forgec.host.records`) both compensate through this; it lives in the runtime because the
+runtime must stand alone (no host, no catalog import), while the host may import the runtime.
 """
 
 from __future__ import annotations
@@ -13,9 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from forgec.ir.talos import INPUT_LIMITS, TALOS_UNDO, TASK_STATUSES
+from forgec.ir.capabilities import rows_of
 
-__all__ = ["INPUT_LIMITS", "TALOS_UNDO", "TASK_STATUSES", "undo_input"]
+# step capability → the capability that undoes it
+TALOS_UNDO: dict[str, str] = {row.name: row.undo for row in rows_of("talos") if row.undo}
+
+__all__ = ["TALOS_UNDO", "undo_input"]
 
 
 def undo_input(step_capability: str, result: Mapping[str, Any]) -> dict[str, Any] | None:
