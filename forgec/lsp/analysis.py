@@ -130,7 +130,8 @@ def analyse(
 
     form = language_of(uri, text) or "talostool"
     path = _display_path(uri, form)
-    report = check_with_budget(text, path=path, target=target, budget_s=budget_s)
+    # diagnostics and the index only: the deferred flow facts are not worth a keystroke
+    report = check_with_budget(text, path=path, target=target, budget_s=budget_s, facts=False)
     analysis = Analysis(uri=uri, text=text, form=form, target=target, report=report)
     manifest = report.ir
     if manifest is None or report.source_map is None:

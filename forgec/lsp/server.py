@@ -238,7 +238,12 @@ def _answer(default: Any) -> Any:
 
 @server.feature(lsp.INITIALIZED)
 def initialized(ls: ForgeLanguageServer, params: lsp.InitializedParams) -> None:
-    pass
+    import threading
+
+    from forgec.budget import warm_up
+
+    # start the checking worker now, not on the first keystroke
+    threading.Thread(target=warm_up, name="forgec-warm-up", daemon=True).start()
 
 
 @server.feature(lsp.INITIALIZE)
