@@ -19,7 +19,8 @@ reads requests on stdin and answers on stdout, never the server's own streams.
 `check_with_budget` blocks the calling thread until the report is back or the budget is spent;
 a server calls it from a worker thread (`anyio.to_thread`, `run_in_executor`), which only waits
 on a pipe. Workers are kept per process, a few idle ones reused; concurrent checks each get
-their own worker.
+their own worker, at most `MAX_WORKERS` at once (a caller past them waits for a slot within
+its budget), so a flood of requests cannot start a flood of processes.
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ DEFAULT_BUDGET_S = 5.0  # SPEC §16
 MEMORY_LIMIT = 1 << 30  # the worker's address space (RLIMIT_AS): 2× the checker's 512 MiB bound
 START_TIMEOUT_S = 60.0  # a worker that cannot start on a loaded machine within this is a failure
 IDLE_WORKERS = 2
+# at most this many checks at once per process; a caller past them waits, within its budget, so
+# a flood of requests cannot start a flood of workers
+MAX_WORKERS = 4
 # Test hook: with this set (by the test suite only), a check in a worker whose source holds
 # `DELAY_MARKER` sleeps that many seconds first: a slow check on demand, beside fast ones.
 DELAY_ENV = "FORGEC_TEST_CHECK_DELAY_S"
@@ -59,22 +63,41 @@ def check_with_budget(
     path: str | None = None,
     target: str = DEFAULT_TARGET,
     budget_s: float | None = DEFAULT_BUDGET_S,
+    facts: bool = True,
 ) -> Report:
     """`forgec.check(source, path=, target=)` in a worker process, within BUDGET_S seconds.
 
     Returns the check's `Report` (with the flow facts and the canonical manifest already
     computed, so nothing the caller reads next does unbudgeted work), or, when the check did
     not finish in time or its worker died (out of memory), a report holding the one error
-    `FORGEC_CHECK_BUDGET`. `budget_s=None` checks in this process, without a budget."""
+    `FORGEC_CHECK_BUDGET`. `budget_s=None` checks in this process, without a budget.
+
+    `facts=False` is for a caller that only shows the diagnostics (the language server): the
+    flow facts a check defers (it reports no flow warning) are not computed, and
+    `report.facts.flows` of such a report reads empty; the canonical manifest is not made."""
     if budget_s is None:
         from forgec.api import check
 
-        return _complete(check(source, path=path, target=target))
+        return _complete(check(source, path=path, target=target), facts)
+    # waiting for a free slot counts against the budget; starting a worker does not (servers
+    # start one ahead, `warm_up`), so the check itself always gets the whole budget
+    if not _SLOTS.acquire(timeout=budget_s):
+        why = f"the checker was busy with other checks for {_seconds(budget_s)} (the check budget)"
+        return budget_report(source, path, target, why)
+    try:
+        return _budgeted(source, path, target, budget_s, facts)
+    finally:
+        _SLOTS.release()
+
+
+def _budgeted(
+    source: str | bytes, path: str | None, target: str, budget_s: float, facts: bool
+) -> Report:
     worker = _POOL.take()
     if worker is None:
         return budget_report(source, path, target, "the checker could not be started")
     started = time.monotonic()
-    answer = worker.ask((source, path, target), deadline=started + budget_s)
+    answer = worker.ask((source, path, target, facts), deadline=started + budget_s)
     if answer is None:
         worker.kill()
         elapsed = time.monotonic() - started
@@ -110,13 +133,18 @@ def _seconds(s: float) -> str:
     return f"{s:g} s"
 
 
-def _complete(report: Report) -> Report:
+def _complete(report: Report, facts: bool = True) -> Report:
     """Do in the worker what a reader of the report would otherwise do later, unbudgeted:
-    the deferred flow analysis and the canonical manifest."""
+    the deferred flow analysis and the canonical manifest (or, without FACTS, drop the
+    deferred analysis, which cannot cross a process boundary)."""
     if report.facts is not None:
-        _ = report.facts.flows
-        _ = report.facts.flow_joins
-    _ = report.manifest
+        if facts:
+            _ = report.facts.flows
+            _ = report.facts.flow_joins
+        else:
+            report.facts.flows_pending = None
+    if facts:
+        _ = report.manifest
     return report
 
 
@@ -242,6 +270,7 @@ class _Pool:
 
 
 _POOL = _Pool()
+_SLOTS = threading.BoundedSemaphore(MAX_WORKERS)
 
 
 def warm_up() -> None:
@@ -286,10 +315,11 @@ def _serve() -> None:  # pragma: no cover - runs in the worker process
             return
         body = stdin.read(_HEADER.unpack(header)[0])
         try:
-            source, path, target = pickle.loads(body)
+            source, path, target, facts = pickle.loads(body)
             if delay and DELAY_MARKER in (source.encode() if isinstance(source, str) else source):
                 time.sleep(delay)
-            answer: tuple[str, Any] = ("ok", _complete(check(source, path=path, target=target)))
+            report = check(source, path=path, target=target)
+            answer: tuple[str, Any] = ("ok", _complete(report, facts))
             data = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
         except MemoryError:
             return  # the parent sees the exit: over the memory a check may use

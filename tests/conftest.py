@@ -3,13 +3,16 @@ real forgec data directory).
 
 Hypothesis profiles: "ci" (chosen when CI is set, as `.ci/run` does) runs a fixed, derandomized
 budget so a CI run is reproducible and its time is bounded; "dev" (the default: hypothesis' own
-settings) draws fresh examples each run. `HYPOTHESIS_PROFILE=name` picks one explicitly. A test's own
+settings without the per-example deadline) draws fresh examples each run. `HYPOTHESIS_PROFILE=name` picks one explicitly. A test's own
 `@settings(max_examples=...)` still wins over the profile.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -23,7 +26,10 @@ settings.register_profile(
     print_blob=True,
     suppress_health_check=[HealthCheck.too_slow],
 )
-settings.register_profile("dev")  # hypothesis' own defaults
+# hypothesis' own defaults, but no per-example deadline: a deadline is a wall-clock assertion,
+# and on a loaded 2-core machine a first example that imports a module or builds a parser
+# takes far longer than 200 ms, failing the property for a reason that is not a property
+settings.register_profile("dev", deadline=None)
 settings.load_profile(
     os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
 )
@@ -38,3 +44,60 @@ def _private_data_dir(
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
     monkeypatch.setenv("XDG_STATE_HOME", str(home / "state"))
     return home
+
+
+# ---- outside tools: npm packages and Graphviz -------------------------------------------------
+
+
+def unavailable(reason: str) -> None:
+    """A test needs a tool this machine lacks: skip with REASON (one line), but fail under CI,
+    which has every tool and must run every test."""
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason} (CI must run this test)")
+    pytest.skip(reason)
+
+
+def npm_packages(folder: Path) -> Path:
+    """FOLDER's node_modules, installed from its lockfile (`npm ci`) the first time a test needs
+    them; one install at a time across pytest-xdist workers (a file lock)."""
+    import fcntl
+    import hashlib
+
+    marker = folder / "node_modules" / ".package-lock.json"
+    if marker.exists():
+        return folder / "node_modules"
+    npm = shutil.which("npm")
+    if npm is None or shutil.which("node") is None:
+        unavailable(f"node and npm are not installed: the {folder.name} tests need them")
+    tag = hashlib.sha256(str(folder).encode()).hexdigest()[:12]
+    lock_path = Path(tempfile.gettempdir()) / f"forgec-npm-{tag}.lock"
+    with lock_path.open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not marker.exists():
+            done = subprocess.run(
+                [npm, "ci", "--no-audit", "--no-fund", "--silent"],
+                cwd=folder,
+                capture_output=True,
+                text=True,
+                timeout=900,
+                check=False,
+            )
+            if done.returncode != 0:
+                first = (done.stderr.strip().splitlines() or ["no output"])[0]
+                unavailable(f"`npm ci` in {folder} failed: {first}")
+    return folder / "node_modules"
+
+
+@pytest.fixture(scope="session")
+def ts_client_packages() -> Path:
+    """The TypeScript MCP client's packages (tests/clients), pinned by its lockfile."""
+    return npm_packages(Path(__file__).resolve().parent / "clients")
+
+
+@pytest.fixture(scope="session")
+def graphviz_dot() -> str:
+    dot = shutil.which("dot")
+    if dot is None:
+        unavailable("Graphviz `dot` is not installed (apt-get install graphviz)")
+    assert dot is not None
+    return dot

@@ -309,6 +309,64 @@ def manifests(draw: st.DrawFn) -> dict[str, Any]:
     return manifest
 
 
+# ---- `.forge` text with comments ---------------------------------------------------------------
+
+COMMENT_TEXT = st.text(
+    st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp")), max_size=20
+).map(lambda s: ("# " + s).rstrip())
+
+
+def token_ends(text: str) -> list[int]:
+    """The offset just after each token of `.forge` TEXT (where a comment may go)."""
+    from forgec.frontend.dsl_lexer import ForgeLexer
+
+    ends = []
+    pos = 0
+    while pos < len(text):
+        m = ForgeLexer._MASTER.match(text, pos)
+        assert m is not None, text[pos : pos + 20]
+        if m.lastgroup not in ("WS", "COMMENT"):
+            ends.append(m.end())
+        pos = m.end()
+    return ends
+
+
+@st.composite
+def commented_forge(draw: st.DrawFn, base: st.SearchStrategy[str] | None = None) -> str:
+    """`.forge` text (canonical text of a generated manifest, or BASE) with comments after any
+    tokens and blank lines between some: every comment on a line of its own or after a token."""
+    from forgec.frontend.dsl_format import format_forge
+
+    text = draw(base) if base is not None else format_forge(draw(manifests()))
+    ends = token_ends(text)
+    picks = draw(st.lists(st.sampled_from([0, *ends]), max_size=12, unique=True))
+    out = []
+    last = 0
+    for at in sorted(picks):
+        out.append(text[last:at])
+        blank = "\n" if draw(st.integers(0, 3)) == 0 else ""
+        own_line = draw(st.booleans())
+        out.append(("\n" + blank if own_line else " ") + draw(COMMENT_TEXT) + "\n")
+        last = at
+    out.append(text[last:])
+    return "".join(out)
+
+
+@st.composite
+def raw_forge(draw: st.DrawFn) -> str:
+    """`.forge` text of a generated manifest written the long way: every member with `raw`, as
+    JSON, in a shuffled order (text `fmt` rewrites into sugar and canonical order)."""
+    import orjson
+
+    manifest = draw(manifests())
+    items = list(manifest.items())
+    items = draw(st.permutations(items))
+    body = "".join(
+        f"  raw {orjson.dumps(k).decode()} {orjson.dumps(v).decode()}\n" for k, v in items
+    )
+    return "tool {\n" + body + "}\n"
+
+
 # --- capability inputs, from the rows' shapes (forgec.ir.capabilities) --------------------
 
 # values for the fields whose rule is named (cron, SQL, URL): some pass, some do not

@@ -203,13 +203,22 @@ def test_the_parser_loads_from_the_cache_in_a_fresh_process() -> None:
     import subprocess
     import sys
 
+    # A ratio, not an absolute time (0.5 s failed on a loaded 2-core machine): loading the
+    # shipped tables must cost well under building them from the grammar, measured in the same
+    # fresh process. Loading takes ~0.03 s, building ~0.2-0.3 s.
     code = (
-        "import time; t = time.perf_counter();"
-        "from forgec.frontend.dsl import parser; parser();"
-        "print(time.perf_counter() - t)"
+        "import time\n"
+        "from forgec.frontend.dsl import GRAMMAR_PATH, _LARK_OPTIONS, parser\n"
+        "from forgec.frontend.dsl_lexer import ForgeLexer\n"
+        "import lark\n"
+        "t = time.perf_counter(); parser(); load = time.perf_counter() - t\n"
+        "t = time.perf_counter()\n"
+        "lark.Lark(GRAMMAR_PATH.read_text(), **{**_LARK_OPTIONS, 'lexer': ForgeLexer})\n"
+        "print(load, time.perf_counter() - t)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert float(out.stdout) < 0.5
+    load, build = map(float, out.stdout.split())
+    assert load < build / 2, (load, build)
 
 
 EXAMPLE = (Path(__file__).resolve().parent.parent / "examples" / "weekly-review.forge").read_text()

@@ -36,7 +36,7 @@ def test_three_mistakes_three_errors_in_order() -> None:
     )
     found = _errors(text)
     assert [line for line, _ in found] == [9, 10, 11]
-    assert "found `->`" in found[0][1] and "found `=`" in found[1][1]
+    assert "this `{` is never closed" in found[0][1] and "found `=`" in found[1][1]
 
 
 def test_a_forgotten_brace_is_not_a_cascade() -> None:
@@ -73,3 +73,71 @@ def test_recovery_never_raises_on_mangled_examples(
     ]
     assert lines == sorted(lines)
     assert len(lines) <= MAX_ERRORS
+
+
+def _first(text: str) -> tuple[int, int, str, str]:
+    loaded = load_forge(text, path="t.forge")
+    d = loaded.diagnostics[0]
+    assert d.span is not None
+    return d.span.line, d.span.column, d.message, d.hint or ""
+
+
+def test_the_real_unclosed_brace_among_several_mistakes() -> None:
+    """Measured: a missing `}` inside an object that a later `}` seems to close was reported at
+    the next statement as a missing comma, never at the `{` left open."""
+    text = (
+        "tool t {\n"
+        "  version 1\n"
+        '  title: "x"\n'  # a first, unrelated mistake
+        "  input {\n"
+        '    type: "object",\n'
+        '    properties: {a: {type: "string"}\n'  # line 6: this `{` is never closed
+        "  }\n"
+        "  flow entry a max 5 {\n"
+        "    a: x = 1 next b\n"  # another mistake
+        "    b: return $x\n"
+        "  }\n"
+        "}\n"
+    )
+    loaded = load_forge(text, path="t.forge")
+    shown = [(d.span.line, d.span.column, d.message) for d in loaded.diagnostics if d.span]
+    assert (6, 17, "syntax error: this `{` is never closed") in shown
+    assert not any("separate the members" in (d.hint or "") for d in loaded.diagnostics)
+    assert [line for line, _, _ in shown] == sorted(line for line, _, _ in shown)
+
+
+def test_an_unclosed_loop_body_is_named_not_the_end_of_the_file() -> None:
+    text = HEAD + (
+        "    a: for t in $input.xs max 3 {\n"  # line 9, column 33
+        "      b: y = 1\n"
+        "    c: return 1\n"
+        "  }\n}\n"
+    )
+    line, col, message, hint = _first(text)
+    assert (line, col) == (9, 33) and "never closed" in message
+    assert "line 12" in hint  # the `}` that indentation says closes the flow
+
+
+@given(st.sampled_from(EXAMPLES), st.data())
+def test_deleting_any_closing_line_names_its_opener(path: Path, data: st.DataObject) -> None:
+    """For every `}`/`]` that starts a line of a canonical file, deleting it makes the first
+    error point at the bracket it closed."""
+    from forgec.frontend.dsl_errors import _BRACKETS
+
+    text = path.read_text(encoding="utf-8")
+    stack: list[int] = []
+    pairs: list[tuple[int, int]] = []
+    for m in _BRACKETS.finditer(text):
+        ch = m.group(1)
+        if ch in ("{", "["):
+            stack.append(m.start(1))
+        elif ch:
+            opener = stack.pop()
+            line_start = text.rfind("\n", 0, m.start(1)) + 1
+            if not text[line_start : m.start(1)].strip() and opener > text.find("{"):
+                pairs.append((opener, m.start(1)))
+    opener, closer = data.draw(st.sampled_from(pairs))
+    broken = text[:closer] + text[closer + 1 :]
+    line, col, message, _ = _first(broken)
+    want = (text.count("\n", 0, opener) + 1, opener - (text.rfind("\n", 0, opener) + 1) + 1)
+    assert (line, col) == want and "never closed" in message, (line, col, message)

@@ -168,3 +168,40 @@ def test_any_split_of_the_token_over_the_four_sources_is_found(order: list[str],
     }
     m["state"] = {"fields": {"b": {"type": "string", "default": pieces["state"]}}, "maxBytes": 64}
     assert found(m) == ["/flow/nodes/1/body/0"]
+
+
+@pytest.mark.parametrize(("head", "kept"), [("é" * 4095 + "x", True), ("é" * 4096, False)])
+def test_a_folded_value_is_unknown_exactly_past_256_kib_of_compact_json(
+    head: str, kept: bool
+) -> None:
+    """SPEC §16: the limit is the run's (compact JSON bytes, two-byte characters included),
+    decided before the parts are joined: 32 copies of HEAD are 262,114 bytes or 262,146."""
+    from forgec.passes.folding import folded_templates
+
+    nodes = [
+        {"id": "s0", "type": "set", "target": "a0", "value": head, "next": "s1"},
+        {
+            "id": "s1",
+            "type": "set",
+            "target": "a",
+            "value": {"$template": "{{a0}}" * 8},
+            "next": "s2",
+        },
+        {
+            "id": "s2",
+            "type": "set",
+            "target": "h",
+            "value": {"$template": "{{a}}" * 4},
+            "next": "r",
+        },
+        {"id": "r", "type": "return", "value": {"v": {"$ref": "h"}}},
+    ]
+    report = check(orjson.dumps(manifest_with_nodes(nodes)))
+    sizes = {
+        f.node.id: [len(orjson.dumps(t)) for t in f.texts]
+        for f in folded_templates(report.ir, report.facts)
+    }
+    if kept:
+        assert sizes["s2"] == [262_114]
+    else:
+        assert "s2" not in sizes  # unknown: the run would stop with RUN_VALUE_TOO_LARGE

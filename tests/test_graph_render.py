@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 
 import pytest
@@ -13,11 +11,9 @@ from forgec.catalog import get_catalog
 from forgec.render.graph import to_dot, to_mermaid
 
 # Graphviz is installed by .ci/run: in CI a missing `dot` is a failure, not a skip; on a
-# developer's machine without it the rendering tests are skipped with the reason.
-NEEDS_DOT = pytest.mark.skipif(
-    shutil.which("dot") is None and not os.environ.get("CI"),
-    reason="Graphviz `dot` is not installed (apt-get install graphviz)",
-)
+# developer's machine without it the rendering tests are skipped with the reason
+# (tests/conftest.py's `graphviz_dot`).
+NEEDS_DOT = pytest.mark.usefixtures("graphviz_dot")
 
 NAMES = sorted(p.stem for p in EXAMPLES.glob("*.talostool"))
 

@@ -147,7 +147,8 @@ def test_an_oversized_forge_text_is_refused_before_parsing() -> None:
         report = forgec.check(source, path="big.forge")
         elapsed = time.perf_counter() - start
         assert [d.code for d in report.diagnostics] == ["FORGE_MANIFEST_TOO_LARGE"]
-        assert elapsed < 0.5, elapsed
+        # parsing it would take the parser many seconds; 2 s holds on a loaded machine
+        assert elapsed < 2.0, elapsed
     with pytest.raises(forgec.CheckError):
         forgec.compile_dsl(text)
 
@@ -441,7 +442,7 @@ def test_a_thousand_defaults_check_fast() -> None:
     raw["inputSchema"] = {"type": "object", "properties": props, "default": {}}
     start = time.perf_counter()
     assert forgec.check(orjson.dumps(raw)).ok
-    assert time.perf_counter() - start < 0.3
+    assert time.perf_counter() - start < 3.0  # a budget for a loaded 2-core machine
 
 
 # ---- the Program verifier enforces the table's limits ------------------------------------------

@@ -79,6 +79,25 @@ def doc(uri: str) -> lsp.TextDocumentIdentifier:
     return lsp.TextDocumentIdentifier(uri=uri)
 
 
+def apply(text: str, edits: list[lsp.TextEdit]) -> str:
+    """TEXT with EDITS applied as an editor applies them (ASCII text: columns are characters)."""
+    lines = text.split("\n")
+    starts = [0]
+    for line in lines[:-1]:
+        starts.append(starts[-1] + len(line) + 1)
+
+    def offset(p: lsp.Position) -> int:
+        if p.line >= len(lines):
+            return len(text)
+        return min(starts[p.line] + p.character, starts[p.line] + len(lines[p.line]))
+
+    for e in sorted(
+        edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True
+    ):
+        text = text[: offset(e.range.start)] + e.new_text + text[offset(e.range.end) :]
+    return text
+
+
 # -- diagnostics --------------------------------------------------------------------------
 
 
@@ -340,8 +359,8 @@ async def test_a_missing_state_field_can_be_declared(client: LanguageClient) -> 
     titles = [a.title for a in actions]
     fix = next((a for a in actions if "state field" in a.title or "Declare" in a.title), None)
     assert fix is not None, titles
-    (edit,) = fix.edit.changes[uri]
-    assert "state" in edit.new_text and "count" in edit.new_text
+    fixed = apply(text, fix.edit.changes[uri])
+    assert "state maxBytes" in fixed and "count" in fixed
 
 
 @pytest.mark.asyncio
@@ -354,8 +373,7 @@ async def test_a_missing_required_field_can_be_added(client: LanguageClient) -> 
         lsp.CodeActionParams(doc(uri), missing.range, lsp.CodeActionContext(diagnostics=[missing]))
     )
     fix = next(a for a in actions if a.title == "Add the missing `next`")
-    (edit,) = fix.edit.changes[uri]
-    fixed = json.loads(edit.new_text)
+    fixed = json.loads(apply(json.dumps(manifest, indent=2), fix.edit.changes[uri]))
     assert "next" in fixed["flow"]["nodes"][0]
     assert fixed["flow"]["nodes"][1:] == manifest["flow"]["nodes"][1:]
 
@@ -371,7 +389,8 @@ async def test_convert_to_the_other_form(client: LanguageClient) -> None:
             lsp.CodeActionContext(diagnostics=[]),
         )
     )
-    convert = next(a for a in actions if a.title == "Convert this file to .talostool")
+    convert = next(a for a in actions if a.title.startswith("Convert this file to .talostool"))
+    assert convert.title.endswith("(3 comments not kept)")  # the example's comments
     create, content = convert.edit.document_changes
     assert create.uri.endswith("task-triage.talostool")
     assert content.edits[0].new_text == (EXAMPLES / "task-triage.talostool").read_text()
@@ -387,5 +406,128 @@ async def test_formatting_gives_the_canonical_text(client: LanguageClient) -> No
             doc(uri), lsp.FormattingOptions(tab_size=2, insert_spaces=True)
         )
     )
-    (edit,) = edits
-    assert edit.new_text == canonical
+    assert apply(messy, edits) == canonical
+    # only what differs: not one edit over the whole document
+    assert sum(len(e.new_text) for e in edits) < len(canonical) / 4
+
+
+COMMENTED = """# what the tool is for
+tool lsp-test {
+  version 1  # bump on every change
+  title "LSP test"
+  description "A tool for the language server tests."
+  # the date it was first written
+  created "2026-11-02T09:00:00Z"
+  parent null
+  network forbidden
+
+  # the flow
+  flow entry a max 64 {
+    a: x = 1 -> b  # a constant
+    # the end
+    b: return $x
+  }
+}
+"""
+
+
+@pytest.mark.asyncio
+async def test_formatting_keeps_comments(client: LanguageClient) -> None:
+    messy = COMMENTED.replace("  version 1  #", "version    1 #").replace("a: x = 1", "a:   x=1")
+    uri, _ = await open_doc(client, "commented.forge", messy)
+    edits = await client.text_document_formatting_async(
+        lsp.DocumentFormattingParams(
+            doc(uri), lsp.FormattingOptions(tab_size=2, insert_spaces=True)
+        )
+    )
+    assert apply(messy, edits) == COMMENTED
+    assert len(edits) == 2  # the two lines that changed
+
+
+@pytest.mark.asyncio
+async def test_quick_fixes_keep_comments_and_add_a_valid_created_at(client: LanguageClient) -> None:
+    text = COMMENTED.replace('  created "2026-11-02T09:00:00Z"\n', "")
+    uri, diags = await open_doc(client, "nocreated.forge", text)
+    (missing,) = [d for d in diags if "is missing `createdAt`" in d.message]
+    actions = await client.text_document_code_action_async(
+        lsp.CodeActionParams(doc(uri), missing.range, lsp.CodeActionContext(diagnostics=[missing]))
+    )
+    fix = next(a for a in actions if a.title == "Add the missing `createdAt`")
+    fixed = apply(text, fix.edit.changes[uri])
+    from forgec.frontend.dsl_trivia import comment_texts
+
+    assert comment_texts(fixed) == comment_texts(text)
+    assert len(fix.edit.changes[uri]) == 1 and fix.edit.changes[uri][0].new_text.startswith(
+        '  created "20'
+    )
+    import forgec
+
+    report = forgec.check(fixed, path="fixed.forge")
+    assert report.ok, [(d.code, d.message) for d in report.errors]
+
+
+@pytest.mark.parametrize(
+    "field",
+    [
+        "version",
+        "title",
+        "description",
+        "createdAt",
+        "parentVersion",
+        "network",
+        "credentialRequirements",
+        "execution",
+        "installScope",
+    ],
+)
+def test_every_missing_field_fix_gives_a_field_that_checks(field: str) -> None:
+    """The principle behind the `created ""` defect: no placeholder may itself be an error."""
+    from forgec.lsp import features
+    from forgec.lsp.analysis import analyse
+    from forgec.lsp.positions import LineIndex
+
+    manifest = json.loads((EXAMPLES / "note-updater.talostool").read_text())
+    del manifest[field]
+    text = json.dumps(manifest, indent=2)
+    a = analyse("file:///work/missing.talostool", text)
+    index = LineIndex(text)
+    diags = [d for d in features.diagnostics(a, index) if f"is missing `{field}`" in d.message]
+    assert diags
+    actions = features.code_actions(
+        a, index, diags[0].range, lsp.CodeActionContext(diagnostics=diags)
+    )
+    fix = next(x for x in actions if x.title == f"Add the missing `{field}`")
+    fixed = apply(text, fix.edit.changes[a.uri])
+    import forgec
+
+    report = forgec.check(fixed, path="fixed.talostool")
+    assert report.ok, [(d.code, d.message) for d in report.errors]
+
+
+@pytest.mark.asyncio
+async def test_semantic_tokens_colour_a_forge_file(client: LanguageClient) -> None:
+    from forgec.lsp.semantic import TOKEN_TYPES
+
+    text = (EXAMPLES / "weekly-review.forge").read_text()
+    uri, _ = await open_doc(client, "weekly-review.forge", text)
+    result = await client.text_document_semantic_tokens_full_async(
+        lsp.SemanticTokensParams(text_document=doc(uri))
+    )
+    assert result is not None and result.data
+    lines = text.split("\n")
+    seen: dict[str, set[str]] = {}
+    line = col = 0
+    data = result.data
+    for i in range(0, len(data), 5):
+        dl, dc, length, typ, mods = data[i : i + 5]
+        line += dl
+        col = dc if dl else col + dc
+        word = lines[line][col : col + length]  # ASCII example: units are characters
+        seen.setdefault(TOKEN_TYPES[typ] + ("+decl" if mods & 1 else ""), set()).add(word)
+    assert {"tool", "flow", "call", "for", "return"} <= seen["keyword"]
+    assert "# at most 50 tasks are looked at, whatever the list holds" in {
+        w.strip() for w in seen["comment"]
+    }
+    assert {"fetch", "scan", "file", "done"} <= seen["function+decl"]
+    assert "tasks.list" in seen["method"] and "$input.limit" in seen["variable"]
+    assert '"""' in seen["string"]  # a multi-line string, one token per line

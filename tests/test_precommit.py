@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 
 pytest.importorskip("pre_commit")
+pytestmark = pytest.mark.slow  # pre-commit builds a hook environment: .ci/run runs it
 
 
 def _hooks() -> list[dict]:
@@ -49,6 +50,13 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (path / "broken.forge").write_text(broken)
     messy = (EXAMPLES / "task-triage.forge").read_text().replace("  version 1", "version   1")
     (path / "messy.forge").write_text(messy)
+    # the project's own settings reach the hooks: a Talon tool by glob, a broken file excluded
+    shutil.copy(EXAMPLES / "talon-db-digest.forge", path / "talon-digest.forge")
+    (path / "fixtures").mkdir()
+    (path / "fixtures" / "broken.forge").write_text(broken)
+    (path / "pyproject.toml").write_text(
+        '[tool.forgec]\nexclude = ["fixtures/**"]\n[tool.forgec.targets]\n"talon-*" = "talon"\n'
+    )
     subprocess.run(["git", "add", "."], cwd=path, check=True)
     return path
 
@@ -86,3 +94,12 @@ def test_fmt_hook_fails_a_file_that_is_not_canonical(repo: Path, home: Path) -> 
     bad = _try_repo(repo, home, "forgec-fmt", "clean.forge", "messy.forge")
     assert bad.returncode == 1, bad.stdout + bad.stderr
     assert "messy.forge: not in canonical form" in bad.stdout
+
+
+def test_hooks_read_the_projects_settings(repo: Path, home: Path) -> None:
+    done = _try_repo(repo, home, "forgec-check", "talon-digest.forge", "fixtures/broken.forge")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "FORGE_CAPABILITY_UNKNOWN" not in done.stdout  # checked as a Talon tool
+    assert "FORGE_EDGE_MISSING" not in done.stdout  # the excluded file was left out
+    fmt = _try_repo(repo, home, "forgec-fmt", "talon-digest.forge", "fixtures/broken.forge")
+    assert fmt.returncode == 0, fmt.stdout + fmt.stderr

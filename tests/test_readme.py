@@ -28,7 +28,7 @@ def test_quick_start_is_two_commands_and_the_first_checks_a_bundled_example(
     install, check = commands[0].split(" && ")
     assert install == "pip install -e '.[all]'"
     assert check.startswith("forgec check examples/")
-    assert commands[1] == "pip install -e '.[all,dev]' && python -m pytest"
+    assert commands[1] == "pip install -e '.[all,dev]' && python -m pytest -n auto"
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert 'python" -m pytest' in ci and "pip\" install -q -e '.[all,dev]'" in ci
     monkeypatch.chdir(ROOT)

@@ -15,7 +15,7 @@ from secret_uses import HEADS, OTHER_HEADERS, SECRET_HEADERS, cases, negative_ca
 from forgec.passes.secrets import find_secrets, walk_secrets
 from forgec.secretscan.names import name_class
 
-# what the generator measured: 52% before the scanner judged use and every spelling
+# the generator measured 51% before the scanner judged use and every spelling, 9% after
 MISS_RATE_BOUND = 0.12
 
 

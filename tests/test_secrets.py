@@ -738,12 +738,25 @@ def _best_time(text: str, repeat: int = 3) -> float:
     return min(_timed(lambda: scan_text(text, name="password")) for _ in range(repeat))
 
 
+# Ordinary prose of the same length, timed beside each adversarial text: what the scanner costs
+# on this machine right now. An absolute `< 50 ms` failed about one run in nine on a loaded
+# 2-core machine; a ratio to the same work on benign text does not move with the load, and a
+# backtracking blow-up is orders of magnitude, not a factor.
+BENIGN = ("Met with the team about the launch plan; notes follow. " * 1300)[:65_536]
+RATIO = 25
+
+
+def _within_budget(elapsed: float, size: int) -> bool:
+    benign = max(_best_time(BENIGN[:size]), 1e-4)
+    return elapsed < 0.05 or elapsed / benign < RATIO
+
+
 @pytest.mark.parametrize("name", list(BRIEF_ADVERSARIAL))
 def test_adversarial_text_scans_in_milliseconds(name: str) -> None:
     text = BRIEF_ADVERSARIAL[name][:65_536]
     elapsed = _best_time(text)
     print(f"\n{name}: 64 KiB in {elapsed * 1000:.2f} ms")
-    assert elapsed < 0.05
+    assert _within_budget(elapsed, len(text)), elapsed
 
 
 @pytest.mark.parametrize("name", list(MORE_ADVERSARIAL))
@@ -762,7 +775,8 @@ def test_adversarial_manifest_through_the_pass() -> None:
     assert len(orjson.dumps(raw)) <= 65_536 + 100
     elapsed = min(_timed(lambda: find_secrets(raw)) for _ in range(3))
     print(f"\nadversarial 64 KiB manifest through the pass: {elapsed * 1000:.2f} ms")
-    assert elapsed < 0.05
+    benign = max(min(_timed(lambda: find_secrets({"description": BENIGN})) for _ in range(3)), 1e-4)
+    assert elapsed < 0.05 or elapsed / benign < RATIO, (elapsed, benign)
 
 
 def test_ordinary_manifest_is_cheap() -> None:
@@ -786,7 +800,9 @@ def test_ordinary_manifest_is_cheap() -> None:
     assert len(data) > 20_000
     best = min(_timed(lambda: find_secrets(raw)) for _ in range(20))
     print(f"\nordinary {len(data)} B manifest: {best * 1e6:.0f} µs")
-    assert best < 0.005
+    # a budget against the cost of reading the same manifest once (orjson), on this machine now
+    parse = max(min(_timed(lambda: orjson.loads(data)) for _ in range(20)), 1e-6)
+    assert best < 0.005 or best / parse < 200, (best, parse)
 
 
 def _timed(fn: Any) -> float:

@@ -235,7 +235,8 @@ def test_eq_on_shared_structures_is_linear_and_right() -> None:
     assert json_equal(a, b)  # built apart: each pair of containers is compared once
     b[1] = [b[1][0], [[2]]]
     assert not json_equal(a, b)
-    assert time.monotonic() - started < 0.1
+    # a budget that holds on a loaded 2-core machine; the naive walk is 2^40 steps, never done
+    assert time.monotonic() - started < 2.0
     # structurally equal, nothing shared between them: a walk, linear in their size
     x, y = _doubled(15), _doubled(15)
     assert json_equal(x, y)

@@ -27,6 +27,7 @@ MANIFEST_LIMIT = 65_536
 FORGE_LIMIT = 262_144
 TOP_NODES = 64
 BODY_NODES = 16
+SQL_LIMIT = 16_384  # db.query's `sql`
 
 Built = tuple[bytes, str, str]  # (source, path, target)
 
@@ -245,9 +246,14 @@ def hosts(n: int, k: int) -> dict[str, Any]:
 
 def catalog_checks(n: int, k: int) -> dict[str, Any]:
     """Long SQL in db.query steps and many cron triggers and schedule.manage steps (talon)."""
-    cols = ", ".join(f"content AS c{x}" for x in range(max(1, n)))
-    where = " OR ".join(f"content LIKE '%{x}%'" for x in range(max(1, n)))
-    sql = f"SELECT {cols} FROM messages WHERE {where} ORDER BY created_at DESC"
+    terms = max(1, n)
+    while True:  # as long as db.query's SQL may be
+        cols = ", ".join(f"content AS c{x}" for x in range(terms))
+        where = " OR ".join(f"content LIKE '%{x}%'" for x in range(terms))
+        sql = f"SELECT {cols} FROM messages WHERE {where} ORDER BY created_at DESC"
+        if len(sql) <= SQL_LIMIT or terms == 1:
+            break
+        terms = max(1, int(terms * 0.9))
     cron = "1-59/2,3,5,7 */3,1-23/5 1-31/2,15 1-12/3,JAN,DEC MON-FRI,SUN"
     nodes = [
         {
@@ -413,6 +419,39 @@ def complete_check(source: bytes, path: str, target: str) -> Any:
 
         lower_report(report)
     return report
+
+
+def search(max_examples: int, *, derandomize: bool, bound_s: float) -> dict[str, Any]:
+    """A hypothesis search over the families for the slowest whole check, steered by
+    `hypothesis.target`; fails (AssertionError) on the first input over BOUND_S of CPU.
+    Returns the slowest input found: {"family", "n", "k", "bytes", "cpu"}."""
+    import time
+
+    from hypothesis import HealthCheck, given, settings, target
+    from hypothesis import strategies as st
+
+    slowest: dict[str, Any] = {"cpu": -1.0}
+
+    @settings(
+        max_examples=max_examples,
+        derandomize=derandomize,
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(st.sampled_from(sorted(FAMILIES)), st.integers(1, 4000), st.integers(1, 8))
+    def one(family: str, n: int, k: int) -> None:
+        source, path, tgt = build(family, n, k)
+        started = time.process_time()
+        complete_check(source, path, tgt)
+        took = time.process_time() - started
+        target(took, label="check CPU seconds")
+        if took > slowest["cpu"]:
+            slowest.update(family=family, n=n, k=k, bytes=len(source), cpu=took)
+        assert took < bound_s, (family, n, k, took)
+
+    one()
+    return slowest
 
 
 if __name__ == "__main__":  # pragma: no cover - a figure for the docs

@@ -1,11 +1,15 @@
-"""`forgec check PATH... [--target] [--format text|json|sarif]`: every diagnostic of every file."""
+"""`forgec check PATH... [--target] [--format text|json|sarif]`: every diagnostic of every file.
+
+A PATH may be a folder: its `.forge` and `.talostool` files are checked, recursively, minus
+what `[tool.forgec] exclude` leaves out; each file's target is `--target`, else what its
+settings say (`forgec.frontend.settings`)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from forgec.commands.common import add_format, add_target
+from forgec.commands.common import add_force_exclude, add_format, add_target, target_of
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg,unused-ignore]
@@ -14,8 +18,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="check tools and list every problem",
         description="Check .talostool manifests and .forge files; list every problem.",
     )
-    p.add_argument("paths", nargs="+", metavar="PATH", help="files to check (- for stdin)")
+    p.add_argument(
+        "paths", nargs="+", metavar="PATH", help="files or folders to check (- for stdin)"
+    )
     add_target(p)
+    add_force_exclude(p)
     add_format(p, "text", "json", "sarif")
     p.set_defaults(handler=run)
 
@@ -23,18 +30,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 def run(args: argparse.Namespace) -> int:
     from forgec.api import check
     from forgec.commands import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, UsageError
-    from forgec.commands.common import read_source
+    from forgec.commands.common import expand_paths, read_source
 
     reports = []
     unreadable = False
-    for path in args.paths:
+    for path in expand_paths(args.paths, force_exclude=args.force_exclude):
         try:
             data = read_source(path)
         except UsageError as exc:
             print(f"forgec: error: {exc}", file=sys.stderr)
             unreadable = True
             continue
-        reports.append(check(data, path=None if path == "-" else path, target=args.target))
+        reports.append(
+            check(data, path=None if path == "-" else path, target=target_of(args, path))
+        )
 
     if args.format == "json":
         from forgec.answers import check_json

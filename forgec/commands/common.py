@@ -15,9 +15,42 @@ def add_target(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--target",
         choices=("talos", "talon"),
-        default="talos",
-        help="capability catalog to check against (default: talos)",
+        default=None,
+        help="capability catalog to check against (default: the file's [tool.forgec] "
+        "settings, else talos)",
     )
+
+
+def add_force_exclude(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--force-exclude",
+        action="store_true",
+        help="leave out files named outright that [tool.forgec] exclude matches "
+        "(what the pre-commit hooks pass)",
+    )
+
+
+def expand_paths(paths: list[str], *, force_exclude: bool = False) -> list[str]:
+    """PATHS with folders walked for tool files (`forgec.frontend.settings.expand`)."""
+    from forgec.frontend.settings import SettingsError, expand
+
+    try:
+        return expand(paths, force_exclude=force_exclude)
+    except SettingsError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def target_of(args: argparse.Namespace, path: str | None) -> str:
+    """`--target` when given, else what the settings nearest PATH say (`[tool.forgec]`)."""
+    if getattr(args, "target", None):
+        return str(args.target)
+    from forgec.frontend.settings import SettingsError, settings_for
+
+    try:
+        settings = settings_for(None if path in (None, "-") else path)
+    except SettingsError as exc:
+        raise UsageError(str(exc)) from None
+    return settings.target_for(Path(path)) if path not in (None, "-") else settings.target
 
 
 def add_format(parser: argparse.ArgumentParser, *choices: str, default: str | None = None) -> None:
@@ -127,3 +160,24 @@ def host_from_args(args: argparse.Namespace, *, default_labels: tuple[str, ...] 
         )
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
+
+
+def serve_in_foreground(banner: str) -> None:
+    """Before a stdio server starts: Ctrl-C and SIGTERM end the process at once, and a person at
+    a terminal is told what runs there.
+
+    The servers read standard input in a worker thread, which Python's KeyboardInterrupt cannot
+    stop: the interpreter waited for the next line (Ctrl-D) before exiting. The default action
+    of both signals ends the process straight away; a server holds nothing a sudden end could
+    damage (the store and the databases are SQLite, whose transactions survive it).
+    """
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        on_terminal = sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        on_terminal = False
+    if on_terminal:
+        print(banner, file=sys.stderr, flush=True)

@@ -13,6 +13,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from forgec.commands.common import add_force_exclude
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
@@ -25,13 +27,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "paths",
         metavar="PATH",
         nargs="+",
-        help="file to format (- for stdin); several with --write or --check (as pre-commit passes them)",
+        help="file to format (- for stdin); several, or folders, with --write or --check "
+        "(as pre-commit passes them)",
     )
     p.add_argument(
         "--to",
         choices=("forge", "talostool"),
         help="output form (default: forge when printing; the file's own form with --write/--check)",
     )
+    add_force_exclude(p)
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--write", action="store_true", help="rewrite PATH in place")
     mode.add_argument(
@@ -42,11 +46,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from forgec.commands import UsageError
+    from forgec.commands.common import expand_paths
 
-    if len(args.paths) > 1 and not (args.write or args.check):
+    paths = expand_paths(args.paths, force_exclude=args.force_exclude)
+    if len(paths) > 1 and not (args.write or args.check):
         raise UsageError("printing takes one file; pass --write or --check for several")
     status = 0
-    for path in args.paths:
+    for path in paths:
         status = max(status, _format_one(args, path))
     return status
 
@@ -56,7 +62,8 @@ def _format_one(args: argparse.Namespace, arg_path: str) -> int:
     from forgec.commands import EXIT_ERRORS, EXIT_OK, UsageError
     from forgec.commands.common import print_diagnostics, read_path, write_text
     from forgec.frontend.canonical import dumps_canonical
-    from forgec.frontend.dsl_format import FormatError, format_forge
+    from forgec.frontend.dsl_format import FormatError, format_forge, same_text
+    from forgec.frontend.dsl_trivia import trivia_of
     from forgec.render.text import use_color
 
     data, path = read_path(arg_path)
@@ -79,21 +86,36 @@ def _format_one(args: argparse.Namespace, arg_path: str) -> int:
     if not isinstance(loaded.value, dict):  # `null`, a number, a list
         print(f"forgec: {arg_path}: a manifest is a JSON object; not formatted", file=sys.stderr)
         return EXIT_ERRORS
+    trivia = trivia_of(loaded.source_map)
     try:
-        text = format_forge(loaded.value) if to == "forge" else dumps_canonical(loaded.value)
+        text = (
+            format_forge(loaded.value, trivia) if to == "forge" else dumps_canonical(loaded.value)
+        )
     except FormatError as exc:
         print(f"forgec: {arg_path}: cannot write as .forge: {exc}", file=sys.stderr)
         return EXIT_ERRORS
+    if to == "talostool" and trivia is not None:
+        warn_dropped_comments(arg_path, trivia.count)
     if args.check:
         original = data.decode("utf-8", errors="replace")
-        if original != text:
+        if not same_text(original, text):
             print(f"{arg_path}: not in canonical form (run `forgec fmt --write`)", file=sys.stderr)
             return EXIT_ERRORS
         return EXIT_OK
     if args.write:
         assert path is not None
-        if Path(path).read_bytes() != text.encode("utf-8"):
+        if not same_text(Path(path).read_bytes().decode("utf-8", errors="replace"), text):
             write_text(path, text)
         return EXIT_OK
     write_text(None, text)
     return EXIT_OK
+
+
+def warn_dropped_comments(name: str, count: int) -> None:
+    """A `.forge` → `.talostool` conversion keeps no comment (JSON has none): say so."""
+    if count:
+        noun = "comment" if count == 1 else "comments"
+        print(
+            f"forgec: {name}: {count} {noun} not kept (a .talostool has no comments)",
+            file=sys.stderr,
+        )

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from forgec.commands.common import add_format, add_target
+from forgec.commands.common import add_format, add_target, target_of
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -39,12 +39,12 @@ def run(args: argparse.Namespace) -> int:
     if not isinstance(loaded.value, dict):  # `null`, a number, a list: nothing to draw
         print(f"forgec: {args.path}: a manifest is a JSON object; nothing to draw", file=sys.stderr)
         return EXIT_ERRORS
-    catalog = get_catalog(args.target)
+    catalog = get_catalog(target_of(args, path))
     draw = to_dot if args.format == "dot" else to_mermaid
     # the flow edges need the checked flow; a flow with errors is drawn without them
     from forgec.api import check
 
-    report = check(data, path=path, target=args.target)
+    report = check(data, path=path, target=target_of(args, path))
     flows = getattr(report.facts, "flows", ()) if report.facts is not None else ()
     write_text(None, draw(loaded.value, catalog=catalog, flows=flows))
     return EXIT_OK

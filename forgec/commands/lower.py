@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from forgec.commands.common import add_target
+from forgec.commands.common import add_target, target_of
 
 
 def register(subparsers: Any) -> None:
@@ -29,7 +29,7 @@ def checked_program(args: argparse.Namespace) -> tuple[Any, Any] | None:
     from forgec.commands.common import print_report, read_path
 
     data, path = read_path(args.path)
-    report = check(data, path=path, target=args.target)
+    report = check(data, path=path, target=target_of(args, path))
     if not report.ok:
         print_report(report)
         sys.stderr.write(f"forgec: {args.path}: not lowered, the tool has errors\n")

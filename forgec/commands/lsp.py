@@ -8,7 +8,17 @@ import argparse
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg,unused-ignore]
     from forgec.commands.mcp import seconds
 
-    p = subparsers.add_parser("lsp", help="run the language server (stdio) for editors")
+    p = subparsers.add_parser(
+        "lsp",
+        help="run the language server (stdio) for editors",
+        description="The language server for .forge and .talostool files, over standard "
+        "input/output.",
+    )
+    p.add_argument(
+        "--stdio",
+        action="store_true",
+        help="talk over standard input/output (the default and only transport; editors pass it)",
+    )
     p.add_argument(
         "--check-budget",
         metavar="SECONDS",
@@ -31,5 +41,12 @@ def run(args: argparse.Namespace) -> int:
                 "forgec lsp needs the language server: pip install 'forgec[lsp]'"
             ) from None
         raise
+    from forgec import __version__
+    from forgec.commands.common import serve_in_foreground
+
+    serve_in_foreground(
+        f"forgec lsp {__version__}: language server for .forge and .talostool on stdio "
+        "(an editor starts it; Ctrl-C ends it)"
+    )
     main(args.check_budget)
     return 0

@@ -127,5 +127,25 @@ def serve(args: argparse.Namespace) -> int:
         open_reference_host(options).close()
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
+    from forgec.commands.common import serve_in_foreground
+
+    granted = ", ".join(labels) if labels else "none"
+    serve_in_foreground(
+        f"forgec mcp serve: MCP server on stdio, store {store_shown(args.store)}, "
+        f"persona labels: {granted} (an MCP client starts it; Ctrl-C ends it)"
+    )
     anyio.run(serve_stdio, options)
     return 0
+
+
+def store_shown(path: str | None) -> str:
+    from forgec.ir.text_rules import escape_unsafe
+
+    if path:
+        return escape_unsafe(path)
+    try:
+        from forgec.store import default_store_path
+
+        return escape_unsafe(str(default_store_path()))
+    except Exception:  # the banner is informational: never a reason not to serve
+        return "(default)"

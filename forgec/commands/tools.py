@@ -18,7 +18,7 @@ import argparse
 import sys
 from typing import Any
 
-from forgec.commands.common import add_format, add_target, emit_json
+from forgec.commands.common import add_format, add_target, emit_json, target_of
 
 
 def safe_text(text: object) -> str:
@@ -108,6 +108,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         _store_options(sp)
         sp.set_defaults(handler=globals()[handler])
 
+    rm = sub.add_parser(
+        "remove",
+        help="delete a tool, or one version of it (also a damaged one)",
+        description="Delete every version of a tool, or only --version N. A person's act: it "
+        "asks on a terminal (or --yes); the MCP server offers nothing like it.",
+    )
+    rm.add_argument("tool", metavar="ID", help="the tool id, or dynamic:<id>")
+    rm.add_argument("--version", dest="tool_version", type=int, default=None)
+    rm.add_argument("--yes", action="store_true", help="remove without asking")
+    _store_options(rm)
+    rm.set_defaults(handler=cmd_remove)
+
     run = sub.add_parser("run", help="run the current version of an enabled tool")
     run.add_argument("tool", metavar="ID", help="the tool id, or dynamic:<id>")
     _store_options(run)
@@ -132,12 +144,15 @@ def _usage(p: argparse.ArgumentParser) -> int:
 # -- helpers -----------------------------------------------------------------------------------
 
 
-def _open(args: argparse.Namespace) -> Any:
+def _open(args: argparse.Namespace, *, creates: bool = False) -> Any:
+    """The store of `--store` (or the default one). A `--store` file that does not exist is
+    refused unless the command creates by nature (install), and then only in a folder that
+    exists: a mistyped path must not become a new, empty store."""
     from forgec.commands import UsageError
     from forgec.store import Store, StoreError
 
     try:
-        return Store(args.store)
+        return Store(args.store, create="file" if creates else "no")
     except StoreError as exc:
         raise UsageError(str(exc)) from None
 
@@ -175,8 +190,8 @@ def cmd_install(args: argparse.Namespace) -> int:
     from forgec.commands.common import read_path
 
     data, path = read_path(args.path)
-    with _open(args) as store:
-        result = store.install(data, path=path, target=args.target)
+    with _open(args, creates=True) as store:
+        result = store.install(data, path=path, target=target_of(args, path))
     if args.format == "json":
         emit_json(result.to_json())
     else:
@@ -200,15 +215,17 @@ def cmd_install(args: argparse.Namespace) -> int:
 def cmd_list(args: argparse.Namespace) -> int:
     problems: list[str] = []
     with _open(args) as store:
-        # a changed or damaged tool is left out and named on stderr; the rest still lists
+        # a changed or damaged tool is named on stderr and listed as damaged; the rest lists
         tools = store.tools(on_problem=problems.append)
+        intact = {t.id for t in tools}
+        damaged = [(tid, v) for tid, v in store.tool_ids() if tid not in intact]
     for problem in problems:
         print(f"forgec: error: {safe_text(problem)}", file=sys.stderr)
     done = 2 if problems else 0
     if args.format == "json":
-        emit_json([t.to_json() for t in tools])
+        emit_json([t.to_json() for t in tools] + [_damaged_json(tid, v) for tid, v in damaged])
         return done
-    if not tools:
+    if not tools and not damaged:
         print("no tools installed")
         return done
     rows = [("NAME", "VERSION", "STATE", "RISK", "POWERS")]
@@ -226,6 +243,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         )
         for t in tools
     ]
+    rows += [(f"dynamic:{tid}", f"v{v}", "damaged", "-", "-") for tid, v in damaged]
     # a stored row is data (it may have been changed outside forgec): each cell is escaped
     rows = [(safe_text(a), safe_text(b), c, safe_text(d), safe_text(e)) for a, b, c, d, e in rows]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
@@ -233,7 +251,58 @@ def cmd_list(args: argparse.Namespace) -> int:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
     if any(t.proposed for t in tools):
         print("a model proposed new versions: `forgec tools review ID` to see them")
+    for tid, v in damaged:
+        print(safe_text(_recovery(tid, v, args.store)))
     return done
+
+
+def _store_arg(store: str | None) -> str:
+    import shlex
+
+    return f" --store {shlex.quote(store)}" if store else ""
+
+
+def _recovery(tool_id: str, version: int, store: str | None) -> str:
+    """How to get out of a damaged row, in one line."""
+    where = _store_arg(store)
+    back = (
+        f"`forgec tools rollback {tool_id}{where}` goes back to the version before; "
+        if version > 1
+        else ""
+    )
+    return (
+        f"dynamic:{tool_id} v{version} is damaged (changed outside forgec, or unreadable): {back}"
+        f"`forgec tools remove {tool_id} --version {version}{where}` deletes it, "
+        "and installing the file again restores it"
+    )
+
+
+def _damaged_json(tool_id: str, version: int) -> dict[str, Any]:
+    return {"id": tool_id, "name": f"dynamic:{tool_id}", "version": version, "damaged": True}
+
+
+@_guard
+def cmd_remove(args: argparse.Namespace) -> int:
+    """Delete a tool or one version: a person at a terminal says yes, or passes --yes."""
+    from forgec.store import normalize_id
+
+    tool_id = normalize_id(args.tool)
+    what = (
+        f"dynamic:{tool_id} v{args.tool_version}"
+        if args.tool_version is not None
+        else f"dynamic:{tool_id} and every version of it"
+    )
+    if not args.yes:
+        if not sys.stdin.isatty():
+            return _fail(f"error: not removing {what}: pass --yes (no terminal to ask)")
+        answer = input(f"Remove {safe_text(what)} from the store? [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            return _fail("not removed")
+    with _open(args) as store:
+        gone = store.remove(tool_id, args.tool_version)
+    shown = ", ".join(f"v{v}" for v in gone)
+    print(safe_text(f"removed dynamic:{tool_id} {shown}"))
+    return 0
 
 
 @_guard

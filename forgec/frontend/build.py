@@ -1513,8 +1513,18 @@ _FAST_TOP, _FAST_BODY = generate_node_builders(
     {typ: shape.required_set for typ, shape in _NODE_BODY.items()},
 )
 
-# what a quick fix writes for a missing required field (the person then edits it)
+# what a quick fix writes for a missing required field (the person then edits it); each one is
+# itself valid where it goes, so a fix never trades one error for another (issue 22: `created
+# ""`; tests/test_lsp.py holds every top-level one to that). A fixed createdAt keeps the
+# check's output the same from run to run; the language server writes the current time.
 MISSING_PLACEHOLDERS: dict[str, Any] = {
+    "createdAt": "2026-01-01T00:00:00Z",
+    "parentVersion": None,
+    "network": {"mode": "forbidden"},
+    "credentialRequirements": [],
+    "execution": EXECUTION,
+    "installScope": INSTALL_SCOPE,
+    "schema": SCHEMA_ID,
     "next": "done",
     "then": "done",
     "else": "done",

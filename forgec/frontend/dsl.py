@@ -77,7 +77,7 @@ _ESCAPES = {
 class _N:
     """A JSON value with where it was written: `s` its span, `k` its key's, `kids` its members."""
 
-    __slots__ = ("k", "kids", "plain", "s", "v")
+    __slots__ = ("g", "k", "kids", "plain", "s", "v")
 
     def __init__(self, v: Any, s: Pos, kids: dict[str, _N] | list[_N] | None = None) -> None:
         self.v = v
@@ -85,6 +85,9 @@ class _N:
         self.k: Pos | None = None
         self.kids = kids
         self.plain: str | None = None  # a string token's text, when a template would be wrong
+        # A block written between braces (an object, a list, the flow's nodes, the tool's
+        # items): from its opening to its closing brace. Comments are placed by it (dsl_trivia).
+        self.g: Pos | None = None
 
 
 def _tpos(tok: Any) -> Pos:
@@ -296,11 +299,15 @@ class _Builder:
         for p in c[1:-1]:
             if p is not None:
                 _merge("this object", members, kids, p[0], p[1], self.diags)
-        return _N(members, _join(_tpos(c[0]), _tpos(c[-1])), kids)
+        n = _N(members, _join(_tpos(c[0]), _tpos(c[-1])), kids)
+        n.g = n.s
+        return n
 
     def array(self, c: list) -> _N:
         items = [x for x in c[1:-1] if x is not None]
-        return _N([x.v for x in items], _join(_tpos(c[0]), _tpos(c[-1])), items)
+        n = _N([x.v for x in items], _join(_tpos(c[0]), _tpos(c[-1])), items)
+        n.g = n.s
+        return n
 
     # ---- the tool's header -------------------------------------------------------------
     @staticmethod
@@ -359,12 +366,13 @@ class _Builder:
         )
 
     def ui(self, c: list) -> tuple:
-        kw, title, *values = c
+        kw, title, lbrace, *values, rbrace = c
         self._plain(title)
         items = [v for v in values if v is not None]
         vals = _N([v.v for v in items], items[0].s if items else title.s, items)
         if items:
             vals.s = _join(items[0].s, items[-1].s)
+        vals.g = _join(_tpos(lbrace), _tpos(rbrace))
         n = _N(
             {"title": title.v, "values": vals.v},
             _join(_tpos(kw), vals.s),
@@ -379,14 +387,14 @@ class _Builder:
         return ("member", name.v, val)
 
     # ---- the flow -----------------------------------------------------------------------
-    def items(self, c: list) -> list:
-        return c
+    def items(self, c: list) -> tuple[Pos, list]:
+        return _join(_tpos(c[0]), _tpos(c[-1])), c[1:-1]
 
-    def nodes(self, c: list) -> list:
-        return c
+    def nodes(self, c: list) -> tuple[Pos, list]:
+        return _join(_tpos(c[0]), _tpos(c[-1])), c[1:-1]
 
     def flow(self, c: list) -> tuple:
-        kw, entry, max_t, nodes = c
+        kw, entry, max_t, (braces, nodes) = c
         members: dict[str, Any] = {}
         kids: dict[str, _N] = {}
         if entry is not None:
@@ -400,6 +408,7 @@ class _Builder:
         list_n = _N(
             [x.v for x in node_ns], _join(node_ns[0].s, end) if node_ns else _tpos(kw), node_ns
         )
+        list_n.g = braces
         members["nodes"] = list_n.v
         kids["nodes"] = list_n
         n = _N(members, _join(_tpos(kw), end), kids)
@@ -503,9 +512,10 @@ class _Builder:
         )
 
     def for_node(self, c: list) -> _N:
-        id_n, kw, item, index, source, max_items, nodes, nxt = c
+        id_n, kw, item, index, source, max_items, (braces, nodes), nxt = c
         body = [x for x in nodes if x is not None]
         body_n = _N([x.v for x in body], _join(body[0].s, body[-1].s) if body else _tpos(kw), body)
+        body_n.g = braces
         return self._mk_node(
             id_n,
             "foreach",
@@ -537,7 +547,7 @@ class _Builder:
 
     # ---- the whole tool ---------------------------------------------------------------
     def start(self, c: list) -> _N:
-        kw, id_n, items = c
+        kw, id_n, (braces, items) = c
         members: dict[str, Any] = {"schema": SCHEMA}
         kids: dict[str, _N] = {}
         head = _tpos(kw)
@@ -570,7 +580,9 @@ class _Builder:
             ("credentialRequirements", []),
         ):
             members.setdefault(key, const)
-        return _N(members, head, kids)
+        root = _N(members, head, kids)
+        root.g = braces
+        return root
 
 
 class ForgeSourceMap:
@@ -588,6 +600,11 @@ class ForgeSourceMap:
     @property
     def text(self) -> str | None:
         return self._text
+
+    @property
+    def root(self) -> _N | None:
+        """The parsed tree (`dsl_trivia` places comments by it)."""
+        return self._root
 
     def span(self, pointer: str, *, key: bool = False) -> Span | None:
         node = self._root
@@ -707,7 +724,14 @@ def parse_forge(text: str, *, path: str | None = None) -> tuple[_N | None, list[
             first = syntax_diagnostic(exc, text, path, lark_parser)
             more = more_syntax_errors(exc, text, path, lark_parser)
             builder.diags = []
-            return None, [first, *more]
+            found: list[Diagnostic] = []
+            for d in (first, *more):  # one open block is one mistake, however often met
+                if not any(d.message == f.message and d.span == f.span for f in found):
+                    found.append(d)
+            # in the order of the text: an open block is reported at its opener, which may
+            # come before where the parser noticed
+            found.sort(key=lambda d: (d.span.line, d.span.column) if d.span else (0, 0))
+            return None, found
         problems = builder.diags
         builder.diags = []
     return root, [make(STRUCTURE, "", msg, span=_span(path, pos)) for pos, msg in problems]

@@ -9,6 +9,7 @@ and a span under the offending token. Common mistakes are recognised by lark's `
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from forgec.ir.diagnostics import Diagnostic, make
@@ -186,6 +187,9 @@ def syntax_diagnostic(exc: Any, text: str, path: str | None, parser: Any) -> Dia
     """One diagnostic for a lark `UnexpectedInput`, with a span under the offending input."""
     from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedToken
 
+    unclosed = unclosed_diagnostic(exc, text, path)
+    if unclosed is not None:
+        return unclosed
     label = None
     if isinstance(exc, UnexpectedCharacters):
         at = exc.pos_in_stream or 0
@@ -259,3 +263,111 @@ def _end_span(text: str, path: str | None) -> Span:
     line = len(lines)
     col = len(lines[-1]) + 1
     return Span(path, line, col, line, col + 1)
+
+
+# ---- a block left open ------------------------------------------------------------------------
+
+_BRACKETS = re.compile(
+    r'"""(?:[^"\\]|\\[\s\S]|"(?!""))*"""|"(?:[^"\\\n]|\\[^\n])*"|#[^\n]*|([{}\[\]])'
+)
+_PAIRS = {"}": "{", "]": "["}
+_CLOSER = {"{": "}", "[": "]"}
+
+
+def _indent_of(text: str, offset: int) -> tuple[int, bool]:
+    """The indentation of OFFSET's line, and whether OFFSET is the first thing on it."""
+    start = text.rfind("\n", 0, offset) + 1
+    head = text[start:offset]
+    line = text[start:]
+    indent = len(line) - len(line.lstrip(" \t"))
+    return indent, not head.strip(" \t")
+
+
+def _open_block(text: str, error_at: int) -> tuple[int, int | None] | None:
+    """The bracket most likely left open, as (its offset, the offset of the closer that
+    indentation says closes an outer block instead), or None when the brackets balance.
+
+    Brackets are matched as written (strings and comments skipped). When more are opened than
+    closed, the one left open is read off the indentation: the first closer that starts its
+    line at another indentation than its opener's line closes an outer block, so its opener is
+    the one never closed. Without such a closer it is the innermost bracket still open where
+    the parser stopped.
+    """
+    stack: list[int] = []
+    mismatch: tuple[int, int] | None = None
+    open_at_error: list[int] | None = None
+    balance = 0
+    for m in _BRACKETS.finditer(text):
+        ch = m.group(1)
+        if ch is None:
+            continue
+        at = m.start(1)
+        if open_at_error is None and at >= error_at:
+            open_at_error = list(stack)
+        if ch in _CLOSER:
+            stack.append(at)
+            balance += 1
+            continue
+        balance -= 1
+        if not stack or text[stack[-1]] != _PAIRS[ch]:
+            return None  # a stray closer: some other mistake
+        opener = stack.pop()
+        if mismatch is None and "\n" in text[opener:at]:
+            closer_indent, first = _indent_of(text, at)
+            if first and closer_indent != _indent_of(text, opener)[0]:
+                mismatch = (opener, at)
+    if balance <= 0:
+        return None
+    if mismatch is not None:
+        return mismatch
+    still = open_at_error if open_at_error is not None else stack
+    return (still[-1], None) if still else None
+
+
+def _closers_would_help(exc: Any) -> bool:
+    from lark import Token
+
+    from forgec.frontend.dsl_recover import _copy, _insert_closers
+
+    ip = getattr(exc, "interactive_parser", None)
+    if ip is None:
+        return False
+    try:
+        return _insert_closers(_copy(ip), exc, Token) is not None
+    except Exception:
+        return False
+
+
+def unclosed_diagnostic(exc: Any, text: str, path: str | None) -> Diagnostic | None:
+    """When the error is a block left open (the end of the file, or a token that a `}` or `]`
+    would let through, with more brackets opened than closed): the diagnostic at the bracket
+    that was never closed, not at where the parser noticed."""
+    from lark.exceptions import UnexpectedEOF, UnexpectedToken
+
+    if isinstance(exc, UnexpectedToken):
+        at_end = exc.token.type == "$END"
+        error_at = len(text) if at_end else (exc.token.start_pos or 0)
+        if not at_end and not _closers_would_help(exc):
+            return None
+    elif isinstance(exc, UnexpectedEOF):
+        error_at = len(text)
+    else:
+        return None
+    found = _open_block(text, error_at)
+    if found is None:
+        return None
+    opener, closer = found
+    line = text.count("\n", 0, opener) + 1
+    col = opener - (text.rfind("\n", 0, opener) + 1) + 1
+    bracket = text[opener]
+    hint = f"add `{_CLOSER[bracket]}` where this block ends"
+    if closer is not None:
+        closer_line = text.count("\n", 0, closer) + 1
+        hint += f"; the `{text[closer]}` on line {closer_line} is indented to close an outer block"
+    return make(
+        "FORGE_MANIFEST_STRUCTURE",
+        "",
+        f"syntax error: this `{bracket}` is never closed",
+        span=Span(path, line, col, line, col + 1),
+        hint=hint,
+    )

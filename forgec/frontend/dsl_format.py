@@ -16,9 +16,11 @@ back to the same manifest. Only the absence of a field the language implies (`sc
 
 from __future__ import annotations
 
+import bisect
 import re
 from typing import Any
 
+from forgec.ir.pointer import escape
 from forgec.ir.rules import EXECUTION, INSTALL_SCOPE, NODE_ORDER, OP_SYMBOLS, SCHEMA_ID
 from forgec.ir.text_rules import ESCAPED_ON_OUTPUT_CHARS
 from forgec.runtime.jsontext import format_float
@@ -93,6 +95,13 @@ class FormatError(ValueError):
     """The manifest lacks a field the `.forge` language always implies."""
 
 
+def same_text(written: str, canonical: str) -> bool:
+    """Whether a file holds the canonical text. Canonical text ends with one line break; what
+    editors add or drop at the end (a second line break, as Neovim writes a buffer that ends in
+    an empty line, or none at all) is not a difference worth failing a check for."""
+    return written.rstrip("\r\n") == canonical.rstrip("\n")
+
+
 # ---- strings, names, values ---------------------------------------------------------------
 
 
@@ -162,8 +171,113 @@ def _sugar(v: dict[str, Any]) -> str | None:
     return None
 
 
-def inline(v: Any) -> str | None:
-    """The value on one line, or None when it holds a line break."""
+class _Emit:
+    """Writes the comments of the text being reformatted (`dsl_trivia.Trivia`) back.
+
+    Every slot is taken once; whatever the layout could not place where it was (a comment inside
+    a construct written on one line by a sugar the source did not use) is written before the
+    nearest item that holds it, so no comment is ever dropped.
+    """
+
+    def __init__(self, trivia: Any) -> None:
+        self.slots: dict[tuple[str, str], list[Any]] = dict(trivia.slots)
+        self.blank: set[str] = trivia.blank
+        self.trivia = trivia
+        # blocks that must be written one member per line: those holding a comment
+        self.dirty: set[str] = set()
+        for kind, pointer in self.slots:
+            p = pointer if kind == "end" else _parent(pointer)
+            while p not in self.dirty:
+                self.dirty.add(p)
+                if not p:
+                    break
+                p = _parent(p)
+        self.keys = sorted(p for _, p in self.slots)
+        # comments of a construct that wrote nothing (an empty `raw credentialRequirements []`):
+        # they lead the next item written, which is where the next read would put them
+        self.pending: list[Any] = []
+
+    def take(self, kind: str, pointer: str) -> list[Any]:
+        return self.slots.pop((kind, pointer), [])
+
+    def under(self, pointer: str) -> list[Any]:
+        """Take every slot left at or below POINTER, in the file's order."""
+        found: list[Any] = []
+        lo = bisect.bisect_left(self.keys, pointer)
+        prefix = pointer + "/"
+        for key in self.keys[lo:]:
+            if key != pointer and not key.startswith(prefix):
+                if key > prefix:
+                    break
+                continue
+            for kind in ("lead", "end", "trail"):
+                found.extend(self.slots.pop((kind, key), []))
+        return sorted(found, key=lambda c: c.order)
+
+    def item(
+        self, pointer: str, indent: str, text: str, *, first: bool, comma: str = "",
+        force_blank: bool = False, top_level: bool = False,
+    ) -> list[str]:  # fmt: skip
+        """The lines of one item: its blank line and comments, the item, its trailing comment."""
+        lead = self.take("lead", pointer)
+        if top_level:
+            lead = self.pending + lead
+            self.pending = []
+        trail = self.take("trail", pointer)
+        lead.extend(self.under(pointer))
+        lead.extend(trail[1:])
+        lead.sort(key=lambda c: c.order)
+        out: list[str] = []
+        if force_blank:
+            out.append("")
+        out.extend(self.comment_lines(lead, indent, first=first or force_blank))
+        if not force_blank and pointer in self.blank and (out or not first):
+            out.append("")
+        line = text + comma
+        if trail:
+            line += "  " + trail[0].text
+        out.append(line)
+        return out
+
+    def end(self, pointer: str, indent: str, *, first: bool) -> list[str]:
+        return self.comment_lines(self.take("end", pointer), indent, first=first)
+
+    @staticmethod
+    def comment_lines(comments: list[Any], indent: str, *, first: bool) -> list[str]:
+        out: list[str] = []
+        for c in comments:
+            if c.blank and (out or not first):
+                out.append("")
+            out.append(indent + c.text)
+        return out
+
+
+def _template(v: Any) -> bool:
+    """A template the sugar would write as a `"...{{x}}..."` string. In a field the language
+    reads as plain text (the header's texts, a credential's purpose, a cron, the ui card, a fail
+    message) that string reads back as text, not a template, so such a value is written `raw`."""
+    return (
+        isinstance(v, dict)
+        and len(v) == 1
+        and isinstance(v.get("$template"), str)
+        and "{{" in v["$template"]
+    )
+
+
+def _parent(pointer: str) -> str:
+    return pointer.rsplit("/", 1)[0] if pointer else ""
+
+
+def _child(pointer: str, key: str | int) -> str:
+    return pointer + "/" + escape(key)
+
+
+def _dirty(e: _Emit | None, pointer: str) -> bool:
+    return e is not None and pointer in e.dirty
+
+
+def inline(v: Any, e: _Emit | None = None, ptr: str = "") -> str | None:
+    """The value on one line, or None when it holds a line break (or a comment)."""
     if v is None:
         return "null"
     if v is True:
@@ -174,21 +288,25 @@ def inline(v: Any) -> str | None:
         return _number(v)
     if isinstance(v, str):
         return None if "\n" in v else quote(v)
+    if e is not None and not e.dirty:
+        e = None
+    if e is not None and ptr in e.dirty:
+        return None
     if isinstance(v, dict):
         sugar = _sugar(v)
         if sugar is not None:
             return sugar
         parts = []
         for k, x in v.items():
-            s = inline(x)
+            s = inline(x, e, _child(ptr, k) if e is not None else "")
             if s is None:
                 return None
             parts.append(f"{_key(k)}: {s}")
         return "{" + ", ".join(parts) + "}"
     if isinstance(v, list):
         items = []
-        for x in v:
-            s = inline(x)
+        for i, x in enumerate(v):
+            s = inline(x, e, _child(ptr, i) if e is not None else "")
             if s is None:
                 return None
             items.append(s)
@@ -196,49 +314,72 @@ def inline(v: Any) -> str | None:
     raise FormatError(f"not a JSON value: {type(v).__name__}")
 
 
-def value(v: Any, indent: str, used: int) -> str:
+def value(v: Any, indent: str, used: int, e: _Emit | None = None, ptr: str = "") -> str:
     """The value as canonical text, starting at column `used` of a line indented `indent`."""
-    one = inline(v)
+    one = inline(v, e, ptr)
     if one is not None and used + len(one) <= WIDTH:
         return one
     inner = indent + "  "
+    dirty = _dirty(e, ptr)
     if isinstance(v, str):
         return _triple(v, indent) if "\n" in v else quote(v)
     if isinstance(v, dict):
-        if len(v) == 1 and isinstance(v.get("$template"), str) and "{{" in v["$template"]:
+        if (
+            not dirty
+            and len(v) == 1
+            and isinstance(v.get("$template"), str)
+            and "{{" in v["$template"]
+        ):
             return _triple(v["$template"], indent, template=True)
         if one is not None and _sugar(v) is not None:
             return one
-        if not v:
+        if not v and not dirty:
             return "{}"
-        members = [
-            f"{inner}{_key(k)}: {value(x, inner, len(inner) + len(_key(k)) + 2)}"
-            for k, x in v.items()
-        ]
-        return "{\n" + ",\n".join(members) + "\n" + indent + "}"
+        if e is None:
+            members = [
+                f"{inner}{_key(k)}: {value(x, inner, len(inner) + len(_key(k)) + 2)}"
+                for k, x in v.items()
+            ]
+            return "{\n" + ",\n".join(members) + "\n" + indent + "}"
+        lines: list[str] = []
+        last = len(v) - 1
+        for i, (k, x) in enumerate(v.items()):
+            cp = _child(ptr, k)
+            head = f"{inner}{_key(k)}: "
+            body = head + value(x, inner, len(head), e, cp)
+            lines += e.item(cp, inner, body, first=i == 0, comma="," if i < last else "")
+        lines += e.end(ptr, inner, first=not v)
+        return "{\n" + "\n".join(lines) + "\n" + indent + "}"
     if isinstance(v, list):
-        if not v:
+        if not v and not dirty:
             return "[]"
-        items = [inner + value(x, inner, len(inner)) for x in v]
-        return "[\n" + ",\n".join(items) + "\n" + indent + "]"
+        if e is None:
+            items = [inner + value(x, inner, len(inner)) for x in v]
+            return "[\n" + ",\n".join(items) + "\n" + indent + "]"
+        lines = []
+        last = len(v) - 1
+        for i, x in enumerate(v):
+            cp = _child(ptr, i)
+            body = inner + value(x, inner, len(inner), e, cp)
+            lines += e.item(cp, inner, body, first=i == 0, comma="," if i < last else "")
+        lines += e.end(ptr, inner, first=not v)
+        return "[\n" + "\n".join(lines) + "\n" + indent + "]"
     return one if one is not None else "null"
 
 
 # ---- the tool -------------------------------------------------------------------------------
 
 
-def _stmt(indent: str, head: str, v: Any) -> str:
-    return f"{indent}{head} {value(v, indent, len(indent) + len(head) + 1)}"
+def _stmt(indent: str, head: str, v: Any, e: _Emit | None = None, ptr: str = "") -> str:
+    return f"{indent}{head} {value(v, indent, len(indent) + len(head) + 1, e, ptr)}"
 
 
-def _text_stmt(indent: str, head: str, v: Any) -> str:
-    """A header field read as plain text: a string with `{{` needs no escaping there, but the
-    escaped form reads back the same, and one rule for every string is easier to trust."""
-    return _stmt(indent, head, v)
+def format_forge(manifest: dict[str, Any], trivia: Any = None) -> str:
+    """Canonical `.forge` text of a manifest (see the module docstring for what is possible).
 
-
-def format_forge(manifest: dict[str, Any]) -> str:
-    """Canonical `.forge` text of a manifest (see the module docstring for what is possible)."""
+    TRIVIA (`dsl_trivia.collect` of the text the manifest was read from) puts that text's
+    comments and blank lines back where they were.
+    """
     if not isinstance(manifest, dict):
         raise FormatError("a manifest is a JSON object")
     for key in ("schema", "execution", "installScope", "credentialRequirements"):
@@ -247,8 +388,39 @@ def format_forge(manifest: dict[str, Any]) -> str:
                 f"the manifest has no `{key}`; a .forge file always implies it, so it cannot "
                 "say that it is missing"
             )
+    e = _Emit(trivia) if trivia is not None else None
     ind = "  "
     out: list[str] = []
+    if e is not None and trivia.head:
+        out.extend(_Emit.comment_lines(trivia.head, "", first=True))
+        if trivia.head_blank:
+            out.append("")
+    top = len(out) + 1  # the first line inside the tool's braces
+
+    def emit(pointer: str, text: str, *, force_blank: bool = False) -> None:
+        if e is None:
+            if force_blank:
+                out.append("")
+            out.append(text)
+        else:
+            first = len(out) == top
+            out.extend(
+                e.item(pointer, ind, text, first=first, force_blank=force_blank, top_level=True)
+            )
+
+    def emit_group(pointer: str, texts: list[tuple[str, str]]) -> None:
+        """Items written for one manifest key (a statement per credential, say); comments
+        filed under the key itself (its `raw` form) go before the first of them."""
+        at = len(out)
+        for p, text in texts:
+            emit(p, text)
+        if e is not None:
+            rest = e.under(pointer)
+            if rest and not texts:
+                e.pending.extend(rest)
+            elif rest:
+                out[at:at] = _Emit.comment_lines(rest, ind, first=at == top)
+
     tool_id = manifest.get("id")
     done = {"id", "schema", "execution", "installScope"}
     if isinstance(tool_id, str):
@@ -256,22 +428,27 @@ def format_forge(manifest: dict[str, Any]) -> str:
     else:
         out.append("tool {")
         if "id" in manifest:
-            out.append(_stmt(ind, "raw id", tool_id))
+            emit("/id", _stmt(ind, "raw id", tool_id, e, "/id"))
     for key, const in (
         ("schema", SCHEMA),
         ("execution", EXECUTION),
         ("installScope", INSTALL_SCOPE),
     ):
         if manifest[key] != const or not isinstance(manifest[key], str):
-            out.append(_stmt(ind, key, manifest[key]))
+            emit("/" + key, _stmt(ind, key, manifest[key], e, "/" + key))
     for key, word in _HEADER:
         if key in manifest:
-            out.append(_text_stmt(ind, word, manifest[key]))
+            text = (
+                _raw(key, manifest[key], ind, e)
+                if _template(manifest[key])
+                else _stmt(ind, word, manifest[key], e, "/" + key)
+            )
+            emit("/" + key, text)
             done.add(key)
     if "network" in manifest:
-        out.append(_network(manifest["network"], ind))
+        emit_group("/network", [("/network", _network(manifest["network"], ind, e))])
         done.add("network")
-    out.extend(_credentials(manifest["credentialRequirements"], ind))
+    emit_group("/credentialRequirements", _credentials(manifest["credentialRequirements"], ind, e))
     done.add("credentialRequirements")
     for key, word in (
         ("modelDefaults", "model"),
@@ -279,137 +456,176 @@ def format_forge(manifest: dict[str, Any]) -> str:
         ("outputSchema", "output"),
     ):
         if key in manifest:
-            out.append(_stmt(ind, word, manifest[key]))
+            emit("/" + key, _stmt(ind, word, manifest[key], e, "/" + key))
             done.add(key)
     if "state" in manifest:
-        out.append(_state(manifest["state"], ind))
+        emit_group("/state", [("/state", _state(manifest["state"], ind, e))])
         done.add("state")
     if "triggers" in manifest:
-        out.extend(_triggers(manifest["triggers"], ind))
+        emit_group("/triggers", _triggers(manifest["triggers"], ind, e))
         done.add("triggers")
     if "ui" in manifest:
-        out.append(_ui(manifest["ui"], ind))
+        emit_group("/ui", [("/ui", _ui(manifest["ui"], ind, e))])
         done.add("ui")
     for key, v in manifest.items():
         if key not in done and key != "flow":
-            out.append(_stmt(ind, f"raw {name(key)}", v))
+            emit(_child("", key), _raw(key, v, ind, e))
     if "flow" in manifest:
-        out.append("")
-        out.append(_flow(manifest["flow"], ind))
+        at = len(out)
+        emit("/flow", _flow(manifest["flow"], ind, e), force_blank=True)
+        if e is not None:
+            rest = e.under("/flow")
+            if rest:
+                out[at + 1 : at + 1] = _Emit.comment_lines(rest, ind, first=True)
+    if e is not None:
+        out.extend(e.end("", ind, first=len(out) == top))
+        out.extend(_Emit.comment_lines(e.pending, ind, first=len(out) == top))
+        out.extend(_Emit.comment_lines(e.under(""), ind, first=len(out) == top))
     out.append("}")
+    if e is not None and trivia.tail:
+        out.extend(_Emit.comment_lines(trivia.tail, "", first=True))
     return "\n".join(out) + "\n"
 
 
-def _raw(key: str, v: Any, ind: str) -> str:
-    return _stmt(ind, f"raw {name(key)}", v)
+def _raw(key: str, v: Any, ind: str, e: _Emit | None = None) -> str:
+    return _stmt(ind, f"raw {name(key)}", v, e, _child("", key))
 
 
-def _network(net: Any, ind: str) -> str:
+def _network(net: Any, ind: str, e: _Emit | None) -> str:
     if isinstance(net, dict) and isinstance(net.get("mode"), str) and set(net) <= {"mode", "hosts"}:
         head = f"network {name(net['mode'])}"
-        return _stmt(ind, head, net["hosts"]) if "hosts" in net else ind + head
-    return _raw("network", net, ind)
+        if "hosts" in net:
+            return _stmt(ind, head, net["hosts"], e, "/network/hosts")
+        return ind + head
+    return _raw("network", net, ind, e)
 
 
-def _credentials(creds: Any, ind: str) -> list[str]:
+def _credentials(creds: Any, ind: str, e: _Emit | None) -> list[tuple[str, str]]:
     if isinstance(creds, list) and all(
         isinstance(c, dict)
         and isinstance(c.get("id"), str)
         and set(c) <= {"id", "purpose", "hosts"}
+        and not _template(c.get("purpose"))
         for c in creds
     ):
         lines = []
-        for c in creds:
+        for i, c in enumerate(creds):
+            ptr = f"/credentialRequirements/{i}"
             line = f"{ind}credential {name(c['id'])}"
             if "purpose" in c:
-                line += " " + value(c["purpose"], ind, len(line) + 1)
+                line += " " + value(c["purpose"], ind, len(line) + 1, e, ptr + "/purpose")
             if "hosts" in c:
-                line += " hosts " + value(c["hosts"], ind, len(line) + 7)
-            lines.append(line)
+                line += " hosts " + value(c["hosts"], ind, len(line) + 7, e, ptr + "/hosts")
+            lines.append((ptr, line))
         return lines
-    return [_raw("credentialRequirements", creds, ind)]
+    return [("/credentialRequirements", _raw("credentialRequirements", creds, ind, e))]
 
 
-def _state(state: Any, ind: str) -> str:
+def _state(state: Any, ind: str, e: _Emit | None) -> str:
     if isinstance(state, dict) and set(state) <= {"fields", "maxBytes"} and state:
         line = f"{ind}state"
         if "maxBytes" in state:
-            line += " maxBytes " + value(state["maxBytes"], ind, len(line) + 10)
+            line += " maxBytes " + value(
+                state["maxBytes"], ind, len(line) + 10, e, "/state/maxBytes"
+            )
         if "fields" in state:
-            line += " " + value(state["fields"], ind, len(line) + 1)
+            line += " " + value(state["fields"], ind, len(line) + 1, e, "/state/fields")
         return line
-    return _raw("state", state, ind)
+    return _raw("state", state, ind, e)
 
 
-def _triggers(triggers: Any, ind: str) -> list[str]:
+def _triggers(triggers: Any, ind: str, e: _Emit | None) -> list[tuple[str, str]]:
     if (
         isinstance(triggers, list)
         and triggers
         and all(
-            isinstance(t, dict) and isinstance(t.get("type"), str) and set(t) <= {"type", "cron"}
+            isinstance(t, dict)
+            and isinstance(t.get("type"), str)
+            and set(t) <= {"type", "cron"}
+            and not _template(t.get("cron"))
             for t in triggers
         )
     ):
         lines = []
-        for t in triggers:
+        for i, t in enumerate(triggers):
+            ptr = f"/triggers/{i}"
             head = f"trigger {name(t['type'])}"
-            lines.append(_stmt(ind, head, t["cron"]) if "cron" in t else ind + head)
+            lines.append(
+                (ptr, _stmt(ind, head, t["cron"], e, ptr + "/cron") if "cron" in t else ind + head)
+            )
         return lines
-    return [_raw("triggers", triggers, ind)]
+    return [("/triggers", _raw("triggers", triggers, ind, e))]
 
 
-def _ui(ui: Any, ind: str) -> str:
+def _ui(ui: Any, ind: str, e: _Emit | None) -> str:
     if (
         isinstance(ui, dict)
         and set(ui) == {"title", "values"}
         and isinstance(ui["values"], list)
         and all(isinstance(v, dict) and set(v) == {"label", "path"} for v in ui["values"])
+        and not _template(ui["title"])
+        and not any(_template(v["label"]) or _template(v["path"]) for v in ui["values"])
     ):
-        head = f"{ind}ui " + value(ui["title"], ind, len(ind) + 3)
-        if not ui["values"]:
+        head = f"{ind}ui " + value(ui["title"], ind, len(ind) + 3, e, "/ui/title")
+        if not ui["values"] and not _dirty(e, "/ui/values"):
             return head + " {}"
         inner = ind + "  "
-        rows = []
-        for v in ui["values"]:
-            label = value(v["label"], inner, len(inner))
-            rows.append(f"{inner}{label}: {value(v['path'], inner, len(inner) + len(label) + 2)}")
+        rows: list[str] = []
+        for i, v in enumerate(ui["values"]):
+            ptr = f"/ui/values/{i}"
+            label = value(v["label"], inner, len(inner), e, ptr + "/label")
+            row = f"{inner}{label}: " + value(
+                v["path"], inner, len(inner) + len(label) + 2, e, ptr + "/path"
+            )
+            rows += [row] if e is None else e.item(ptr, inner, row, first=i == 0)
+        if e is not None:
+            rows += e.end("/ui/values", inner, first=not ui["values"])
         return head + " {\n" + "\n".join(rows) + "\n" + ind + "}"
-    return _raw("ui", ui, ind)
+    return _raw("ui", ui, ind, e)
 
 
 # ---- the flow -------------------------------------------------------------------------------
 
 
-def _flow(flow: Any, ind: str) -> str:
+def _flow(flow: Any, ind: str, e: _Emit | None) -> str:
     if not (
         isinstance(flow, dict)
         and set(flow) <= {"entry", "maxTransitions", "nodes"}
         and isinstance(flow.get("nodes"), list)
         and isinstance(flow.get("entry", ""), str)
     ):
-        return _raw("flow", flow, ind)
+        return _raw("flow", flow, ind, e)
     head = f"{ind}flow"
     if "entry" in flow:
         head += f" entry {name(flow['entry'])}"
     if "maxTransitions" in flow:
-        head += " max " + value(flow["maxTransitions"], ind, len(head) + 5)
-    return head + _block(flow["nodes"], ind)
+        head += " max " + value(
+            flow["maxTransitions"], ind, len(head) + 5, e, "/flow/maxTransitions"
+        )
+    return head + _block(flow["nodes"], ind, e, "/flow/nodes")
 
 
-def _block(nodes: list[Any], ind: str) -> str:
-    if not nodes:
+def _block(nodes: list[Any], ind: str, e: _Emit | None, ptr: str) -> str:
+    if not nodes and not _dirty(e, ptr):
         return " {}"
     inner = ind + "  "
-    return " {\n" + "\n".join(_node(n, inner) for n in nodes) + "\n" + ind + "}"
+    if e is None:
+        return " {\n" + "\n".join(_node(n, inner, None, "") for n in nodes) + "\n" + ind + "}"
+    lines: list[str] = []
+    for i, n in enumerate(nodes):
+        cp = _child(ptr, i)
+        lines += e.item(cp, inner, _node(n, inner, e, cp), first=i == 0)
+    lines += e.end(ptr, inner, first=not nodes)
+    return " {\n" + "\n".join(lines) + "\n" + ind + "}"
 
 
 def _is_name(v: Any) -> bool:
     return isinstance(v, str)
 
 
-def _node(node: Any, ind: str) -> str:
-    text = _sugared_node(node, ind) if isinstance(node, dict) else None
-    return text if text is not None else _stmt(ind, "raw", node)
+def _node(node: Any, ind: str, e: _Emit | None, ptr: str) -> str:
+    text = _sugared_node(node, ind, e, ptr) if isinstance(node, dict) else None
+    return text if text is not None else _stmt(ind, "raw", node, e, ptr)
 
 
 def _tail(node: dict[str, Any], line: str) -> str:
@@ -418,7 +634,7 @@ def _tail(node: dict[str, Any], line: str) -> str:
     return line
 
 
-def _sugared_node(node: dict[str, Any], ind: str) -> str | None:
+def _sugared_node(node: dict[str, Any], ind: str, e: _Emit | None, ptr: str) -> str | None:
     kind = node.get("type")
     if not (_is_name(node.get("id")) and isinstance(kind, str) and kind in _NODE_FIELDS):
         return None
@@ -438,19 +654,23 @@ def _sugared_node(node: dict[str, Any], ind: str) -> str | None:
     ):
         if k in node and not _is_name(node[k]):
             return None
+
+    def at(field: str) -> str:
+        return ptr + "/" + field if e is not None else ""
+
     head = f"{ind}{name(node['id'])}: "
     if kind == "set":
         if "target" not in node or "value" not in node:
             return None
         line = head + f"{name(node['target'])} = "
-        return _tail(node, line + value(node["value"], ind, len(line)))
+        return _tail(node, line + value(node["value"], ind, len(line), e, at("value")))
     if kind in ("capability", "llm"):
         word, what = ("call", "capability") if kind == "capability" else ("llm", "op")
         if what not in node or "input" not in node:
             return None
         line = head + (f"{name(node['target'])} = " if "target" in node else "")
         line += f"{word} {name(node[what])} "
-        line += value(node["input"], ind, len(line))
+        line += value(node["input"], ind, len(line), e, at("input"))
         if kind == "capability":
             retry = node.get("retry")
             if "retry" in node:
@@ -460,23 +680,25 @@ def _sugared_node(node: dict[str, Any], ind: str) -> str | None:
                     and set(retry) <= {"attempts", "backoffMs"}
                 ):
                     return None
-                line = _clause(line, "retry", retry["attempts"], ind)
+                line = _clause(line, "retry", retry["attempts"], ind, e, at("retry/attempts"))
                 if "backoffMs" in retry:
-                    line = _clause(line, "backoff", retry["backoffMs"], ind)
+                    line = _clause(
+                        line, "backoff", retry["backoffMs"], ind, e, at("retry/backoffMs")
+                    )
             if "compensation" in node:
                 line = _clause_text(line, f"undo {name(node['compensation'])}", ind)
         else:
             if "requirements" in node:
-                line = _clause(line, "requires", node["requirements"], ind)
+                line = _clause(line, "requires", node["requirements"], ind, e, at("requirements"))
             if "outputSchema" in node:
-                line = _clause(line, "returns", node["outputSchema"], ind)
+                line = _clause(line, "returns", node["outputSchema"], ind, e, at("outputSchema"))
         if "next" in node:
             line = _clause_text(line, f"-> {name(node['next'])}", ind)
         return line
     if kind == "if":
         if "condition" not in node:
             return None
-        line = head + "if " + _condition(node["condition"], ind, len(head) + 3)
+        line = head + "if " + _condition(node["condition"], ind, len(head) + 3, e, at("condition"))
         if "then" in node:
             line = _clause_text(line, f"then {name(node['then'])}", ind)
         if "else" in node:
@@ -489,19 +711,19 @@ def _sugared_node(node: dict[str, Any], ind: str) -> str | None:
         if "indexVar" in node:
             line += f", {name(node['indexVar'])}"
         line += " in "
-        line += value(node["source"], ind, len(line))
+        line += value(node["source"], ind, len(line), e, at("source"))
         if "maxItems" in node:
-            line += " max " + value(node["maxItems"], ind, len(line) + 5)
-        return _tail(node, line + _block(node["body"], ind))
+            line += " max " + value(node["maxItems"], ind, len(line) + 5, e, at("maxItems"))
+        return _tail(node, line + _block(node["body"], ind, e, at("body")))
     if kind == "return":
         if "value" not in node:
             return None
-        return head + "return " + value(node["value"], ind, len(head) + 7)
+        return head + "return " + value(node["value"], ind, len(head) + 7, e, at("value"))
     if kind == "fail":
-        if "code" not in node or "message" not in node:
+        if "code" not in node or "message" not in node or _template(node["message"]):
             return None
         line = head + f"fail {name(node['code'])} "
-        return line + value(node["message"], ind, len(line))
+        return line + value(node["message"], ind, len(line), e, at("message"))
     return None  # pragma: no cover - every kind is handled above
 
 
@@ -509,14 +731,14 @@ def _last_line_len(text: str) -> int:
     return len(text) - text.rfind("\n") - 1
 
 
-def _clause(line: str, word: str, v: Any, ind: str) -> str:
+def _clause(line: str, word: str, v: Any, ind: str, e: _Emit | None = None, ptr: str = "") -> str:
     """Append `word VALUE`, on the same line when it fits, else on a continuation line."""
-    one = inline(v)
+    one = inline(v, e, ptr)
     used = _last_line_len(line)
     if one is not None and used + len(word) + 2 + len(one) <= WIDTH:
         return f"{line} {word} {one}"
     cont = ind + "  "
-    return f"{line}\n{cont}{word} " + value(v, cont, len(cont) + len(word) + 1)
+    return f"{line}\n{cont}{word} " + value(v, cont, len(cont) + len(word) + 1, e, ptr)
 
 
 def _clause_text(line: str, text: str, ind: str) -> str:
@@ -525,20 +747,27 @@ def _clause_text(line: str, text: str, ind: str) -> str:
     return f"{line}\n{ind}  {text}"
 
 
-def _condition(cond: Any, ind: str, used: int) -> str:
+def _condition(cond: Any, ind: str, used: int, e: _Emit | None = None, ptr: str = "") -> str:
     if isinstance(cond, dict) and isinstance(cond.get("op"), str) and "left" in cond:
         op = cond["op"]
+        left_ptr = ptr + "/left" if e is not None else ""
         if op == "truthy" and set(cond) == {"op", "left"}:
             # a bare object on the left would read as `condition {...}`-less truthy: fine, but
             # keep it unambiguous with the keyword
-            return value(cond["left"], ind, used)
+            return value(cond["left"], ind, used, e, left_ptr)
         if op == "exists" and set(cond) == {"op", "left"}:
-            return "exists " + value(cond["left"], ind, used + 7)
+            return "exists " + value(cond["left"], ind, used + 7, e, left_ptr)
         if op in _CMP and set(cond) == {"op", "left", "right"}:
-            left = value(cond["left"], ind, used)
+            left = value(cond["left"], ind, used, e, left_ptr)
             sym = _CMP[op]
-            return f"{left} {sym} " + value(cond["right"], ind, _last_line_len(left) + len(sym) + 2)
-    return "condition " + value(cond, ind, used + 10)
+            return f"{left} {sym} " + value(
+                cond["right"],
+                ind,
+                _last_line_len(left) + len(sym) + 2,
+                e,
+                ptr + "/right" if e is not None else "",
+            )
+    return "condition " + value(cond, ind, used + 10, e, ptr)
 
 
 # ---- one line, for a person reading a change ---------------------------------------------------

@@ -279,6 +279,7 @@ class ReferenceHost:
             spark_base_url=self.config.spark_coder_base_url,
             spark_model=self.config.spark_coder_model,
             key=self.credentials.key,
+            scrub=self.credentials.scrub_value,
             config=self.config,
             a2a_depth=self.a2a_depth,
         )
@@ -307,6 +308,12 @@ class ReferenceHost:
 
     def has_credential(self, credential_id: str) -> bool:
         return self.credentials.has(credential_id)
+
+    def credential_hint(self, credential_id: str) -> str:
+        """How to supply a missing credential (the VM adds it to `RUN_CREDENTIAL_MISSING`)."""
+        from forgec.host.credentials import how_to_supply
+
+        return how_to_supply(credential_id)
 
     def load_state(self, tool_id: str) -> dict[str, Any] | None:
         with self._lock:

@@ -28,11 +28,15 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from forgec.host.config import ConfigError
 
 PREFIX = "FORGEC_CREDENTIAL_"
 REDACTED = "[redacted]"
+# a "secret" of one to three characters (`x`, `abc`) protects nothing, and replacing it
+# everywhere would garble every output: shorter spellings are not scrubbed
+MIN_SCRUBBED = 4
 
 # environment variables holding keys the host's own parts read, and who reads each: read once
 # when the host opens, checked and scrubbed like credentials
@@ -41,6 +45,16 @@ KEY_VARIABLES: dict[str, str] = {"OPENAI_API_KEY": "the spark-coder sub-agent's 
 
 def env_name(credential_id: str) -> str:
     return PREFIX + re.sub(r"[.\-]", "_", credential_id).upper()
+
+
+def how_to_supply(credential_id: str) -> str:
+    """How a person gives the reference host a credential: the one sentence every
+    `RUN_CREDENTIAL_MISSING` of this host ends with."""
+    return (
+        f'give it with `--credentials FILE` (TOML `{credential_id} = "..."`, or JSON '
+        f'`{{"{credential_id}": "..."}}` in a .json file) or the environment variable '
+        f"{env_name(credential_id)}"
+    )
 
 
 def control_problem(value: str) -> str | None:
@@ -136,7 +150,8 @@ class CredentialStore:
 
 
 class _Scrubber:
-    """The spellings of a set of secrets, longest first, with a cheap pre-test."""
+    """The spellings of a set of secrets (as is, stripped, `repr`- and bytes-escaped, JSON-
+    escaped, percent-encoded), longest first."""
 
     def __init__(self, secrets: Iterable[str]) -> None:
         spellings: set[str] = set()
@@ -147,8 +162,12 @@ class _Scrubber:
                 repr(secret)[1:-1],
                 str(secret.encode("utf-8"))[2:-1],
                 secret.encode("unicode_escape").decode("ascii"),
+                json.dumps(secret)[1:-1],  # quoted back in a JSON error body
+                json.dumps(secret, ensure_ascii=False)[1:-1],
+                quote(secret, safe=""),  # echoed from a URL
+                quote(secret),
             ):
-                if form:
+                if len(form) >= MIN_SCRUBBED:
                     spellings.add(form)
         self.forms = sorted(spellings, key=len, reverse=True)  # longest first: no leftovers
 

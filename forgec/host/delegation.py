@@ -115,6 +115,9 @@ class DelegationContext:
     # variable name → the key the host read when it opened (`CredentialStore.key`): checked,
     # and scrubbed from everything the host lets out; a sub-agent never reads os.environ
     key: Callable[[str], str | None] = lambda name: None
+    # the host's one scrub (`CredentialStore.scrub_value`), for what a background worker
+    # writes to the database outside any call's boundary
+    scrub: Callable[[Any], Any] = lambda value: value
     config: Any = None  # the HostConfig (a profile's model and provider)
     a2a_depth: int = 0  # depth of the A2A task the current turn runs for (0: none)
 
@@ -550,7 +553,7 @@ def background(
 
     def work() -> None:
         try:
-            result = _json_safe(runner(job, ctx), "the background runner")
+            result = ctx.scrub(_json_safe(runner(job, ctx), "the background runner"))
         except Exception as exc:  # a runner failure is the task's failure, not the host's
             _finish_bg(
                 ctx.db_path,
@@ -558,7 +561,7 @@ def background(
                 ctx.persona,
                 ctx.thread,
                 None,
-                getattr(exc, "message", None) or str(exc) or type(exc).__name__,
+                ctx.scrub(getattr(exc, "message", None) or str(exc) or type(exc).__name__),
             )
         else:
             _finish_bg(ctx.db_path, task_id, ctx.persona, ctx.thread, result, None)

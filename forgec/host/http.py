@@ -338,7 +338,12 @@ def request(
             )
         secret = credentials.get(cid)
         if secret is None:
-            raise HostError("RUN_CREDENTIAL_MISSING", f"credential {cid!r} is not available")
+            from forgec.host.credentials import how_to_supply
+
+            raise HostError(
+                "RUN_CREDENTIAL_MISSING",
+                f"credential {cid!r} is not available: {how_to_supply(cid)}",
+            )
         secrets[name] = secret
 
     deadline = time.monotonic() + timeout_ms / 1000

@@ -370,7 +370,10 @@ _RUN: list[tuple[str, str, str]] = [
     (
         "RUN_CREDENTIAL_MISSING",
         "A declared credential is not available.",
-        "Every credential the tool declares is checked present before the first step.",
+        "Every credential the tool declares is checked present before the first step. The "
+        'reference host reads credentials from `--credentials FILE` (TOML `github = "..."`, '
+        "or a JSON object in a .json file; `[credentials] file` in the host config) and from "
+        "`FORGEC_CREDENTIAL_<ID>` variables (the id upper-cased, `.` and `-` as `_`).",
     ),
     (
         "RUN_TRANSITION_LIMIT",

@@ -69,6 +69,17 @@ class Analysis:
     writes: list[Use] = attrs.field(factory=list)
     reads: list[Use] = attrs.field(factory=list)
     loop_vars: dict[str, list[str]] = attrs.field(factory=dict)  # loop id → its variables
+    _trivia: Any = attrs.field(default=None, init=False)
+
+    def trivia(self) -> Any:
+        """The comments of a `.forge` document (`dsl_trivia.Trivia`), read once; else None."""
+        if self.form != "forge":
+            return None
+        if self._trivia is None:
+            from forgec.frontend.dsl_trivia import of_text
+
+            self._trivia = of_text(self.text) or False
+        return self._trivia or None
 
     # -- lookups ---------------------------------------------------------------------------
 
@@ -119,7 +130,8 @@ def analyse(
 
     form = language_of(uri, text) or "talostool"
     path = _display_path(uri, form)
-    report = check_with_budget(text, path=path, target=target, budget_s=budget_s)
+    # diagnostics and the index only: the deferred flow facts are not worth a keystroke
+    report = check_with_budget(text, path=path, target=target, budget_s=budget_s, facts=False)
     analysis = Analysis(uri=uri, text=text, form=form, target=target, report=report)
     manifest = report.ir
     if manifest is None or report.source_map is None:

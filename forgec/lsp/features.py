@@ -19,6 +19,7 @@ from lsprotocol import types as lsp
 from forgec.ir import nodes as ir
 from forgec.ir.span import Span
 from forgec.lsp.analysis import Analysis, NodeDef, Use
+from forgec.lsp.edits import minimal_edits
 from forgec.lsp.positions import LineIndex, Point, span_points
 
 SOURCE = "forgec"
@@ -403,8 +404,11 @@ def code_actions(
                 actions.append(_replace_fix(a, index, diag, fix["value"]))
             elif fix.get("kind") == "insert" and isinstance(fix.get("field"), str):
                 pointer = f"{fix.get('pointer') or ''}/{fix['field']}"
+                value = fix.get("value")
+                if fix["field"] == "createdAt":
+                    value = _now()  # the checker's placeholder is fixed; an editor knows the time
                 action = _structural_fix(
-                    a, index, diag, pointer, fix["field"], fix.get("value"), fix.get("title")
+                    a, index, diag, pointer, fix["field"], value, fix.get("title")
                 )
                 if action is not None:
                     actions.append(action)
@@ -412,6 +416,12 @@ def code_actions(
             continue
     actions.extend(_conversions(a))
     return actions
+
+
+def _now() -> str:
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _replace_fix(a: Analysis, index: LineIndex, diag: lsp.Diagnostic, word: str) -> lsp.CodeAction:
@@ -465,27 +475,27 @@ def _structural_fix(
 def _rewrite(
     a: Analysis, index: LineIndex, diag: lsp.Diagnostic, title: str, doc: dict[str, Any]
 ) -> lsp.CodeAction | None:
-    """A quick fix that writes the changed manifest DOC anew, in the document's own form."""
-    text = render_form(doc, a.form)
+    """A quick fix that writes the changed manifest DOC in the document's own form, keeping its
+    comments, as the few line edits that differ."""
+    text = render_form(doc, a.form, trivia=a.trivia())
     if text is None:
         return None
     return lsp.CodeAction(
         title=title,
         kind=lsp.CodeActionKind.QuickFix,
         diagnostics=[diag],
-        edit=lsp.WorkspaceEdit(
-            changes={a.uri: [lsp.TextEdit(range=whole_document(index), new_text=text)]}
-        ),
+        edit=lsp.WorkspaceEdit(changes={a.uri: minimal_edits(index, text)}),
     )
 
 
-def render_form(doc: dict[str, Any], form: str) -> str | None:
-    """A manifest value as canonical text of FORM (None when it cannot be written so)."""
+def render_form(doc: dict[str, Any], form: str, *, trivia: Any = None) -> str | None:
+    """A manifest value as canonical text of FORM (None when it cannot be written so); TRIVIA
+    (the comments of the `.forge` text it came from) is written back."""
     from forgec.frontend.canonical import dumps_canonical
     from forgec.frontend.dsl_format import format_forge
 
     try:
-        return format_forge(doc) if form == "forge" else dumps_canonical(doc)
+        return format_forge(doc, trivia) if form == "forge" else dumps_canonical(doc)
     except Exception:  # a broken manifest the writer cannot lay out: no edit rather than a crash
         return None
 
@@ -498,6 +508,7 @@ def _conversions(a: Analysis) -> list[lsp.CodeAction]:
     text = render_form(a.report.raw, other)
     if text is None:
         return []
+    dropped = len(a.trivia().comments()) if a.form == "forge" and a.trivia() else 0
     base = a.uri.rsplit(".", 1)[0] if "." in a.uri.rsplit("/", 1)[-1] else a.uri
     new_uri = f"{base}.{other}"
     edit = lsp.WorkspaceEdit(
@@ -517,7 +528,8 @@ def _conversions(a: Analysis) -> list[lsp.CodeAction]:
     )
     return [
         lsp.CodeAction(
-            title=f"Convert this file to .{other}",
+            title=f"Convert this file to .{other}"
+            + (f" ({dropped} comment{'s' if dropped != 1 else ''} not kept)" if dropped else ""),
             kind=lsp.CodeActionKind.RefactorRewrite,
             edit=edit,
         )
@@ -528,13 +540,18 @@ def _conversions(a: Analysis) -> list[lsp.CodeAction]:
 
 
 def formatting(a: Analysis, index: LineIndex) -> list[lsp.TextEdit]:
-    """`forgec fmt`'s canonical text of the document's own form; nothing while it has errors."""
+    """`forgec fmt`'s canonical text of the document's own form, comments kept, as the line
+    edits that differ; nothing while it has errors."""
     if not a.report.ok or not isinstance(a.report.raw, dict):
         return []
-    text = render_form(a.report.raw, a.form)
-    if text is None or text == a.text:
+    text = render_form(a.report.raw, a.form, trivia=a.trivia())
+    if text is None:
         return []
-    return [lsp.TextEdit(range=whole_document(index), new_text=text)]
+    from forgec.frontend.dsl_format import same_text
+
+    if same_text(a.text, text):
+        return []
+    return minimal_edits(index, text)
 
 
 def uses_in(a: Analysis, name: str) -> list[Use]:

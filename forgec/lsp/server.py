@@ -21,7 +21,7 @@ from typing import Any
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
 
-from forgec.lsp import features
+from forgec.lsp import features, semantic
 from forgec.lsp.analysis import Analysis, analyse, language_of
 from forgec.lsp.positions import LineIndex
 
@@ -39,7 +39,8 @@ class ForgeLanguageServer(LanguageServer):
         super().__init__(
             "forgec", __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental
         )
-        self.target = "talos"
+        # the client's `forgec.target` setting, which overrides the files' own settings
+        self.target: str | None = None
         self.analyses: dict[str, Analysis] = {}
         self.indexed: dict[str, Analysis] = {}  # the last analysis of each document with an index
         self.pending: dict[str, asyncio.Task[None]] = {}
@@ -65,12 +66,12 @@ class ForgeLanguageServer(LanguageServer):
         if text is None or language_of(uri, text) is None:
             return None
         a = self.analyses.get(uri)
-        if a is None or a.text != text or a.target != self.target:
+        if a is None or a.text != text or a.target != self.target_for(uri):
             a = self.check(uri, text)
         return a, LineIndex(text, self.encoding())
 
     def check(self, uri: str, text: str) -> Analysis:
-        a = analyse(uri, text, target=self.target, budget_s=self.budget_s)
+        a = analyse(uri, text, target=self.target_for(uri), budget_s=self.budget_s)
         self.remember(uri, a)
         return a
 
@@ -82,13 +83,14 @@ class ForgeLanguageServer(LanguageServer):
     async def analysis_of(self, uri: str, text: str) -> Analysis:
         """The analysis of TEXT, checked in a worker thread (which waits on the budgeted worker
         process), so the event loop keeps answering meanwhile."""
+        target = self.target_for(uri)
         a = self.analyses.get(uri)
-        if a is not None and a.text == text and a.target == self.target:
+        if a is not None and a.text == text and a.target == target:
             return a
-        key = (text, self.target, self.budget_s)
+        key = (text, target, self.budget_s)
         running = self.running.get(uri)
         if running is None or running[0] != key:
-            work = functools.partial(analyse, uri, text, target=self.target, budget_s=key[2])
+            work = functools.partial(analyse, uri, text, target=target, budget_s=key[2])
             future = asyncio.get_running_loop().run_in_executor(None, work)
             running = (key, future)
             self.running[uri] = running
@@ -140,6 +142,21 @@ class ForgeLanguageServer(LanguageServer):
         except Exception:  # the server must outlive any one document
             log.exception("forgec lsp: publishing %s failed", uri)
 
+    def target_for(self, uri: str) -> str:
+        """The client's target setting, else what `[tool.forgec]` nearest the file says."""
+        if self.target is not None:
+            return self.target
+        from forgec.frontend.settings import SettingsError, settings_for
+
+        path = _file_path(uri)
+        if path is None:
+            return "talos"
+        try:
+            return settings_for(path).target_for(path)
+        except SettingsError as exc:
+            log.warning("forgec lsp: %s", exc)
+            return "talos"
+
     def set_target(self, value: Any) -> bool:
         """Take `target` from settings shaped `{"forgec": {"target": ..}}` or `{"target": ..}`."""
         if isinstance(value, dict):
@@ -166,6 +183,18 @@ class ForgeLanguageServer(LanguageServer):
             self.budget_s = float(value)
             return True
         return False
+
+
+def _file_path(uri: str) -> Any:
+    """The local path of a `file:` URI (None for an unsaved buffer)."""
+    from pathlib import Path
+    from urllib.parse import unquote, urlparse
+    from urllib.request import url2pathname
+
+    parsed = urlparse(uri)
+    if parsed.scheme != "file":
+        return None
+    return Path(url2pathname(unquote(parsed.path)))
 
 
 server = ForgeLanguageServer()
@@ -209,7 +238,12 @@ def _answer(default: Any) -> Any:
 
 @server.feature(lsp.INITIALIZED)
 def initialized(ls: ForgeLanguageServer, params: lsp.InitializedParams) -> None:
-    pass
+    import threading
+
+    from forgec.budget import warm_up
+
+    # start the checking worker now, not on the first keystroke
+    threading.Thread(target=warm_up, name="forgec-warm-up", daemon=True).start()
 
 
 @server.feature(lsp.INITIALIZE)
@@ -222,8 +256,12 @@ def initialize(ls: ForgeLanguageServer, params: lsp.InitializeParams) -> None:
 def did_change_configuration(
     ls: ForgeLanguageServer, params: lsp.DidChangeConfigurationParams
 ) -> None:
-    budget = ls.set_budget(params.settings or {})
-    if ls.set_target(params.settings or {}) or budget:
+    from forgec.frontend.settings import clear_cache
+
+    clear_cache()  # the files' own settings may have changed too
+    ls.set_budget(params.settings or {})
+    ls.set_target(params.settings or {})
+    if ls.analyses:
         for uri in list(ls.analyses):
             ls.schedule(uri)
 
@@ -338,6 +376,24 @@ def formatting(ls: ForgeLanguageServer, params: lsp.DocumentFormattingParams) ->
         return []
     a, index = got
     return features.formatting(a, index)
+
+
+@server.feature(
+    lsp.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL,
+    lsp.SemanticTokensLegend(
+        token_types=semantic.TOKEN_TYPES, token_modifiers=semantic.TOKEN_MODIFIERS
+    ),
+)
+@_guard(None)
+def semantic_tokens(
+    ls: ForgeLanguageServer, params: lsp.SemanticTokensParams
+) -> lsp.SemanticTokens | None:
+    """Colours for a `.forge` document (a `.talostool` is JSON: the editor colours it)."""
+    uri = params.text_document.uri
+    text = ls.text_of(uri)
+    if text is None or language_of(uri, text) != "forge":
+        return None
+    return lsp.SemanticTokens(data=semantic.encode(text, LineIndex(text, ls.encoding())))
 
 
 def main(budget_s: float | None = None) -> None:

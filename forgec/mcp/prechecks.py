@@ -53,9 +53,12 @@ def forged_problem(stored: Any, host: Any) -> str | None:
     for cred in stored.program.get("credentials") or []:
         if has is not None and not has(cred["id"]):
             purpose = f" ({cred['purpose']})" if cred.get("purpose") else ""
+            from forgec.host.credentials import how_to_supply
+
             return (
                 f"{stored.name} was not run: RUN_CREDENTIAL_MISSING: credential "
-                f"{cred['id']!r}{purpose} is not available on this host"
+                f"{cred['id']!r}{purpose} is not available on this host; "
+                f"{how_to_supply(cred['id'])} when starting `forgec mcp serve`"
             )
     allow = _host_allow(host)
     if allow:  # an empty host-side list leaves the manifest's as the only gate (SPEC §12)

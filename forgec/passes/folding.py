@@ -26,7 +26,7 @@ returned: the rest are scanned as written by the secrets pass already.
 `_Const` that carries its compact-JSON size and a 16-byte digest, both computed from its
 members' when it is built, so no value is ever serialised or hashed whole to be compared or
 measured; a value whose size would pass `VALUE_LIMIT` (256 KiB) is `UNKNOWN` *before* it is
-built (the size of a template's rendering is the sum of its parts', known before the join).
+built (a template's rendering is 2 + its parts' JSON-escaped bytes, known before the join).
 Each check also has a fixed work allowance (`WORK_UNITS`, bytes built plus a weight per
 operation) for the environment and another for the renderings; when one runs out, whatever is
 still to be folded is `UNKNOWN`. Unknown means "anything": a cap never invents a constant.
@@ -566,29 +566,36 @@ def _renderings(
 ) -> Iterator[Any]:
     """Each rendering of `template` as a `_Const` string (UNKNOWN when over the value limit);
     with FOLDED_ONLY, only those in which a reference folded to a constant."""
-    choices: list[tuple[tuple[str, bool], ...]] = []
+    # each option: (its text, whether it is a folded constant, its bytes once JSON-escaped).
+    # Escaping is per character, so a rendering's compact JSON is 2 + the sum of its parts'
+    # escaped bytes: known exactly (a structure's: at least) before the parts are joined
+    choices: list[tuple[tuple[str, bool, int], ...]] = []
     for part in template.parts:
         if isinstance(part, str):
-            choices.append(((part, False),))
+            build.budget.spend(OP_WEIGHT + len(part))
+            choices.append(((part, False, len(orjson.dumps(part)) - 2),))
             continue
-        options: list[tuple[str, bool]] = []
+        options: list[tuple[str, bool, int]] = []
         for v in _lookup(part, env, build):
             text = None if v is UNKNOWN else build.text_of(v)
-            options.append((HOLE, False) if text is None else (text, True))
-        choices.append(tuple(options) or ((HOLE, False),))
+            if text is None:
+                options.append((HOLE, False, 1))
+            else:
+                options.append((text, True, v.size - 2 if type(v.value) is str else v.size))
+        choices.append(tuple(options) or ((HOLE, False, 1),))
     for combo in itertools.islice(itertools.product(*choices), MAX_COMBINATIONS):
         build.budget.spend(OP_WEIGHT * (1 + len(combo)))
         folded = False
-        length = 0
-        for text, was_folded in combo:
+        size = 2
+        for _text, was_folded, escaped in combo:
             folded = folded or was_folded
-            length += len(text)
+            size += escaped
         if folded_only and not folded:
             continue
-        if length + 2 > VALUE_LIMIT:
+        if size > VALUE_LIMIT:
             yield UNKNOWN  # the runtime refuses to build it: no value, nothing to scan
             continue
-        yield build.scalar("".join(text for text, _ in combo))
+        yield build.scalar("".join(text for text, _folded, _escaped in combo))
 
 
 def _fold_template(template: Template, env: _Env, build: _Builder) -> tuple[str, ...]:

@@ -305,10 +305,15 @@ def _walk_screened(raw: Any, only: set[str], name: str | None = None) -> list[Lo
                         if best is not None:
                             out.append((_pointer((link, key)), True, best))
             pair = _pair_name(value, name)
+            # the common object (no pair, not headers): every member is judged under its key
+            plain = pair is None and (name is None or not is_headers_name(name))
             for key, child in value.items():
                 if not isinstance(key, str):
                     continue
-                child_name = _child_name(key, name, pair)
+                if plain and (name is None or key not in _PASSTHROUGH):
+                    child_name: str | None = key
+                else:
+                    child_name = _child_name(key, name, pair)
                 if isinstance(child, str):
                     matters = judged.get(child_name)
                     if matters is None:

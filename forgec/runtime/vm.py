@@ -429,9 +429,17 @@ class _Run:
                 present = False
             if not present:
                 purpose = f" ({cred['purpose']})" if cred.get("purpose") else ""
+                # a host may say how it is given one (optional: not part of the Host protocol)
+                hint = getattr(self.host, "credential_hint", None)
+                how = ""
+                if hint is not None:
+                    try:
+                        how = f": {hint(cred['id'])}"
+                    except Exception:
+                        how = ""
                 raise RunFailure(
                     "RUN_CREDENTIAL_MISSING",
-                    f"credential {cred['id']!r}{purpose} is not available on this host",
+                    f"credential {cred['id']!r}{purpose} is not available on this host{how}",
                 )
         self.state = self._load_state()
         output = self._execute({"input": input, "state": self.state})

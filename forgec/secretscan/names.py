@@ -129,6 +129,7 @@ def _ends_with(flat: str, vocabulary: tuple[str, ...]) -> str | None:
 HEADER_USE = "header:"
 
 
+@functools.lru_cache(maxsize=4096)
 def is_headers_name(name: str | None) -> bool:
     """`headers`, `extraHeaders`, `header`: an object whose members are HTTP headers."""
     if not name or len(name) > 128 or "header" not in name.translate(_ASCII_LOWER):

@@ -257,6 +257,20 @@ def default_store_path() -> Path:
     return Path(platformdirs.user_data_dir("forgec")) / "tools.db"
 
 
+def _refuse_a_new_store(path: Path, create: str) -> None:
+    if path.exists():
+        return
+    if create == "no":
+        raise StoreError(
+            f"{path}: no tool store there (check the path; `forgec tools install` creates one)"
+        )
+    if not path.parent.is_dir():
+        raise StoreError(
+            f"{path}: the folder {path.parent} does not exist (a mistyped --store? "
+            "forgec creates a store only in a folder that exists)"
+        )
+
+
 def normalize_id(tool: str) -> str:
     """Accept `ID` or `dynamic:ID`; refuse anything that cannot be a tool id."""
     tool_id = tool.removeprefix("dynamic:")
@@ -297,8 +311,14 @@ class Store:
         checker: Checker | None = None,
         lowerer: Lowerer | None = None,
         fault_hook: FaultHook | None = None,
+        create: str = "yes",
     ) -> None:
+        """CREATE says what to do when an explicit PATH holds no store yet: "yes" (make it and
+        its folders), "file" (make the file, only in a folder that exists: what `install`
+        does) or "no" (refuse: a mistyped `--store` must not become a new empty store)."""
         self.path = Path(path) if path is not None else default_store_path()
+        if path is not None and create != "yes":
+            _refuse_a_new_store(self.path, create)
         self._check = checker or _default_checker
         self._lower = lowerer or _default_lowerer
         self._fault = fault_hook
@@ -891,6 +911,64 @@ class Store:
                 (previous, _now(), tool_id),
             )
         return int(previous)
+
+    def tool_ids(self) -> list[tuple[str, int]]:
+        """(id, current version) of every tool, read without decoding any version: what a
+        listing needs to name a tool whose version is damaged."""
+        return [
+            (str(r[0]), int(r[1]))
+            for r in self._read("SELECT id, current_version FROM tools ORDER BY id")
+        ]
+
+    def remove(self, tool: str, version: int | None = None) -> list[int]:
+        """Delete a tool (every version, its consents) or one VERSION of it; returns the versions
+        removed. Nothing is read or checked first, so a damaged row can always be removed. When
+        the current version goes, the latest remaining stored version becomes current, off; a
+        tool left with no stored version is removed whole. A person's act (the CLI), never a
+        model's: the MCP face has no such tool."""
+        tool_id = normalize_id(tool)
+        with self._tx() as conn:
+            current, _ = self._tool_row(conn, tool_id)
+            stored = [
+                int(r[0])
+                for r in conn.execute(
+                    "SELECT version FROM versions WHERE tool_id = ? ORDER BY version", (tool_id,)
+                ).fetchall()
+            ]
+            if version is not None and version not in stored:
+                raise StoreError(
+                    f"dynamic:{tool_id} has no version {version} "
+                    f"(stored: {', '.join(str(v) for v in stored) or 'none'})"
+                )
+            gone = stored if version is None else [version]
+            for v in gone:
+                self._write(
+                    conn, "consents", "DELETE FROM consents WHERE tool_id = ? AND version = ?",
+                    (tool_id, v),
+                )  # fmt: skip
+                self._write(
+                    conn, "versions", "DELETE FROM versions WHERE tool_id = ? AND version = ?",
+                    (tool_id, v),
+                )  # fmt: skip
+            left = conn.execute(
+                "SELECT max(version) FROM versions WHERE tool_id = ? AND status = 'stored'",
+                (tool_id,),
+            ).fetchone()
+            successor = left[0] if left else None
+            if successor is None:
+                for table in ("consents", "versions"):
+                    self._write(
+                        conn, table, f"DELETE FROM {table} WHERE tool_id = ?", (tool_id,)
+                    )  # proposals and rejected versions go with the tool
+                self._write(conn, "tools", "DELETE FROM tools WHERE id = ?", (tool_id,))
+            elif current in gone:
+                self._write(
+                    conn,
+                    "tools",
+                    "UPDATE tools SET current_version = ?, enabled = 0, updated_at = ? WHERE id = ?",
+                    (successor, _now(), tool_id),
+                )
+        return gone
 
     def has_consent(self, tool: str, version: int | None = None) -> bool:
         """Whether a version (the current one by default) may run without asking: consent for
