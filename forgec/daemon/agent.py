@@ -321,25 +321,9 @@ class Agents:
         if endpoint.api_key_credential:
             key = host.credentials.get(endpoint.api_key_credential)
         elif endpoint.api_key_env:
+            # read and checked when the host opened (open_host reads every [model] and
+            # [providers.*] variable into the registry its scrub reads), from this same environ
             key = host.credentials.key(endpoint.api_key_env)
-            if key is None:  # a provider's variable the host did not read when it opened
-                import os
-
-                environ = self.environ if self.environ is not None else os.environ
-                value = environ.get(endpoint.api_key_env)
-                if value:
-                    from forgec.host import ConfigError
-
-                    try:
-                        # checked like a credential, and scrubbed from every message after
-                        host.credentials.add_key(
-                            endpoint.api_key_env,
-                            value,
-                            f"${endpoint.api_key_env} (the model API key of {name or 'model'})",
-                        )
-                    except ConfigError as exc:
-                        raise TurnFailed(str(exc)) from None
-                    key = value
         local = None if endpoint.locality is None else endpoint.locality == "local"
         provider = OpenAIProvider(
             endpoint.base_url,
