@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import attrs
-
 from forgec.ir.diagnostics import Diagnostic
+from forgec.ir.records import record
 from forgec.ir.span import SourceMap
 
 
-@attrs.define
+@record(frozen=False)
 class Loaded:
     # The manifest as a JSON value (for `.forge`, the compiled manifest), or None when the
     # source could not be read as one (the diagnostics say why).

@@ -17,8 +17,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-import attrs
-
+from forgec.ir.records import record
 from forgec.ir.span import Span
 
 
@@ -27,7 +26,7 @@ class Severity(StrEnum):
     WARNING = "warning"
 
 
-@attrs.frozen
+@record
 class Fix:
     """One repair. `replace`: the value at `pointer` becomes `value` (with `key`, the member's
     name at `pointer` becomes `value`); `insert`: the object at `pointer` gains the member
@@ -54,7 +53,7 @@ class Fix:
         return out
 
 
-@attrs.frozen
+@record
 class Related:
     """Another place a diagnostic involves (the other duplicate, a node of the cycle)."""
 
@@ -87,7 +86,7 @@ def suggestion(
     return f"did you mean `{name}`?", (replace_fix(pointer, name, key=key),)
 
 
-@attrs.frozen
+@record
 class Diagnostic:
     code: str
     severity: Severity

@@ -1,6 +1,6 @@
 """The typed IR of a forged tool: what both frontends (JSON manifest, `.forge`) produce.
 
-Frontends build these `@attrs.frozen` nodes; passes read them; the backend lowers them.
+Frontends build these frozen records (`forgec.ir.records`); passes read them; the backend lowers them.
 Nothing here knows about JSON parsing or text positions: every node carries the JSON Pointer
 of the manifest object it came from (`pointer`), and a `SourceMap` turns that into a line when
 a diagnostic or a run error needs one.
@@ -19,19 +19,27 @@ from __future__ import annotations
 
 from typing import Any, TypeAlias, TypeVar
 
-import attrs
+from forgec.ir.records import field, record
+from forgec.ir.rules import NODE_FIELDS
+
+
+def _node_fields(typ: str) -> tuple[str, ...]:
+    """A node record's fields: `id`, `pointer`, then the node table's, in its order (so the
+    record and `NODE_FIELDS` cannot disagree: a difference fails at import)."""
+    return ("id", "pointer", *(f.attr for f in NODE_FIELDS[typ]))
+
 
 # A path segment: a NAME (str) or an INDEX (int). The first segment is the ROOT.
 Segment: TypeAlias = str | int
 
 
-@attrs.frozen(unsafe_hash=False)
+@record(hashable=False)
 class Literal:
     value: Any  # plain JSON (dict/list/str/int/float/bool/None), no expression inside
     pointer: str
 
 
-@attrs.frozen(unsafe_hash=False)
+@record(hashable=False)
 class Ref:
     """``{"$ref": "input.items[0].title"}``: the value at a safe path."""
 
@@ -44,7 +52,7 @@ class Ref:
         return str(self.segments[0])
 
 
-@attrs.frozen(unsafe_hash=False)
+@record(hashable=False)
 class Template:
     """``{"$template": "Due in {{input.days}} days"}``: parts are text or a `Ref`."""
 
@@ -53,7 +61,7 @@ class Template:
     pointer: str
 
 
-@attrs.frozen(unsafe_hash=False)
+@record(hashable=False)
 class CredentialRef:
     """``{"$credential": "github"}``: resolved by the host at the bridge, never by the flow."""
 
@@ -61,13 +69,13 @@ class CredentialRef:
     pointer: str
 
 
-@attrs.frozen(unsafe_hash=False)
+@record(hashable=False)
 class ObjectExpr:
     fields: tuple[tuple[str, Value], ...]
     pointer: str
 
 
-@attrs.frozen(unsafe_hash=False)
+@record(hashable=False)
 class ListExpr:
     items: tuple[Value, ...]
     pointer: str
@@ -76,14 +84,14 @@ class ListExpr:
 Value: TypeAlias = Literal | Ref | Template | CredentialRef | ObjectExpr | ListExpr
 
 
-@attrs.frozen(unsafe_hash=False)
+@record(hashable=False)
 class Retry:
     attempts: int | None
     backoff_ms: int | None
     pointer: str
 
 
-@attrs.frozen(unsafe_hash=False)
+@record(hashable=False)
 class ModelRequirements:
     structured_output: bool | None = None
     context: int | None = None
@@ -92,7 +100,7 @@ class ModelRequirements:
     pointer: str = ""
 
 
-@attrs.frozen(unsafe_hash=False)
+@record(hashable=False, table=_node_fields("set"))
 class SetNode:
     id: str
     pointer: str
@@ -101,7 +109,7 @@ class SetNode:
     next: str | None
 
 
-@attrs.frozen(unsafe_hash=False)
+@record(hashable=False, table=_node_fields("capability"))
 class CapabilityNode:
     id: str
     pointer: str
@@ -113,7 +121,7 @@ class CapabilityNode:
     next: str | None
 
 
-@attrs.frozen(unsafe_hash=False)
+@record(hashable=False, table=_node_fields("llm"))
 class LlmNode:
     id: str
     pointer: str
@@ -125,7 +133,7 @@ class LlmNode:
     next: str | None
 
 
-@attrs.frozen(unsafe_hash=False)
+@record(hashable=False)
 class Condition:
     op: str | None  # eq neq truthy exists contains gt gte lt lte
     left: Value | None
@@ -133,7 +141,7 @@ class Condition:
     pointer: str
 
 
-@attrs.frozen(unsafe_hash=False)
+@record(hashable=False, table=_node_fields("if"))
 class IfNode:
     id: str
     pointer: str
@@ -142,7 +150,7 @@ class IfNode:
     else_: str | None
 
 
-@attrs.frozen(unsafe_hash=False)
+@record(hashable=False, table=_node_fields("foreach"))
 class ForeachNode:
     id: str
     pointer: str
@@ -154,14 +162,14 @@ class ForeachNode:
     next: str | None
 
 
-@attrs.frozen(unsafe_hash=False)
+@record(hashable=False, table=_node_fields("return"))
 class ReturnNode:
     id: str
     pointer: str
     value: Value | None
 
 
-@attrs.frozen(unsafe_hash=False)
+@record(hashable=False, table=_node_fields("fail"))
 class FailNode:
     id: str
     pointer: str
@@ -197,14 +205,14 @@ def successors(node: Node) -> tuple[str, ...]:
     return (nxt,) if nxt is not None else ()
 
 
-@attrs.frozen(unsafe_hash=False)
+@record(hashable=False)
 class Network:
     mode: str | None  # forbidden | allowlist
     hosts: tuple[str, ...]
     pointer: str = "/network"
 
 
-@attrs.frozen(unsafe_hash=False)
+@record(hashable=False)
 class CredentialRequirement:
     id: str | None
     purpose: str | None
@@ -212,7 +220,7 @@ class CredentialRequirement:
     pointer: str
 
 
-@attrs.frozen(unsafe_hash=False)
+@record(hashable=False)
 class Flow:
     entry: str | None
     max_transitions: int | None
@@ -220,21 +228,21 @@ class Flow:
     pointer: str = "/flow"
 
 
-@attrs.frozen(unsafe_hash=False)
+@record(hashable=False)
 class StateDecl:
     fields: dict[str, dict[str, Any]]  # name → JSON Schema subset
     max_bytes: int | None
     pointer: str = "/state"
 
 
-@attrs.frozen(unsafe_hash=False)
+@record(hashable=False)
 class Trigger:
     type: str | None
     cron: str | None
     pointer: str
 
 
-@attrs.frozen(unsafe_hash=False)
+@record(hashable=False)
 class UiValue:
     label: str | None
     path: str | None
@@ -242,14 +250,14 @@ class UiValue:
     pointer: str
 
 
-@attrs.frozen(unsafe_hash=False)
+@record(hashable=False)
 class Ui:
     title: str | None
     values: tuple[UiValue, ...]
     pointer: str = "/ui"
 
 
-@attrs.frozen(unsafe_hash=False)
+@record(hashable=False)
 class Manifest:
     schema: str | None
     id: str | None
@@ -272,9 +280,9 @@ class Manifest:
     # Facts the builder records while it walks the values anyway, so passes need not walk them
     # again. None when the IR was built by other means (then passes walk the values themselves):
     # node pointer → every read of that node (`$ref`s and template placeholders, field order)
-    node_reads: dict[str, list[Ref]] | None = attrs.field(default=None, eq=False, repr=False)
+    node_reads: dict[str, list[Ref]] | None = field(default=None, eq=False, repr=False)
     # pointers of the nodes whose values hold a `$credential`
-    credential_nodes: frozenset[str] | None = attrs.field(default=None, eq=False, repr=False)
+    credential_nodes: frozenset[str] | None = field(default=None, eq=False, repr=False)
 
     @property
     def name(self) -> str:

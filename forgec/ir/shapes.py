@@ -35,9 +35,8 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import attrs
-
 from forgec.ir import rules
+from forgec.ir.records import field, record
 from forgec.ir.suggest import closest
 
 EXPRESSION_KEYS = frozenset(rules.EXPRESSION_KEYS)
@@ -63,7 +62,7 @@ def _run_validator(validate: Validator | str, value: Any) -> list[str]:
     return validate(value)
 
 
-@attrs.frozen
+@record
 class InputProblem:
     """One thing wrong with a capability input; `path` is relative to the input (tokens)."""
 
@@ -161,7 +160,7 @@ def _fmt_num(n: float | int) -> str:
     return str(int(n)) if float(n).is_integer() else str(n)
 
 
-@attrs.frozen
+@record
 class Field:
     """One input field: its JSON type and the constraints on its value."""
 
@@ -181,7 +180,7 @@ class Field:
     # a host cap (SPEC §12): a literal above `maximum` is an error, a computed value above it
     # is lowered to it at the bridge
     host_cap: bool = False
-    schema_extra: Mapping[str, Any] = attrs.field(factory=dict)
+    schema_extra: Mapping[str, Any] = field(factory=dict)
 
     def problems(
         self, value: Any, path: tuple[str | int, ...], runtime: bool
@@ -385,7 +384,7 @@ def any_value(description: str = "") -> Field:
     return Field("any", description)
 
 
-@attrs.frozen
+@record
 class RequiredWhen:
     """`field` (or one of its `alternatives`) is required when `selector` is literally one of
     `values` (`cronExpr` on create; `prompt` or `promptFile` on create)."""
@@ -396,7 +395,7 @@ class RequiredWhen:
     alternatives: tuple[str, ...] = ()  # any one of `field` and these satisfies the rule
 
 
-@attrs.frozen
+@record
 class Shape:
     """A capability input: its fields, required-ness rules and size limit."""
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Protocol
 
-import attrs
+from forgec.ir.records import record
 
 
-@attrs.frozen
+@record
 class Span:
     file: str | None
     line: int

@@ -40,7 +40,6 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-import attrs
 import orjson
 
 from forgec.ir.nodes import (
@@ -60,6 +59,7 @@ from forgec.ir.nodes import (
     node_type,
     walk_nodes,
 )
+from forgec.ir.records import record
 from forgec.ir.rules import NODE_TYPE_NAMES
 from forgec.passes.context import Facts
 from forgec.runtime.limits import VALUE_LIMIT
@@ -90,7 +90,7 @@ UNKNOWN: Any = _Unknown()
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-@attrs.frozen
+@record
 class FoldedTemplate:
     node: Node  # the step where the string is formed
     template: Template
@@ -624,7 +624,7 @@ def _condition_values(node: Node) -> list[Value | None]:
     return [] if cond is None else [cond.left, cond.right]
 
 
-@attrs.frozen
+@record
 class _NodeRule:
     writes: Callable[[_Environment, Any], _Writes]
     values: Callable[[Node], list[Value | None]]  # the value slots that may hold templates

@@ -30,10 +30,10 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-import attrs
 import orjson
 
 from forgec.ir.pointer import escape
+from forgec.ir.records import record
 from forgec.passes.context import PassContext
 from forgec.secretscan.rules import (
     HEADER_USE,
@@ -92,7 +92,7 @@ def check_secrets(ctx: PassContext) -> None:
 FOLDED_SCAN_BUDGET = 256
 
 
-@attrs.frozen
+@record
 class FoldedSecret:
     pointer: str  # the step's JSON Pointer: where the secret is formed
     step: str  # the step's id
