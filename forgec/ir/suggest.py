@@ -8,7 +8,6 @@ known name are not compared at all: difflib is quadratic and the input is hostil
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 MAX_WORD = 200  # longer words get no suggestion
@@ -21,6 +20,8 @@ def closest(word: str, choices: Iterable[str], *, cutoff: float = 0.6) -> str | 
     known = sorted({c for c in choices if isinstance(c, str)})
     if not known or len(word) > max(len(c) for c in known) * 2 + 8:
         return None  # nothing we know is that long; spare difflib the work
+    import difflib  # only once a name is unknown
+
     found = difflib.get_close_matches(word, known, n=1, cutoff=cutoff)
     if found:
         return found[0]

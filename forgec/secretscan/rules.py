@@ -33,7 +33,6 @@ these check it explicitly (`_has_run`). A hypothesis test holds the two paths eq
 
 from __future__ import annotations
 
-import base64
 import binascii
 import bisect
 import functools
@@ -651,6 +650,8 @@ _JWT_RE = _lazy(
 
 
 def _b64decode(seg: str, *, urlsafe: bool = True) -> bytes | None:
+    import base64  # only once a candidate is decoded
+
     try:
         padded = seg + "=" * (-len(seg) % 4)
         if urlsafe:
