@@ -24,6 +24,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -31,11 +32,16 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_COMMAND = ["check", str(ROOT / "examples" / "memory-capture.talostool")]
 
 
+# The children run in an empty folder: `python -m` puts the current folder first on sys.path,
+# so from a checkout every interpreter would import that checkout's forgec, not its own.
+CWD = tempfile.mkdtemp(prefix="bench-cold-")
+
+
 def one_run(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     """(CPU ms, wall ms) of one child process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=CWD)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -61,9 +67,14 @@ def main() -> None:
     args = parser.parse_args()
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    pythons = [args.python] + ([args.against] if args.against else [])
+    pythons = [os.path.abspath(p) for p in [args.python, *([args.against] if args.against else [])]]
     for python in pythons:  # write the .pyc files before timing
-        subprocess.run([python, "-m", "forgec", *args.command], capture_output=True, env=env)
+        done = subprocess.run(
+            [python, "-m", "forgec", *args.command], capture_output=True, env=env, cwd=CWD
+        )
+        print(
+            f"{python}: exit {done.returncode}, {(done.stdout + done.stderr).decode().strip()[:60]}"
+        )
     forgec: dict[str, list[tuple[float, float]]] = {p: [] for p in pythons}
     bare: dict[str, list[tuple[float, float]]] = {p: [] for p in pythons}
     for _ in range(args.runs):
