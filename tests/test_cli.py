@@ -14,6 +14,7 @@ from forgec.cli import main
 
 CORPUS = Path(__file__).parent / "corpus"
 CLEAN = CORPUS / "FORGE_ID.boundary.talostool"
+EXAMPLES = Path(__file__).parent.parent / "examples"
 BROKEN = CORPUS / "many-errors.talostool"
 
 
@@ -140,6 +141,25 @@ def test_a_command_registers_only_its_own_parser() -> None:
     loaded = _modules_after(["check", str(CLEAN)])
     commands = sorted(m for m in loaded if m.startswith("forgec.commands."))
     assert commands == ["forgec.commands.check", "forgec.commands.common", "forgec.commands.needs"]
+
+
+# A cold check imports no attrs: the compiler's records are `forgec.ir.records`
+# (docs/performance.md "Faster with one truth"); attrs alone cost ≈ 10 ms of start-up.
+@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.talostool")), ids=lambda p: p.name)
+def test_a_check_imports_no_attrs(path: Path) -> None:
+    loaded = _modules_after(["check", str(path)])
+    assert "forgec.passes" in loaded  # the check ran
+    assert sorted(m for m in loaded if m.split(".")[0] in ("attr", "attrs")) == []
+
+
+# ... nor, when the tool needs none of them, what only some checks use: hashlib for folding's
+# digests, difflib for a "did you mean", base64 for decoding a secret candidate.
+@pytest.mark.parametrize("path", [CLEAN, EXAMPLES / "memory-capture.talostool"], ids=str)
+def test_a_plain_check_imports_only_what_it_uses(path: Path) -> None:
+    loaded = _modules_after(["check", str(path)])
+    assert "forgec.passes" in loaded
+    lazy = ("hashlib", "_hashlib", "difflib", "base64")
+    assert sorted(m for m in loaded if m.split(".")[0] in lazy) == []
 
 
 @pytest.mark.parametrize("args", [[], ["--help"], ["chek", "x"], ["--version"]])
