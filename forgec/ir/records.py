@@ -74,6 +74,8 @@ class Field:
 def field(*, default: _T, eq: bool = True, repr: bool = True) -> _T: ...
 @overload
 def field(*, factory: Callable[[], _T], eq: bool = True, repr: bool = True) -> _T: ...
+@overload
+def field(*, eq: bool = True, repr: bool = True) -> Any: ...  # required
 def field(
     *,
     default: Any = NOTHING,
@@ -81,7 +83,8 @@ def field(
     eq: bool = True,
     repr: bool = True,
 ) -> Any:
-    """A field with a default or a factory, optionally left out of `==`/hash or of the repr."""
+    """A field with a default or a factory (neither: required), optionally left out of
+    `==`/hash or of the repr."""
     return Field("", default, factory, eq, repr)
 
 
