@@ -15,6 +15,7 @@ first container nested deeper than the limit (where it stops), which the loader 
 from __future__ import annotations
 
 import bisect
+import json
 import re
 from typing import Any
 
@@ -44,8 +45,6 @@ class PositionIndex:
 def _decode_key(token: str) -> str:
     if "\\" not in token:
         return token[1:-1]
-    import json  # only for a key with an escape in it
-
     try:
         key = json.loads(token)
     except ValueError:

@@ -30,6 +30,7 @@ Never raises: any JSON value (and most non-JSON Python values) yields a list of 
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -120,8 +121,6 @@ def compact_json_size(value: Any) -> int:
     except (TypeError, ValueError):
         pass
     # orjson refuses integers beyond 64 bits and lone surrogates; the stdlib writes both.
-    import json
-
     try:
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
     except (TypeError, ValueError, RecursionError):
