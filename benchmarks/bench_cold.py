@@ -10,7 +10,8 @@ compiles from source: about 100 ms more).
 
 `python -c pass` runs alongside: the interpreter's own start-up, what no change to forgec can
 remove. `--against PYTHON` times another interpreter (another venv or checkout) interleaved
-run by run with this one, so a before/after comparison is taken in the same minutes.
+run by run with this one (repeat the flag for more), so a before/after comparison is taken
+in the same minutes.
 
 Run by hand: `python benchmarks/bench_cold.py [--runs 40] [--against /tmp/old/bin/python]
 [--command check FILE]`. Not a CI gate.
@@ -62,12 +63,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=40)
     parser.add_argument("--python", default=sys.executable, help="the interpreter to time")
-    parser.add_argument("--against", help="another interpreter, timed interleaved")
+    parser.add_argument(
+        "--against", action="append", default=[], help="another interpreter, timed interleaved"
+    )
     parser.add_argument("--command", nargs="+", default=DEFAULT_COMMAND, help="forgec's args")
     args = parser.parse_args()
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    pythons = [os.path.abspath(p) for p in [args.python, *([args.against] if args.against else [])]]
+    pythons = [os.path.abspath(p) for p in [args.python, *args.against]]
     for python in pythons:  # write the .pyc files before timing
         done = subprocess.run(
             [python, "-m", "forgec", *args.command], capture_output=True, env=env, cwd=CWD
