@@ -11,7 +11,9 @@ fresh object from each factory call.
 
 from __future__ import annotations
 
+import ast
 import pickle
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -19,6 +21,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import forgec
 from forgec.api import check
 from forgec.ir import records
 from forgec.ir.diagnostics import Diagnostic, Severity
@@ -155,3 +158,29 @@ def test_a_report_survives_pickling() -> None:
     report = check(b'{"schema": "talos.local-tool.v1"}')
     again = pickle.loads(pickle.dumps(report, protocol=pickle.HIGHEST_PROTOCOL))
     assert again == report and again.diagnostics == report.diagnostics
+
+
+# The packages a check runs through (docs/architecture.md: "The compiler's records are
+# `forgec.ir.records`"); the layers above may keep attrs.
+COMPILER = ("ir", "frontend", "passes", "catalog", "secretscan", "render")
+
+
+def test_the_compiler_imports_no_attrs() -> None:
+    root = Path(forgec.__file__).parent
+    files = [root / "api.py", *(f for pkg in COMPILER for f in (root / pkg).rglob("*.py"))]
+    found = []
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            found += [
+                f"{path.relative_to(root)}: {n}"
+                for n in names
+                if n.split(".")[0] in ("attr", "attrs")
+            ]
+    assert found == []
