@@ -9,7 +9,9 @@ Every capability step is checked, reachable or not (a later edit may make it rea
 - The input goes to the spec's `check_input` as SPEC §12 asks: for an object input, the members
   that are literals with their values, the members that are expressions by name only (present,
   checked at run time). Each problem is `FORGEC_CAPABILITY_INPUT` at the pointer of the field it
-  concerns. The size limit is the spec's to check and it checks it only when nothing is computed,
+  concerns; a field whose own shape another field chooses (`subagent.invoke`'s `input`, by the
+  built-in sub-agent its `name` names) is checked against that shape when it is literal, and a
+  name with no shape is the shape's warning (`FORGEC_SUBAGENT_UNKNOWN`). The size limit is the spec's to check and it checks it only when nothing is computed,
   that is when the whole input is literal. An input that is a `$ref` is checked at run time; a
   template or a list can never be an object and is reported here.
 - Compensation: a step whose capability has no undo may not name one
@@ -143,10 +145,12 @@ def _check_input(ctx: PassContext, node: CapabilityNode, spec: CapabilitySpec) -
             base,
             f"`{spec.name}` input could not be checked ({type(error).__name__}: {error})",
         )
+    if spec.row is not None and spec.row.shape.nested:
+        problems = [*problems, *spec.row.shape.unchosen(literal)]
     for problem in problems:
         at = join(base, *problem.path)
         ctx.report(
-            "FORGEC_CAPABILITY_INPUT",
+            problem.code or "FORGEC_CAPABILITY_INPUT",
             at,
             f"`{spec.name}` input: {problem.message}",
             key=problem.rename,
