@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from manifests import probe, step
 
 # (built-in sub-agent, its function in forgec.host.delegation, an input the host refuses,
 #  the pointer of the refused field under the step's input, an input it accepts)
@@ -50,34 +51,21 @@ raise SystemExit(main(sys.argv[3:]))
 
 
 def _tool(payload: Any, name: str) -> dict[str, Any]:
-    return {
-        "schema": "talos.local-tool.v1",
-        "id": "subagent-probe",
-        "version": 1,
-        "title": "Sub-agent probe",
-        "description": "Asks one built-in sub-agent.",
-        "createdAt": "2026-01-01T00:00:00Z",
-        "parentVersion": None,
-        "execution": "declarative-flow",
-        "installScope": "device",
-        "network": {"mode": "forbidden"},
-        "credentialRequirements": [],
-        "flow": {
-            "entry": "ask",
-            "maxTransitions": 4,
-            "nodes": [
-                {
-                    "id": "ask",
-                    "type": "capability",
-                    "capability": "subagent.invoke",
-                    "input": {"name": name, "input": payload},
-                    "target": "out",
-                    "next": "done",
-                },
-                {"id": "done", "type": "return", "value": {"$ref": "out"}},
-            ],
-        },
-    }
+    return probe(
+        [
+            step(
+                "ask",
+                "subagent.invoke",
+                {"name": name, "input": payload},
+                target="out",
+                next="done",
+            ),
+            {"id": "done", "type": "return", "value": {"$ref": "out"}},
+        ],
+        tool_id="subagent-probe",
+        title="Sub-agent probe",
+        description="Asks one built-in sub-agent.",
+    )
 
 
 def _forgec(tmp_path: Path, function: str, *args: str) -> subprocess.CompletedProcess[str]:
