@@ -19,7 +19,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     s = sub.add_parser(
         "serve",
         help="run the MCP server on standard input/output",
-        description="Serve the ten host tools, every enabled forged tool (dynamic_<id>) and "
+        description="Serve the host tools, every enabled forged tool (dynamic_<id>) and "
         "tool_create over stdio — each only when the persona's labels grant it.",
     )
     s.add_argument("--store", metavar="FILE", default=None, help="the tool store")
