@@ -464,3 +464,39 @@ def test_an_unknown_subagent_is_a_warning_with_the_likely_name() -> None:
     assert "memory-retriever" in found[0].message
     assert [f.value for f in found[0].fixes] == ["memory-retriever"]
     assert not [d for d in report.diagnostics if d.severity == "error"]
+
+
+# a member that is an object holding expressions: its literal members are checked all the same
+@pytest.mark.parametrize(
+    ("capability", "inp", "where"),
+    [
+        (
+            "subagent.invoke",
+            {"name": "memory-retriever", "input": {"query": {"$ref": "input.q"}, "limit": 500}},
+            "/input/limit",
+        ),
+        (
+            "subagent.invoke",
+            {"name": "memory-groomer", "input": {"all": {"$ref": "input.q"}}},
+            "/input/all",
+        ),
+        (
+            "net.http",
+            {
+                "method": "GET",
+                "url": "https://example.org/",
+                "headers": {"A": {"$ref": "input.q"}, "B": 7},
+            },
+            "/headers/B",
+        ),
+    ],
+)
+def test_the_literal_members_beside_an_expression_are_checked(
+    granted_host: Any, capability: str, inp: dict[str, Any], where: str
+) -> None:
+    hosts = ["example.org"] if capability == "net.http" else None
+    errors = _checker_errors(capability, inp, hosts)
+    assert [(d.code, d.path) for d in errors] == [("FORGEC_CAPABILITY_INPUT", INVOKE + where)]
+    # what the expression evaluates to does not matter: the host refuses the literal too
+    evaluated = orjson.loads(orjson.dumps(inp).replace(b'{"$ref":"input.q"}', b'"x"'))
+    assert _host_call_problem(granted_host, capability, evaluated) is not None

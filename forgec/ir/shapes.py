@@ -408,7 +408,9 @@ class Nested:
     """The value of `field` has its own shape, chosen by the literal value of `selector`
     (`subagent.invoke`: `name` picks the built-in sub-agent whose shape `input` must fit).
 
-    An absent `field` is checked as `{}` (what the handler then receives). A selector value
+    An absent `field` is checked as `{}` (what the handler then receives); a `field` that is in
+    `computed` and also in the literal is an object holding expressions, given as its literal
+    members with each expression standing as itself (skipped). A selector value
     with no shape here is no refusal of this shape's (an embedder may register more sub-agents
     than the built-in ones): `Shape.unchosen` names it, under `unknown_code`, and the host's
     registry decides at run time."""
@@ -424,9 +426,14 @@ class Nested:
     ) -> list[InputProblem]:
         name = literal.get(self.selector)
         shape = self.shapes.get(name) if type(name) is str else None
-        if shape is None or self.field in computed:
-            return []  # no shape chosen, or the value is computed: checked at run time
-        value = literal.get(self.field, {})
+        if shape is None:
+            return []
+        if self.field in literal:
+            value = literal[self.field]  # literal, or (also in `computed`) its literal part
+        elif self.field in computed:
+            return []  # computed as a whole: checked at run time
+        else:
+            value = {}
         if not isinstance(value, Mapping) or (not runtime and is_expression(value)):
             return []  # the field's own type check said so, or it is computed
         inner = frozenset(
