@@ -238,26 +238,34 @@ def values_of(node: Node) -> tuple[list[Ref], list[tuple[CredentialRef, str, Key
     every node of every check."""
     refs: list[Ref] = []
     creds: list[tuple[CredentialRef, str, Keys]] = []
-
-    def walk(value: Value, slot: str, keys: Keys) -> None:
-        if isinstance(value, Literal):
-            return
-        if isinstance(value, Ref):
-            refs.append(value)
-        elif isinstance(value, Template):
-            refs.extend(p for p in value.parts if isinstance(p, Ref))
-        elif isinstance(value, ObjectExpr):
-            for key, member in value.fields:
-                walk(member, slot, (*keys, key))
-        elif isinstance(value, ListExpr):
-            for i, item in enumerate(value.items):
-                walk(item, slot, (*keys, i))
-        elif isinstance(value, CredentialRef):
-            creds.append((value, slot, keys))
-
     for slot, root in _BY_CLASS[type(node)].values(node):
-        walk(root, slot, ())
+        _walk_value(root, slot, (), refs, creds)
     return refs, creds
+
+
+def _walk_value(
+    value: Value,
+    slot: str,
+    keys: Keys,
+    refs: list[Ref],
+    creds: list[tuple[CredentialRef, str, Keys]],
+) -> None:
+    # not a closure: a recursive closure is a reference cycle, which keeps what it reaches
+    # alive until the collector runs (reference counting frees the rest of a check)
+    if isinstance(value, Literal):
+        return
+    if isinstance(value, Ref):
+        refs.append(value)
+    elif isinstance(value, Template):
+        refs.extend(p for p in value.parts if isinstance(p, Ref))
+    elif isinstance(value, ObjectExpr):
+        for key, member in value.fields:
+            _walk_value(member, slot, (*keys, key), refs, creds)
+    elif isinstance(value, ListExpr):
+        for i, item in enumerate(value.items):
+            _walk_value(item, slot, (*keys, i), refs, creds)
+    elif isinstance(value, CredentialRef):
+        creds.append((value, slot, keys))
 
 
 def credential_allowed(node: Node, slot: str, keys: Keys) -> bool:

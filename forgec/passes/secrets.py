@@ -286,61 +286,71 @@ def _walk_screened(raw: Any, only: set[str], name: str | None = None) -> list[Lo
     per walk, and no pass over the keys when the screen flagged no string.
     """
     out: list[Located] = []
-    seen: set[int] = set()  # a value built in code may share a container: walk it once
-    judged: dict[str | None, bool] = {}
-
-    def scan(text: str, link: _Link, name: str | None) -> None:
-        best = _strongest(scan_text(text, name=name))
-        if best is not None:
-            out.append((_pointer(link), False, best))
-
-    def visit(value: Any, link: _Link, name: str | None) -> None:
-        if isinstance(value, dict):
-            if id(value) in seen:
-                return
-            seen.add(id(value))
-            if only:
-                for key in value:
-                    if isinstance(key, str) and key in only:
-                        best = _strongest(scan_text(key))
-                        if best is not None:
-                            out.append((_pointer((link, key)), True, best))
-            pair = _pair_name(value, name)
-            # the common object (no pair, not headers): every member is judged under its key
-            plain = pair is None and (name is None or not is_headers_name(name))
-            for key, child in value.items():
-                if not isinstance(key, str):
-                    continue
-                if plain and (name is None or key not in _PASSTHROUGH):
-                    child_name: str | None = key
-                else:
-                    child_name = _child_name(key, name, pair)
-                if isinstance(child, str):
-                    matters = judged.get(child_name)
-                    if matters is None:
-                        matters = judged[child_name] = name_matters(child_name)
-                    if matters or child in only:
-                        scan(child, (link, key), child_name)
-                elif isinstance(child, dict | list | tuple):
-                    visit(child, (link, key), child_name)
-        elif isinstance(value, list | tuple):
-            if id(value) in seen:
-                return
-            seen.add(id(value))
-            matters = judged.get(name)
-            if matters is None:
-                matters = judged[name] = name_matters(name)
-            for i, child in enumerate(value):
-                if isinstance(child, str):
-                    if matters or child in only:
-                        scan(child, (link, i), name)
-                elif isinstance(child, dict | list | tuple):
-                    visit(child, (link, i), name)
-        elif isinstance(value, str) and (value in only or name_matters(name)):
-            scan(value, link, name)
-
-    visit(raw, None, name)
+    # a value built in code may share a container: walk it once
+    _visit(raw, None, name, only, out, set(), {})
     return out
+
+
+def _scan(text: str, link: _Link, name: str | None, out: list[Located]) -> None:
+    best = _strongest(scan_text(text, name=name))
+    if best is not None:
+        out.append((_pointer(link), False, best))
+
+
+def _visit(
+    value: Any,
+    link: _Link,
+    name: str | None,
+    only: set[str],
+    out: list[Located],
+    seen: set[int],
+    judged: dict[str | None, bool],
+) -> None:
+    # module-level functions, not closures of `_walk_screened`: a recursive closure is a
+    # reference cycle, which keeps what it reaches alive until the collector runs
+    if isinstance(value, dict):
+        if id(value) in seen:
+            return
+        seen.add(id(value))
+        if only:
+            for key in value:
+                if isinstance(key, str) and key in only:
+                    best = _strongest(scan_text(key))
+                    if best is not None:
+                        out.append((_pointer((link, key)), True, best))
+        pair = _pair_name(value, name)
+        # the common object (no pair, not headers): every member is judged under its key
+        plain = pair is None and (name is None or not is_headers_name(name))
+        for key, child in value.items():
+            if not isinstance(key, str):
+                continue
+            if plain and (name is None or key not in _PASSTHROUGH):
+                child_name: str | None = key
+            else:
+                child_name = _child_name(key, name, pair)
+            if isinstance(child, str):
+                matters = judged.get(child_name)
+                if matters is None:
+                    matters = judged[child_name] = name_matters(child_name)
+                if matters or child in only:
+                    _scan(child, (link, key), child_name, out)
+            elif isinstance(child, dict | list | tuple):
+                _visit(child, (link, key), child_name, only, out, seen, judged)
+    elif isinstance(value, list | tuple):
+        if id(value) in seen:
+            return
+        seen.add(id(value))
+        matters = judged.get(name)
+        if matters is None:
+            matters = judged[name] = name_matters(name)
+        for i, child in enumerate(value):
+            if isinstance(child, str):
+                if matters or child in only:
+                    _scan(child, (link, i), name, out)
+            elif isinstance(child, dict | list | tuple):
+                _visit(child, (link, i), name, only, out, seen, judged)
+    elif isinstance(value, str) and (value in only or name_matters(name)):
+        _scan(value, link, name, out)
 
 
 def _pointer(link: _Link) -> str:
