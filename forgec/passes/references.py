@@ -87,6 +87,9 @@ def check_references(ctx: PassContext) -> None:
     # duplicate is an error of its own) and write a variable (`state.X` counts as itself).
     facts = ctx.facts
     reachable, by_id, writers = facts.reachable_pointers, facts.nodes_by_id, facts.writers
+    # node pointer → the variable its target writes for definedness (`written_root`), found
+    # once here for the dataflow's transfers
+    roots: dict[str, str | None] = {}
     for node in _all_nodes(manifest.flow.nodes):
         rule = _BY_CLASS[type(node)]
         if rule.writes_target:
@@ -95,9 +98,11 @@ def check_references(ctx: PassContext) -> None:
                 # the common case: a plain unreserved name is safe and writes itself
                 if _plain_target(target):
                     name: str | None = target
+                    roots[node.pointer] = target
                 else:
                     _check_target(ctx, node, state_fields)
-                    name = target if target.startswith("state.") else written_root(target)
+                    root = roots[node.pointer] = written_root(target)
+                    name = target if target.startswith("state.") else root
                 if name is not None and node.pointer in reachable and by_id.get(node.id) is node:
                     writers.setdefault(name, []).append(node.id)
         elif rule.loop_vars:
@@ -111,7 +116,7 @@ def check_references(ctx: PassContext) -> None:
         reads[pointer] = refs
         if creds:
             _check_credentials(ctx, node, creds, declared)
-    _definite_assignment(ctx, state_fields, reads)
+    _definite_assignment(ctx, state_fields, reads, roots)
 
 
 def _all_nodes(nodes: tuple[Node, ...]) -> list[Node]:
@@ -308,7 +313,10 @@ def _check_credentials(
 
 
 def _definite_assignment(
-    ctx: PassContext, state_fields: set[str], reads: dict[str, list[Ref]]
+    ctx: PassContext,
+    state_fields: set[str],
+    reads: dict[str, list[Ref]],
+    roots: dict[str, str | None],
 ) -> None:
     facts = ctx.facts
     flow = ctx.manifest.flow
@@ -318,7 +326,7 @@ def _definite_assignment(
         return
     if len(reads) != len(facts.nodes_by_id):
         return  # a duplicated id makes edges ambiguous: FORGE_NODE_DUPLICATE comes first
-    analysis = _Analysis(ctx, state_fields, reads)
+    analysis = _Analysis(ctx, state_fields, reads, roots)
     analysis.scope(facts.topo_order, flow.entry, (0, 0), frozenset())
 
 
@@ -328,11 +336,18 @@ class _Analysis:
     Variable sets are Python ints used as bit sets (one bit per variable name): intersection
     and union of 64 nodes' sets then cost a machine word each, not a set allocation."""
 
-    def __init__(self, ctx: PassContext, state_fields: set[str], reads: dict[str, list[Ref]]):
+    def __init__(
+        self,
+        ctx: PassContext,
+        state_fields: set[str],
+        reads: dict[str, list[Ref]],
+        roots: dict[str, str | None],
+    ):
         self.ctx = ctx
         self.facts = ctx.facts
         self.state_fields = state_fields
         self.reads = reads
+        self.roots = roots  # node pointer → the variable its target writes
         # inside a loop whose `itemVar` is unusable (a structure error) reads are not judged:
         # the variable they most likely mean has no name we could know
         self.silent = False
@@ -413,8 +428,7 @@ class _Analysis:
             var_bits |= self.bit(name)
         body_writes = 0
         for node in loop.body:
-            target = target_of(node)
-            root = written_root(target) if target is not None else None
+            root = self.roots.get(node.pointer)
             if root is not None and node.pointer in self.facts.reachable_pointers:
                 body_writes |= self.bit(root)
         entry = (defs[0] | var_bits, defs[1] | var_bits | body_writes)
@@ -566,8 +580,7 @@ Transfer = Callable[["_Analysis", Any, int, int], "tuple[int, int, tuple[str | N
 
 
 def _writes(an: _Analysis, node: SetNode | CapabilityNode | LlmNode, must: int, may: int) -> Any:
-    target = node.target
-    root = written_root(target) if target is not None else None
+    root = an.roots.get(node.pointer)
     if root is not None:
         b = an.bits.get(root) or an.bit(root)
         must |= b
