@@ -8,6 +8,10 @@ node, network forbidden, no credentials. Keyword overrides replace top-level fie
 
 `manifest_with_nodes(nodes)` wraps a list of node objects in that manifest, with the entry set to
 the first node's id unless `entry` is given.
+
+`probe(nodes, ...)` is the attack tests' one builder: a tool whose flow calls host capabilities
+(`net.http`, `db.query`, …), with its network allowlist, credentials and input schema, built
+with `step` / `http_step` nodes and `credential` declarations.
 """
 
 from __future__ import annotations
@@ -77,6 +81,89 @@ def manifest_with_nodes(
         "nodes": copy.deepcopy(nodes),
     }
     return _apply(manifest, overrides)
+
+
+def step(
+    node_id: str,
+    capability: str,
+    input: Any,
+    *,
+    target: str | None = None,
+    next: str | None = None,
+) -> dict[str, Any]:
+    """A capability node (`target` and `next` only when given)."""
+    node: dict[str, Any] = {
+        "id": node_id,
+        "type": "capability",
+        "capability": capability,
+        "input": copy.deepcopy(input),
+    }
+    if target is not None:
+        node["target"] = target
+    if next is not None:
+        node["next"] = next
+    return node
+
+
+def http_step(
+    url: Any,
+    *,
+    node_id: str = "fetch",
+    method: str = "GET",
+    headers: Any = None,
+    target: str | None = "resp",
+    next: str | None = "done",
+) -> dict[str, Any]:
+    """A `net.http` node: `url` and `headers` literal or expressions (no headers: none sent)."""
+    inp: dict[str, Any] = {"method": method, "url": url}
+    if headers is not None:
+        inp["headers"] = headers
+    return step(node_id, "net.http", inp, target=target, next=next)
+
+
+def credential(credential_id: str, *hosts: str, purpose: str = "Call the API") -> dict[str, Any]:
+    """One `credentialRequirements` entry."""
+    return {"id": credential_id, "purpose": purpose, "hosts": list(hosts)}
+
+
+def probe(
+    nodes: list[dict[str, Any]],
+    *,
+    tool_id: str,
+    title: str,
+    description: str,
+    hosts: list[str] | None = None,
+    credentials: list[dict[str, Any]] | tuple[dict[str, Any], ...] = (),
+    input_schema: dict[str, Any] | None = None,
+    max_transitions: int = 4,
+    **extra: Any,
+) -> dict[str, Any]:
+    """A fresh tool whose flow is `nodes` (entry: the first), fields in canonical order:
+    network an allowlist of `hosts` (None: forbidden), the `credentials` declared, `inputSchema`
+    when given; `extra` top-level fields (`state`, …) follow the flow."""
+    manifest: dict[str, Any] = {
+        "schema": _MINIMAL["schema"],
+        "id": tool_id,
+        "version": 1,
+        "title": title,
+        "description": description,
+        "createdAt": _MINIMAL["createdAt"],
+        "parentVersion": None,
+        "execution": _MINIMAL["execution"],
+        "installScope": _MINIMAL["installScope"],
+        "network": {"mode": "allowlist", "hosts": list(hosts)}
+        if hosts is not None
+        else {"mode": "forbidden"},
+        "credentialRequirements": copy.deepcopy(list(credentials)),
+    }
+    if input_schema is not None:
+        manifest["inputSchema"] = copy.deepcopy(input_schema)
+    manifest["flow"] = {
+        "entry": nodes[0]["id"],
+        "maxTransitions": max_transitions,
+        "nodes": copy.deepcopy(nodes),
+    }
+    return _apply(manifest, extra)
 
 
 def full_manifest() -> dict[str, Any]:

@@ -410,11 +410,28 @@ def field_values(field: Any) -> st.SearchStrategy[Any]:
     return choices | anything if field.kind != "any" else anything
 
 
-def capability_inputs(row: Any) -> st.SearchStrategy[dict[str, Any]]:
-    """Inputs for a capability row: any subset of its fields, sometimes an unknown one."""
-    fields = row.shape.fields
+def shape_inputs(shape: Any) -> st.SearchStrategy[dict[str, Any]]:
+    """Inputs for a `Shape`: any subset of its fields, sometimes an unknown one; for a field
+    whose own shape another field chooses (`Nested`: a sub-agent's `input`), also inputs that
+    choose one and fill the field from the chosen shape."""
+    fields = shape.fields
     optional = {name: field_values(spec) for name, spec in fields.items()}
     extra = st.dictionaries(st.sampled_from(["zz", "Key", "limit "]), scalars(), max_size=1)
-    return st.tuples(st.fixed_dictionaries({}, optional=optional), extra).map(
+    loose = st.tuples(st.fixed_dictionaries({}, optional=optional), extra).map(
         lambda pair: {**pair[0], **pair[1]}
     )
+    chosen = [
+        st.sampled_from(sorted(rule.shapes)).flatmap(
+            lambda name, rule=rule: st.fixed_dictionaries(
+                {rule.selector: st.just(name)},
+                optional={rule.field: shape_inputs(rule.shapes[name])},
+            )
+        )
+        for rule in shape.nested
+    ]
+    return st.one_of(loose, *chosen)
+
+
+def capability_inputs(row: Any) -> st.SearchStrategy[dict[str, Any]]:
+    """Inputs for a capability row, from its shape (`shape_inputs`)."""
+    return shape_inputs(row.shape)

@@ -134,6 +134,60 @@ def test_startup_stays_lazy(args: list[str]) -> None:
     assert heavy == []
 
 
+def test_building_every_parser_imports_no_capability_rows() -> None:
+    # the --persona-labels help lists the rows' labels, computed only when that help is
+    # formatted: `forgec --help` (every command's parser built) and `forgec mcp --help` import
+    # no rows, `forgec mcp serve --help` and `forgec run --help` do
+    for args in (["--help"], ["mcp", "--help"], ["tools", "--help"]):
+        assert "forgec.ir.capabilities" not in _modules_after(args), args
+    for args in (["mcp", "serve", "--help"], ["run", "--help"]):
+        assert "forgec.ir.capabilities" in _modules_after(args), args
+
+
+def _help_of(*words: str) -> str:
+    """The help text of a subcommand, as printed, with its wrapping undone."""
+    import argparse
+
+    from forgec.cli import build_parser
+
+    parser: argparse.ArgumentParser = build_parser(words[0])
+    for word in words:
+        actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        parser = actions[0].choices[word]
+    return " ".join(parser.format_help().split())
+
+
+def test_the_persona_labels_help_lists_exactly_the_rows_labels(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from forgec.commands.common import host_label_words
+    from forgec.commands.mcp import label_words
+    from forgec.ir import capabilities as rows
+    from forgec.ir.shapes import Shape
+
+    # a row added to the table shows in help with nothing else edited
+    added = rows.Capability(
+        "probe.row",
+        "A row only this test has.",
+        Shape({}, limit=1024),
+        rows.OpMarks("Read", "R1"),
+        {"type": "object"},
+        targets=rows.TALON,
+        label="probe.label:own",
+    )
+    monkeypatch.setattr(rows, "ROWS", (*rows.ROWS, added))
+    for words, expected in (
+        (("mcp", "serve"), label_words()),
+        (("run",), host_label_words()),
+        (("tools", "run"), host_label_words()),
+    ):
+        text = _help_of(*words)
+        listed = text.split("the labels: ", 1)[1].split(" --", 1)[0]
+        assert listed == expected, words
+        assert "probe.label:own" in listed.split(", ")
+    assert label_words().split(", ") == [*rows.label_list(), "tool.create"]
+
+
 def test_a_command_registers_only_its_own_parser() -> None:
     # `forgec check x` builds the check parser alone: the other commands' modules (and their
     # parsers) are start-up a check does not need.

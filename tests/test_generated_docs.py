@@ -19,6 +19,7 @@ DOCS = {
         "talos-inputs",
         "talon-capabilities",
         "talon-inputs",
+        "subagent-inputs",
     },
 }
 

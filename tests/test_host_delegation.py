@@ -106,6 +106,23 @@ def test_registered_subagent_result_is_wrapped(tmp_path: Path) -> None:
     assert seen == {"inp": {"x": 21}, "persona": "assistant", "thread": "th"}
 
 
+def test_a_built_in_name_keeps_its_shape_whoever_registers_it(tmp_path: Path) -> None:
+    # `check` promised the tool's author the built-in's input shape: an embedder's function
+    # under that name gets only inputs of that shape, checked before it runs
+    seen: list[object] = []
+
+    def mine(inp, ctx):
+        seen.append(inp)
+        return {"items": []}
+
+    with _open(tmp_path, subagents={"memory-retriever": mine}) as h:
+        with pytest.raises(HostError) as info:
+            h.call("subagent.invoke", {"name": "memory-retriever", "input": {"q": "x"}}, CTX)
+        assert "`query`" in info.value.message and seen == []
+        h.call("subagent.invoke", {"name": "memory-retriever", "input": {"query": "x"}}, CTX)
+    assert seen == [{"query": "x"}]
+
+
 def test_memory_retriever_ranks_the_threads_items(tmp_path: Path) -> None:
     with _open(tmp_path) as h:
         for key, value in (

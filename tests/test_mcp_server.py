@@ -366,6 +366,30 @@ def test_r4_consent_over_the_multi_round_protocol(store_path: Path, tmp_path: Pa
     assert isinstance(again, types.InputRequiredResult)  # the used token is forgotten: ask again
 
 
+def test_subagent_invoke_lists_and_holds_each_built_in_sub_agents_input(
+    store_path: Path, tmp_path: Path
+) -> None:
+    # the listing's schema is the rows' (one `if`/`then` per built-in sub-agent), and a call
+    # the sub-agent's shape refuses is refused, as `check` refuses the same literal
+    from forgec.ir.capabilities import SUBAGENT_SHAPES
+
+    async def body(session: Any) -> Any:
+        listed = {t.name: t for t in (await session.list_tools()).tools}
+        refused = await session.call_tool(
+            "subagent_invoke", {"name": "memory-retriever", "input": {"query": "q" * 501}}
+        )
+        return listed["subagent_invoke"].input_schema, refused
+
+    args = serve_args(store_path, tmp_path, "--persona-labels", "subagent.invoke")
+    schema, refused = run_client(args, body)
+    chosen = {
+        rule["if"]["properties"]["name"]["const"]: rule["then"]["properties"]["input"]
+        for rule in schema["allOf"]
+    }
+    assert chosen == {name: shape.schema() for name, shape in SUBAGENT_SHAPES.items()}
+    assert refused.is_error and "/input/query" in _text(refused)
+
+
 def test_an_r3_host_tool_runs_without_asking_and_r4_asks(store_path: Path, tmp_path: Path) -> None:
     # subagent_invoke is R3 in its row: over MCP it runs on the persona's labels alone, as the
     # catalog says (it used to ask for consent and refuse, saying it was R4); background_agent

@@ -388,3 +388,115 @@ def test_check_refuses_what_the_host_refuses(granted_host: Any, inp: dict, field
     errors = _checker_errors("memory.access", inp)
     assert errors and any(field in d.message for d in errors)
     assert _host_call_problem(granted_host, "memory.access", inp) is not None
+
+
+# -- the built-in sub-agents' own inputs: the same rule, one level down ---------------------
+
+from strategies import shape_inputs  # noqa: E402
+
+SUBAGENTS = sorted(rows.SUBAGENT_SHAPES)
+INVOKE = "/flow/nodes/0/input"
+
+
+def _subagent_inputs() -> st.SearchStrategy[dict[str, Any]]:
+    """`subagent.invoke` inputs naming a built-in sub-agent, `input` drawn from its shape."""
+    return st.sampled_from(SUBAGENTS).flatmap(
+        lambda name: st.fixed_dictionaries(
+            {"name": st.just(name)},
+            optional={"input": shape_inputs(rows.SUBAGENT_SHAPES[name])},
+        )
+    )
+
+
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(inp=_subagent_inputs())
+def test_what_the_host_refuses_of_a_subagent_input_check_refuses(
+    granted_host: Any, inp: dict[str, Any]
+) -> None:
+    try:
+        orjson.dumps(inp)
+    except TypeError:
+        assume(False)
+    refused = _host_call_problem(granted_host, "subagent.invoke", inp)
+    errors = _checker_errors("subagent.invoke", inp)
+    if refused is not None:
+        assert errors, (inp, refused)
+    if not errors:
+        assert refused is None, inp
+
+
+# what each sub-agent's own code refused before its input had a shape, `check` did not know
+SUBAGENT_REFUSED = [
+    ("memory-retriever", {"query": "q" * 501}, "/input/query"),
+    ("memory-retriever", {"query": "cat", "limit": 51}, "/input/limit"),
+    ("memory-retriever", {}, "/input/query"),
+    ("file-searcher", {"query": "x", "limit": 0}, "/input/limit"),
+    ("file-searcher", {"query": 7}, "/input/query"),
+    ("session-summarizer", {"text": ["not", "text"]}, "/input/text"),
+    ("memory-groomer", {"all": True}, "/input/all"),
+    ("spark-coder", {"task": "t" * (32 * 1024 + 1)}, "/input/task"),
+    ("spark-coder", {"task": "x", "files": {"a.py": 1}}, "/input/files/a.py"),
+    ("spark-coder", {"files": {}}, "/input/task"),
+]
+
+
+@pytest.mark.parametrize(("name", "payload", "where"), SUBAGENT_REFUSED)
+def test_check_refuses_the_subagent_input_the_host_refuses(
+    granted_host: Any, name: str, payload: dict[str, Any], where: str
+) -> None:
+    inp = {"name": name, "input": payload}
+    errors = _checker_errors("subagent.invoke", inp)
+    assert [(d.code, d.path) for d in errors] == [("FORGEC_CAPABILITY_INPUT", INVOKE + where)]
+    assert _host_call_problem(granted_host, "subagent.invoke", inp) is not None
+
+
+def test_an_unknown_subagent_is_a_warning_with_the_likely_name() -> None:
+    import orjson as _orjson
+
+    manifest = _manifest("subagent.invoke", {"name": "memory-retreiver", "input": {"x": 1}})
+    report = api.check(_orjson.dumps(manifest), target="talon")
+    found = [d for d in report.diagnostics if d.code == "FORGEC_SUBAGENT_UNKNOWN"]
+    assert [(d.severity, d.path) for d in found] == [("warning", INVOKE + "/name")]
+    assert "memory-retriever" in found[0].message
+    assert [f.value for f in found[0].fixes] == ["memory-retriever"]
+    assert not [d for d in report.diagnostics if d.severity == "error"]
+
+
+# a member that is an object holding expressions: its literal members are checked all the same
+@pytest.mark.parametrize(
+    ("capability", "inp", "where"),
+    [
+        (
+            "subagent.invoke",
+            {"name": "memory-retriever", "input": {"query": {"$ref": "input.q"}, "limit": 500}},
+            "/input/limit",
+        ),
+        (
+            "subagent.invoke",
+            {"name": "memory-groomer", "input": {"all": {"$ref": "input.q"}}},
+            "/input/all",
+        ),
+        (
+            "net.http",
+            {
+                "method": "GET",
+                "url": "https://example.org/",
+                "headers": {"A": {"$ref": "input.q"}, "B": 7},
+            },
+            "/headers/B",
+        ),
+    ],
+)
+def test_the_literal_members_beside_an_expression_are_checked(
+    granted_host: Any, capability: str, inp: dict[str, Any], where: str
+) -> None:
+    hosts = ["example.org"] if capability == "net.http" else None
+    errors = _checker_errors(capability, inp, hosts)
+    assert [(d.code, d.path) for d in errors] == [("FORGEC_CAPABILITY_INPUT", INVOKE + where)]
+    # what the expression evaluates to does not matter: the host refuses the literal too
+    evaluated = orjson.loads(orjson.dumps(inp).replace(b'{"$ref":"input.q"}', b'"x"'))
+    assert _host_call_problem(granted_host, capability, evaluated) is not None

@@ -29,6 +29,14 @@ def test_every_row_of_the_host_has_one_registered_handler() -> None:
     assert set(HANDLERS) == {row.name for row in rows.rows_of("talon")}
 
 
+def test_every_built_in_sub_agent_has_its_input_shape_and_no_other() -> None:
+    # the shapes beside the rows are what `check` and the bridge hold a sub-agent's input to:
+    # a built-in without one would take any input unchecked, a shape without one is dead
+    from forgec.host.delegation import builtin_subagents
+
+    assert list(builtin_subagents()) == list(rows.SUBAGENT_SHAPES)
+
+
 def test_targets_are_the_rows() -> None:
     for target in ("talos", "talon"):
         catalog = get_catalog(target)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -117,6 +118,40 @@ def write_text(path: str | None, text: str) -> None:
         raise UsageError(f"{path}: cannot write: {exc.strerror or exc}") from None
 
 
+# where an argument's help lists the labels a tool can need (`with_labels` fills it)
+LABELS = "{labels}"
+
+
+def host_label_words() -> str:
+    """Every label a host tool can need (the capability rows'), for help."""
+    from forgec.ir.capabilities import label_list
+
+    return ", ".join(label_list())
+
+
+def with_labels(parser: argparse.ArgumentParser, words: Callable[[], str]) -> None:
+    """Fill `LABELS` in `parser`'s argument help with `words()`, computed only when the help is
+    formatted: building the parser (every command's, for `forgec --help`) imports no rows.
+    Python 3.14 expands each help string once as the argument is added, to check it; that
+    expansion leaves the placeholder alone."""
+    base = parser.formatter_class
+
+    class LabelsFormatter(base):  # type: ignore[valid-type,misc]
+        _filling = False
+
+        def format_help(self) -> str:
+            self._filling = True
+            return str(super().format_help())
+
+        def _expand_help(self, action: argparse.Action) -> str:
+            text = str(super()._expand_help(action))
+            if self._filling and LABELS in text:
+                text = text.replace(LABELS, words())
+            return text
+
+    parser.formatter_class = LabelsFormatter
+
+
 def add_host_options(parser: argparse.ArgumentParser) -> None:
     """The reference host's options (SPEC §10), shared by `forgec run` and `forgec tools run`."""
     parser.add_argument("--db", default=None, metavar="FILE", help="the host's SQLite database")
@@ -125,7 +160,8 @@ def add_host_options(parser: argparse.ArgumentParser) -> None:
         "--persona-labels",
         default=None,
         metavar="L,...",
-        help="capability labels granted (default: every label the tool needs)",
+        help="capability labels granted (default: every label the tool needs); the labels: "
+        + LABELS,
     )
     parser.add_argument(
         "--credentials", default=None, metavar="FILE", help="credentials file (JSON or TOML)"
@@ -138,6 +174,7 @@ def add_host_options(parser: argparse.ArgumentParser) -> None:
         help="curl-style name override (repeatable)",
     )
     parser.add_argument("--replay", default=None, metavar="FILE", help="recorded model answers")
+    with_labels(parser, host_label_words)
 
 
 def host_from_args(args: argparse.Namespace, *, default_labels: tuple[str, ...] = ()) -> Any:

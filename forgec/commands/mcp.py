@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from forgec.commands.common import LABELS, with_labels
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg,unused-ignore]
     p = subparsers.add_parser(
@@ -17,7 +19,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     s = sub.add_parser(
         "serve",
         help="run the MCP server on standard input/output",
-        description="Serve the ten host tools, every enabled forged tool (dynamic_<id>) and "
+        description="Serve the host tools, every enabled forged tool (dynamic_<id>) and "
         "tool_create over stdio — each only when the persona's labels grant it.",
     )
     s.add_argument("--store", metavar="FILE", default=None, help="the tool store")
@@ -25,7 +27,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "--persona-labels",
         metavar="L,...",
         default=None,
-        help="capability labels granted to the caller (default: none — deny by default)",
+        help="capability labels granted to the caller (default: none — deny by default); "
+        "the labels: " + LABELS,
     )
     s.add_argument("--host-config", metavar="FILE", default=None, help="the TOML host config")
     s.add_argument("--db", metavar="FILE", default=None, help="the reference host's database")
@@ -50,6 +53,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="how long a tool_create check may take before it is refused as "
         "FORGEC_CHECK_BUDGET (default 5)",
     )
+    with_labels(s, label_words)
     s.set_defaults(handler=serve)
 
 

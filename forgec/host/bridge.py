@@ -28,10 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import forgec.catalog  # noqa: F401  (registers the cron, SQL and URL rules the rows' shapes name)
-
-# importing a tool module registers its handler (`forgec.host.handlers`)
-from forgec.host import channels, dbquery, delegation, memory_access, records, schedules
-from forgec.host import http as nethttp
+from forgec.host import delegation, memory_access, records, schedules
 from forgec.host import labels as rowlabels
 from forgec.host import validate as v
 from forgec.host.config import HostConfig
@@ -44,7 +41,21 @@ from forgec.runtime import flowlabels
 from forgec.runtime.host import CallContext, HostError
 from forgec.runtime.undo import undo_input
 
-_TOOL_MODULES = (channels, dbquery, delegation, memory_access, records, schedules, nethttp)
+
+def _register_handlers() -> None:
+    """Import every module of `forgec.host`: importing a tool module registers its handler
+    (`@handles`, `forgec.host.handlers`), so a new host tool is a new file here and never an
+    edit of this one (they are all imported by the host anyway)."""
+    import importlib
+    import pkgutil
+
+    import forgec.host as package
+
+    for found in pkgutil.iter_modules(package.__path__):
+        importlib.import_module(f"{package.__name__}.{found.name}")
+
+
+_register_handlers()
 
 # Talon host tools → the label each needs (channel.send's depends on the channel)
 TALON_LABELS: dict[str, str] = {

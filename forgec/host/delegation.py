@@ -5,7 +5,9 @@
   items) and `file-searcher` (ranked snippets from files under configured roots) need no model;
   `session-summarizer` and `memory-groomer` ask the configured model provider; `spark-coder`
   needs `OPENAI_API_KEY` and says so when it is missing. An unknown name is an error listing
-  the registered ones.
+  the registered ones. Each built-in's own input has a shape beside the rows
+  (`forgec.ir.capabilities.SUBAGENT_SHAPES`), which `check` runs on literals and the bridge
+  on every call before the sub-agent runs, so a sub-agent reads fields it can trust.
 - **Background tasks** (`subagent.background`) are durable rows in `background_tasks`, run by a
   runner callable the embedder registers, on a worker thread with its own connection. They end
   `completed` or `failed` (a cancel or an overrun deadline is `failed` with the reason); the
@@ -165,9 +167,8 @@ def _json_safe(value: Any, what: str) -> Any:
 def memory_retriever(inp: dict[str, Any], ctx: DelegationContext) -> Any:
     from forgec.host.records import fts_query
 
-    f = v.fields("memory-retriever", inp, allowed={"query", "limit"}, required=("query",))
-    query = v.req_string("memory-retriever", f, "query", max_len=500)
-    limit = v.integer("memory-retriever", f, "limit", default=10, low=1, high=50)
+    query = inp["query"]  # checked at the bridge by its shape (SUBAGENT_SHAPES)
+    limit = v.whole(inp.get("limit"), 10)
     match = fts_query(query)
     if match is None:
         return {"items": []}
@@ -202,9 +203,8 @@ _MAX_FILE_BYTES = 1024 * 1024
 def file_searcher(inp: dict[str, Any], ctx: DelegationContext) -> Any:
     """Rank files under the roots by how often the query's words occur; snippets per hit line."""
     name = "file-searcher"
-    f = v.fields(name, inp, allowed={"query", "limit"}, required=("query",))
-    query = v.req_string(name, f, "query", max_len=500)
-    limit = v.integer(name, f, "limit", default=10, low=1, high=50)
+    query = inp["query"]  # checked at the bridge by its shape (SUBAGENT_SHAPES)
+    limit = v.whole(inp.get("limit"), 10)
     if not ctx.file_roots:
         v.fail(
             f"{name}: no roots are configured ([subagents.file_searcher] roots in the host config)"
@@ -255,8 +255,7 @@ def file_searcher(inp: dict[str, Any], ctx: DelegationContext) -> Any:
 
 def session_summarizer(inp: dict[str, Any], ctx: DelegationContext) -> Any:
     name = "session-summarizer"
-    f = v.fields(name, inp, allowed={"text"})
-    extra = v.string(name, f, "text")
+    extra = inp.get("text")  # checked at the bridge by its shape (SUBAGENT_SHAPES)
     conn = dbm.connect(ctx.db_path)
     try:
         rows = conn.execute(
@@ -284,8 +283,7 @@ def session_summarizer(inp: dict[str, Any], ctx: DelegationContext) -> Any:
 
 
 def memory_groomer(inp: dict[str, Any], ctx: DelegationContext) -> Any:
-    name = "memory-groomer"
-    v.fields(name, inp, allowed=set())
+    # takes no input: its shape (SUBAGENT_SHAPES) refuses any field at the bridge
     conn = dbm.connect(ctx.db_path)
     try:
         rows = conn.execute(
@@ -330,11 +328,8 @@ def spark_coder(inp: dict[str, Any], ctx: DelegationContext) -> Any:
     key = ctx.key("OPENAI_API_KEY")
     if not key:
         v.fail(f"{name} needs OPENAI_API_KEY, which is not set in the host's environment")
-    f = v.fields(name, inp, allowed={"task", "files"}, required=("task",))
-    task = v.req_string(name, f, "task", max_len=32 * 1024)
-    files = f.get("files") or {}
-    if not isinstance(files, Mapping) or not all(isinstance(x, str) for x in files.values()):
-        v.fail(f"{name}: `files` must be an object of path → content")
+    task = inp["task"]  # checked at the bridge by its shape (SUBAGENT_SHAPES)
+    files = inp.get("files") or {}
     schema = {
         "type": "object",
         "properties": {

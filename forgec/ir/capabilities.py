@@ -27,6 +27,7 @@ import attrs
 
 from forgec.ir.shapes import (
     Field,
+    Nested,
     RequiredWhen,
     Shape,
     any_value,
@@ -287,6 +288,44 @@ def _status(description: str) -> Field:
 def _limit(maximum: int) -> Field:
     return integer(f"how many items at most (1–{maximum})", minimum=1, maximum=maximum)
 
+
+# --- the built-in sub-agents' own inputs (`subagent.invoke`'s `input`, by `name`) ------------
+
+SUBAGENT_QUERY_MAX = 500
+SPARK_TASK_MAX = 32 * KIB
+
+
+def _search(what: str) -> Shape:
+    return Shape(
+        {
+            "query": string(what, max_length=SUBAGENT_QUERY_MAX),
+            "limit": integer("results at most (default 10; 1–50)", minimum=1, maximum=50),
+        },
+        limit=HOST_TOOL_LIMIT,
+        required=("query",),
+    )
+
+
+# One shape per built-in sub-agent of `forgec.host.delegation`: `check` holds a literal input to
+# it, the bridge every evaluated one, before the sub-agent runs (it checks nothing again). A
+# name here keeps its shape whatever function a host registers under it.
+SUBAGENT_SHAPES: Mapping[str, Shape] = {
+    "memory-retriever": _search("words to find in this thread's memory items (FTS5)"),
+    "file-searcher": _search("words to find in the files under the configured roots"),
+    "session-summarizer": Shape(
+        {"text": string("more text to summarize with the thread's messages")},
+        limit=HOST_TOOL_LIMIT,
+    ),
+    "memory-groomer": Shape({}, limit=HOST_TOOL_LIMIT),
+    "spark-coder": Shape(
+        {
+            "task": string("what to write or change", max_length=SPARK_TASK_MAX),
+            "files": Field("object", "path → current content", values=string()),
+        },
+        limit=HOST_TOOL_LIMIT,
+        required=("task",),
+    ),
+}
 
 _READ_R1 = OpMarks("Read", "R1")
 _WRITE_R2 = OpMarks("Write", "R2")
@@ -660,6 +699,9 @@ ROWS: tuple[Capability, ...] = (
             },
             limit=HOST_TOOL_LIMIT,
             required=("name",),
+            nested=(
+                Nested("name", "input", SUBAGENT_SHAPES, "sub-agent", "FORGEC_SUBAGENT_UNKNOWN"),
+            ),
         ),
         OpMarks("Delegate", "R3"),
         _DELEGATED,

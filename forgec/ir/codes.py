@@ -345,8 +345,19 @@ _ENTRIES: list[tuple[str, Severity, str, str]] = [
         "Every literal field of a step's input is checked against the capability: unknown "
         "fields, types, ranges, enums, lengths, required fields, cron expressions, SQL (a single "
         "plain SELECT on allowed tables), URL schemes, mutually exclusive fields and the input "
-        "size limit. Expression fields are checked at run time. Example: `tasks.create` with "
+        "size limit; a `subagent.invoke` step's `input` against the named built-in sub-agent's "
+        "own shape. Expression fields are checked at run time. Example: `tasks.create` with "
         '`{"titel": "x"}`.',
+    ),
+    (
+        "FORGEC_SUBAGENT_UNKNOWN",
+        W,
+        "A sub-agent step names no built-in sub-agent.",
+        "A literal `subagent.invoke` `name` that is not one of the built-in sub-agents (the "
+        "message lists them) cannot have its `input` checked: an embedder may register more sub-agents, so it is a "
+        "warning, and the host refuses the call at run time unless it has one by that name. "
+        "Usually a typo; the hint names the closest built-in. Example: "
+        '`{"name": "memory-retreiver"}` → did you mean `memory-retriever`?',
     ),
 ]
 

@@ -10,6 +10,10 @@ literal value) and which exclude each other, plus the input's size limit. From t
 description come both `Shape.check` (the static/run-time checker of `CapabilitySpec`) and
 `Shape.schema()` (the JSON Schema the MCP server and the docs show), so the two cannot drift.
 
+A field may have a shape of its own that another field's literal value chooses (`Nested`:
+`subagent.invoke`'s `input`, by the built-in sub-agent its `name` names); a value with no shape
+there is a warning of `check`'s (`Shape.unchosen`), never a refusal of the shape's.
+
 Checking modes. At compile time the checker sees only the literal fields of the input; fields
 that are expressions are named in `computed` (present, value unknown): they count as present
 for required-ness and exclusivity, their values are checked at run time. A nested object whose
@@ -72,6 +76,9 @@ class InputProblem:
     # the likely meant value (an enum's) or field name (`rename`): the diagnostic's fix
     suggestion: str | None = None
     rename: bool = False
+    # a code other than the input check's own, for a problem that is not a refusal
+    # (`Shape.unchosen`: a sub-agent name with no built-in shape)
+    code: str | None = None
 
 
 _JSON_TYPE_NAMES = {
@@ -397,6 +404,64 @@ class RequiredWhen:
 
 
 @attrs.frozen
+class Nested:
+    """The value of `field` has its own shape, chosen by the literal value of `selector`
+    (`subagent.invoke`: `name` picks the built-in sub-agent whose shape `input` must fit).
+
+    An absent `field` is checked as `{}` (what the handler then receives); a `field` that is in
+    `computed` and also in the literal is an object holding expressions, given as its literal
+    members with each expression standing as itself (skipped). A selector value
+    with no shape here is no refusal of this shape's (an embedder may register more sub-agents
+    than the built-in ones): `Shape.unchosen` names it, under `unknown_code`, and the host's
+    registry decides at run time."""
+
+    selector: str
+    field: str
+    shapes: Mapping[str, Shape]
+    what: str  # how a person calls a choice, for messages ("sub-agent")
+    unknown_code: str  # the (warning) code `check` reports an unknown choice under
+
+    def problems(
+        self, literal: Mapping[str, Any], computed: frozenset[str], runtime: bool
+    ) -> list[InputProblem]:
+        name = literal.get(self.selector)
+        shape = self.shapes.get(name) if type(name) is str else None
+        if shape is None:
+            return []
+        if self.field in literal:
+            value = literal[self.field]  # literal, or (also in `computed`) its literal part
+        elif self.field in computed:
+            return []  # computed as a whole: checked at run time
+        else:
+            value = {}
+        if not isinstance(value, Mapping) or (not runtime and is_expression(value)):
+            return []  # the field's own type check said so, or it is computed
+        inner = frozenset(
+            () if runtime else (str(k) for k, item in value.items() if is_expression(item))
+        )
+        prefix = f"`{self.field}` of the {self.what} `{name}`: "
+        return [
+            InputProblem((self.field, *p.path), prefix + p.message, p.suggestion, p.rename)
+            for p in shape.check(value, inner, runtime=runtime)
+        ]
+
+    def unchosen(self, literal: Mapping[str, Any]) -> list[InputProblem]:
+        name = literal.get(self.selector)
+        if type(name) is not str or name in self.shapes:
+            return []
+        known = sorted(self.shapes)
+        meant = closest(name, known)
+        hint = f" (did you mean `{meant}`?)" if meant else ""
+        shown = name if len(name) <= 40 else name[:40] + "…"
+        message = (
+            f"`{shown}` is not a built-in {self.what}{hint}: `check` cannot check its "
+            f"`{self.field}`, and the host refuses the call unless it registers one by that "
+            f"name (built-in: {', '.join(known)})"
+        )
+        return [InputProblem((self.selector,), message, meant, code=self.unknown_code)]
+
+
+@attrs.frozen
 class Shape:
     """A capability input: its fields, required-ness rules and size limit."""
 
@@ -405,6 +470,7 @@ class Shape:
     required: tuple[str, ...] = ()
     required_when: tuple[RequiredWhen, ...] = ()
     exclusive: tuple[tuple[str, str], ...] = ()
+    nested: tuple[Nested, ...] = ()  # fields whose own shape another field's value chooses
 
     def check(
         self, literal: Any, computed: frozenset[str] = frozenset(), *, runtime: bool = False
@@ -461,6 +527,8 @@ class Shape:
                         f"`{first}` and `{second}` are mutually exclusive: give one of them",
                     )
                 )
+        for nested in self.nested:
+            out.extend(nested.problems(literal, computed, runtime))
         if not computed:
             size = compact_json_size(literal)
             if size < 0:
@@ -474,6 +542,13 @@ class Shape:
                     )
                 )
         return out
+
+    def unchosen(self, literal: Any) -> list[InputProblem]:
+        """Warnings, not refusals: a literal selector value with no nested shape (a sub-agent
+        `check` does not know; the host's registry decides at run time)."""
+        if not self.nested or not isinstance(literal, Mapping):
+            return []
+        return [p for nested in self.nested for p in nested.unchosen(literal)]
 
     def caps(self) -> dict[str, float]:
         """The host caps (SPEC §12): field → the most a computed value may be."""
@@ -514,6 +589,20 @@ class Shape:
                     ),
                 }
             )
+        for nested in self.nested:
+            for name, shape in nested.shapes.items():
+                then: dict[str, Any] = {"properties": {nested.field: shape.schema()}}
+                if shape.required:
+                    then["required"] = [nested.field]
+                conditions.append(
+                    {
+                        "if": {
+                            "properties": {nested.selector: {"const": name}},
+                            "required": [nested.selector],
+                        },
+                        "then": then,
+                    }
+                )
         for first, second in self.exclusive:
             conditions.append({"not": {"required": [first, second]}})
         if conditions:

@@ -9,7 +9,11 @@ Every capability step is checked, reachable or not (a later edit may make it rea
 - The input goes to the spec's `check_input` as SPEC §12 asks: for an object input, the members
   that are literals with their values, the members that are expressions by name only (present,
   checked at run time). Each problem is `FORGEC_CAPABILITY_INPUT` at the pointer of the field it
-  concerns. The size limit is the spec's to check and it checks it only when nothing is computed,
+  concerns. A member that is an object holding expressions is computed, and its literal members
+  are checked too (each expression standing as one). A field whose own shape another field
+  chooses (`subagent.invoke`'s `input`, by the built-in sub-agent its `name` names) is checked
+  against that shape on its literal members, and a
+  name with no shape is the shape's warning (`FORGEC_SUBAGENT_UNKNOWN`). The size limit is the spec's to check and it checks it only when nothing is computed,
   that is when the whole input is literal. An input that is a `$ref` is checked at run time; a
   template or a list can never be an object and is reported here.
 - Compensation: a step whose capability has no undo may not name one
@@ -134,6 +138,8 @@ def _check_input(ctx: PassContext, node: CapabilityNode, spec: CapabilitySpec) -
     if parts is None:
         return  # a `$ref` (checked at run time) or a misplaced credential (FORGE_REF_UNSAFE)
     literal, computed = parts
+    if computed and type(value) is ObjectExpr:
+        literal = _with_literal_members(value, literal)
     try:
         problems = spec.check_input(literal, computed)
     except Exception as error:  # a checker bug must not hide the other diagnostics
@@ -143,10 +149,12 @@ def _check_input(ctx: PassContext, node: CapabilityNode, spec: CapabilitySpec) -
             base,
             f"`{spec.name}` input could not be checked ({type(error).__name__}: {error})",
         )
+    if spec.row is not None and spec.row.shape.nested:
+        problems = [*problems, *spec.row.shape.unchosen(literal)]
     for problem in problems:
         at = join(base, *problem.path)
         ctx.report(
-            "FORGEC_CAPABILITY_INPUT",
+            problem.code or "FORGEC_CAPABILITY_INPUT",
             at,
             f"`{spec.name}` input: {problem.message}",
             key=problem.rename,
@@ -154,6 +162,23 @@ def _check_input(ctx: PassContext, node: CapabilityNode, spec: CapabilitySpec) -
             if problem.suggestion is not None
             else (),
         )
+
+
+# stands for an expression inside a member's literal part: every check skips it as computed
+_COMPUTED: Any = {"$ref": ""}
+
+
+def _with_literal_members(value: ObjectExpr, literal: dict[str, Any]) -> dict[str, Any]:
+    """The literal part of an input, with each member that is an object holding expressions
+    given as that object's literal members (each expression standing as `_COMPUTED`); the member
+    stays computed, so its literal values are checked now and the rest, with the size, at run
+    time (a literal `limit` beside a computed `query` in a sub-agent's `input`)."""
+    out: dict[str, Any] | None = None
+    for key, member in value.fields:
+        if type(member) is ObjectExpr:
+            out = dict(literal) if out is None else out
+            out[key] = {k: m.value if type(m) is Literal else _COMPUTED for k, m in member.fields}
+    return literal if out is None else out
 
 
 def _check_compensation(ctx: PassContext, node: CapabilityNode, spec: CapabilitySpec) -> None:

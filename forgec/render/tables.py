@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from forgec.ir.capabilities import Capability, rows_of
+from forgec.ir.capabilities import SUBAGENT_SHAPES, Capability, rows_of
 from forgec.ir.shapes import Field, Shape
 from forgec.runtime.opcodes import OPS
 from forgec.runtime.pools import POOLS
@@ -105,6 +105,8 @@ def _field_text(field: Field) -> str:
         extra.append("a computed value above is lowered to the cap")
     if field.items is not None:
         kind = f"list of {_field_text(field.items)}"
+    if field.kind == "object" and field.values is not None:
+        kind = f"object of {_field_text(field.values)} values"
     if field.max_items is not None:
         extra.append(f"at most {field.max_items} items")
     if field.credential_values:
@@ -131,6 +133,11 @@ def _shape_text(shape: Shape) -> str:
     ]
     rules += [f"`{a}` xor `{b}`" for a, b in shape.exclusive]
     text = "; ".join(parts)
+    text += "".join(
+        f"; `{rule.field}` has the shape of the {rule.what} `{rule.selector}` names, when it is "
+        f"one of the built-in {rule.what}s"
+        for rule in shape.nested
+    )
     return text + (f". Required: {'; '.join(rules)}" if rules else "")
 
 
@@ -144,6 +151,14 @@ def input_table(target: str) -> str:
     return "\n".join(lines)
 
 
+def subagent_table() -> str:
+    """The built-in sub-agents' own inputs (`subagent.invoke`'s `input`), from their shapes."""
+    lines = ["| sub-agent | input |", "|---|---|"]
+    for name, shape in SUBAGENT_SHAPES.items():
+        lines.append(f"| `{name}` | {_shape_text(shape).replace('|', chr(92) + '|')} |")
+    return "\n".join(lines)
+
+
 GENERATORS: dict[str, Callable[[], str]] = {
     "opcodes": opcode_table,
     "pools": pool_table,
@@ -151,6 +166,7 @@ GENERATORS: dict[str, Callable[[], str]] = {
     "talos-inputs": lambda: input_table("talos"),
     "talon-capabilities": lambda: capability_table("talon"),
     "talon-inputs": lambda: input_table("talon"),
+    "subagent-inputs": subagent_table,
 }
 
 _BLOCK = re.compile(

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 from loopback import serving, tls_server_context
+from manifests import credential, http_step, probe
 
 API = "api.example"
 # lower-case on purpose: a host name in an error message is lower-cased, and the scrub must
@@ -55,35 +56,18 @@ def api_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 
 def _tool(headers: Any, url: Any) -> dict[str, Any]:
-    return {
-        "schema": "talos.local-tool.v1",
-        "id": "leak-probe",
-        "version": 1,
-        "title": "Leak probe",
-        "description": "Calls an API with a credential.",
-        "createdAt": "2026-01-01T00:00:00Z",
-        "parentVersion": None,
-        "execution": "declarative-flow",
-        "installScope": "device",
-        "network": {"mode": "allowlist", "hosts": [API]},
-        "credentialRequirements": [{"id": "ghtok", "purpose": "Call the API", "hosts": [API]}],
-        "inputSchema": {"type": "object"},
-        "flow": {
-            "entry": "fetch",
-            "maxTransitions": 4,
-            "nodes": [
-                {
-                    "id": "fetch",
-                    "type": "capability",
-                    "capability": "net.http",
-                    "input": {"method": "GET", "url": url, "headers": headers},
-                    "target": "resp",
-                    "next": "done",
-                },
-                {"id": "done", "type": "return", "value": {"status": {"$ref": "resp.status"}}},
-            ],
-        },
-    }
+    return probe(
+        [
+            http_step(url, headers=headers),
+            {"id": "done", "type": "return", "value": {"status": {"$ref": "resp.status"}}},
+        ],
+        tool_id="leak-probe",
+        title="Leak probe",
+        description="Calls an API with a credential.",
+        hosts=[API],
+        credentials=[credential("ghtok", API)],
+        input_schema={"type": "object"},
+    )
 
 
 LITERAL = {"Authorization": {"$credential": "ghtok"}}

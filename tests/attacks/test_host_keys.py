@@ -24,6 +24,7 @@ from typing import Any
 import anyio
 import pytest
 from loopback import serving
+from manifests import probe, step
 
 CANARY = "sk-canary-r8t3w6q1z9x4m2p7"
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,39 +60,27 @@ def chat() -> Iterator[Any]:
 
 
 def _tool() -> dict[str, Any]:
-    return {
-        "schema": "talos.local-tool.v1",
-        "id": "coder-probe",
-        "version": 1,
-        "title": "Coder probe",
-        "description": "Asks spark-coder for a change.",
-        "createdAt": "2026-01-01T00:00:00Z",
-        "parentVersion": None,
-        "execution": "declarative-flow",
-        "installScope": "device",
-        "network": {"mode": "forbidden"},
-        "credentialRequirements": [],
-        "inputSchema": {
+    task = {"task": {"$ref": "input.task"}}
+    return probe(
+        [
+            step(
+                "code",
+                "subagent.invoke",
+                {"name": "spark-coder", "input": task},
+                target="out",
+                next="done",
+            ),
+            {"id": "done", "type": "return", "value": {"$ref": "out.result"}},
+        ],
+        tool_id="coder-probe",
+        title="Coder probe",
+        description="Asks spark-coder for a change.",
+        input_schema={
             "type": "object",
             "properties": {"task": {"type": "string"}},
             "required": ["task"],
         },
-        "flow": {
-            "entry": "code",
-            "maxTransitions": 4,
-            "nodes": [
-                {
-                    "id": "code",
-                    "type": "capability",
-                    "capability": "subagent.invoke",
-                    "input": {"name": "spark-coder", "input": {"task": {"$ref": "input.task"}}},
-                    "target": "out",
-                    "next": "done",
-                },
-                {"id": "done", "type": "return", "value": {"$ref": "out.result"}},
-            ],
-        },
-    }
+    )
 
 
 def _config(tmp_path: Path, chat: Any) -> Path:

@@ -26,6 +26,8 @@ from typing import Any
 
 import pytest
 from loopback import serving, tls_server_context
+from manifests import credential as declared
+from manifests import http_step, probe
 
 API = "api.example.com"
 INTERNAL = "internal.example.org"
@@ -68,36 +70,18 @@ def tls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 def _tool(url: Any, host: str, *, credential: bool) -> dict[str, Any]:
     headers = {"Authorization": {"$credential": "api-key"}} if credential else {"X-Probe": "1"}
-    creds = [{"id": "api-key", "purpose": "Call the API", "hosts": [host]}] if credential else []
-    return {
-        "schema": "talos.local-tool.v1",
-        "id": "reach-probe",
-        "version": 1,
-        "title": "Reach probe",
-        "description": "Fetches one URL.",
-        "createdAt": "2026-01-01T00:00:00Z",
-        "parentVersion": None,
-        "execution": "declarative-flow",
-        "installScope": "device",
-        "network": {"mode": "allowlist", "hosts": [host]},
-        "credentialRequirements": creds,
-        "inputSchema": {"type": "object", "properties": {"url": {"type": "string"}}},
-        "flow": {
-            "entry": "fetch",
-            "maxTransitions": 4,
-            "nodes": [
-                {
-                    "id": "fetch",
-                    "type": "capability",
-                    "capability": "net.http",
-                    "input": {"method": "GET", "url": url, "headers": headers},
-                    "target": "resp",
-                    "next": "done",
-                },
-                {"id": "done", "type": "return", "value": {"body": {"$ref": "resp.body"}}},
-            ],
-        },
-    }
+    return probe(
+        [
+            http_step(url, headers=headers),
+            {"id": "done", "type": "return", "value": {"body": {"$ref": "resp.body"}}},
+        ],
+        tool_id="reach-probe",
+        title="Reach probe",
+        description="Fetches one URL.",
+        hosts=[host],
+        credentials=[declared("api-key", host)] if credential else [],
+        input_schema={"type": "object", "properties": {"url": {"type": "string"}}},
+    )
 
 
 # the real CLI, with the system resolver answering 127.0.0.1 for INTERNAL (an attacker's DNS)
