@@ -9,11 +9,12 @@ Prints medians and ratios for a 64-node manifest close to the 64 KiB limit, writ
   - jsonschema validating against `forgec schema` (validator built once)
 and the cold wall time of `forgec check small.talostool` and `forgec --help` in a new process.
 
-Targets: a first check (fresh ids) ≤ 25× orjson.loads, 15× the goal (issue 9; issue 2 asked
-10×), faster than fastjsonschema, cold check < 120 ms.
+Targets (issue 19): a first check (fresh ids) ≤ 20× orjson.loads, faster than
+fastjsonschema, cold check < 100 ms.
 Run by hand: `python benchmarks/bench_check.py` (`--per-pass` adds each pass's median time
 and the flow pass's share of a whole check, issue 11's ≤ 15%;
-`--quick` skips jsonschema and the cold start-up runs). Not a CI gate.
+`--quick` skips jsonschema and the cold start-up runs; `--cpu` prints only the CPU-time
+figure of first checks, see `cpu_ratio`). Not a CI gate.
 """
 
 from __future__ import annotations
@@ -207,8 +208,56 @@ def _renamed(data: bytes, k: int) -> bytes:
     return text.encode()
 
 
+def cpu_ratio(data: bytes, *, runs: int = 400) -> tuple[float, float, float, float]:
+    """(p10, median) CPU seconds of a first check, each ÷ orjson.loads of the same bytes.
+
+    `time.process_time`, not wall time: on a shared machine a wall time also counts whatever
+    else ran, a CPU time only this process's work (its resolution, well under a µs on Linux,
+    is fine for checks of about a ms). Each of the `runs` checks is of a document this process
+    has never seen (every id renamed), set against `orjson.loads` of the same bytes timed in
+    the same minute. The p10 is the steadier figure under load (few runs are slowed by
+    nothing)."""
+    fresh = [_renamed(data, k) for k in range(runs + 10)]
+    assert forgec.check(fresh[0]).ok, "the renamed manifest must stay valid"
+    for doc in fresh[:10]:  # warm-up: imports, the catalog, first-call costs
+        forgec.check(doc)
+    clock = time.process_time
+    checks: list[float] = []
+    loads: list[float] = []
+    # in blocks of 20 documents: their loads back to back (as the other lines of this
+    # benchmark time orjson, in a loop of its own), then their checks, so both figures come
+    # from the same minute; a loads timed right after a check would pay for the caches the
+    # check evicted, and flatter the ratio by a quarter
+    for block in range(10, len(fresh), 20):
+        docs = fresh[block : block + 20]
+        for doc in docs:
+            start = clock()
+            orjson.loads(doc)
+            loads.append(clock() - start)
+        for doc in docs:
+            start = clock()
+            forgec.check(doc)
+            checks.append(clock() - start)
+    checks.sort()
+    loads.sort()
+    p10_check, med_check = checks[len(checks) // 10], statistics.median(checks)
+    p10_load, med_load = loads[len(loads) // 10], statistics.median(loads)
+    return p10_check, med_check, p10_check / p10_load, med_check / med_load
+
+
+def print_cpu(data: bytes) -> None:
+    p10, med, r10, rmed = cpu_ratio(data)
+    print(
+        f"first check, CPU time of 400 fresh-id runs: p10 {p10 * 1e6:.0f} µs = {r10:.1f}×, "
+        f"median {med * 1e6:.0f} µs = {rmed:.1f}× orjson.loads of the same bytes (target ≤ 20×)"
+    )
+
+
 def main() -> None:
     data = big_manifest()
+    if "--cpu" in sys.argv[1:]:
+        print_cpu(data)
+        return
     if "--per-pass" in sys.argv[1:]:
         per_pass(data)
     report = forgec.check(data)
@@ -223,7 +272,7 @@ def main() -> None:
     compact = orjson.dumps(orjson.loads(data))
     t_orjson_compact = median_seconds(lambda: orjson.loads(compact))
     t_check_compact = median_seconds(lambda: forgec.check(compact))
-    # The figure that counts (issue 9: at most 25x, goal 15x) is a first check of a tool this
+    # The figure that counts (issue 19: at most 20×) is a first check of a tool this
     # process has never seen: the same manifest with every node id and variable renamed per
     # run. forgec keeps no cache across checks, but the same bytes again and again still warm
     # what Python itself keeps (interned strings, dict sizes), so both lines are printed.
@@ -256,7 +305,7 @@ def main() -> None:
     print(
         f"  fresh ids each run   {t_check_fresh * 1e6:8.1f} µs  "
         f"{t_check_fresh / t_orjson_fresh:5.2f}× orjson.loads of those bytes "
-        f"({t_orjson_fresh * 1e6:.1f} µs)  <- a first check: the figure that counts (≤ 25×)"
+        f"({t_orjson_fresh * 1e6:.1f} µs)  <- a first check: the figure that counts (≤ 20×)"
     )
     print(
         f"  same, compact layout {t_check_compact * 1e6:8.1f} µs  "
@@ -267,6 +316,7 @@ def main() -> None:
         f"fastjsonschema        {t_fast * 1e6:9.1f} µs  {t_fast / t_orjson:5.2f}× orjson; "
         f"check/fastjsonschema = {t_check / t_fast:.2f} (target < 1)"
     )
+    print_cpu(data)
     if quick:
         print("jsonschema            skipped (--quick)")
         return
@@ -292,7 +342,7 @@ def main() -> None:
             ]
         )
     print(
-        f"cold `forgec check small.talostool` {t_cold * 1e3:6.1f} ms (target < 120 ms; "
+        f"cold `forgec check small.talostool` {t_cold * 1e3:6.1f} ms (target < 100 ms; "
         f"bare python start-up {t_python * 1e3:.1f} ms)"
     )
     print(f"cold `forgec --help`               {t_help * 1e3:6.1f} ms")

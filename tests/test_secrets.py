@@ -686,6 +686,36 @@ def test_screen_sees_each_stem_in_any_case(member: dict[str, Any]) -> None:
     assert find_secrets(raw) == found
 
 
+# Members only a screen feature can flag: a name's stem, a stem or marker in text (`@`, `~`,
+# `%` are the needles searched apart from the others), glued to needles of other strings
+_STEM_ONLY = [
+    {"PWD": "Zq8vLw2p!xR4"},
+    {"x-auth-token": _NO_RUN_TOKEN},
+    {"apiKEY": _NO_RUN_TOKEN},
+    {"d": "db_PASS: Zq8vLw2p!xR4"},
+    {"d": f"TOKEN = {_NO_RUN_TOKEN}"},
+    {"d": "postgres://u:Zq8vLw2p!xR4@db.example.net/x"},
+    {"d": "curl -u admin:Zq8vLw2p!xR4 https://h"},
+    {"headers": [{"name": "X-Api-Key", "value": _NO_RUN_TOKEN}]},
+]
+_NEEDLY = st.sampled_from(["passkey", "tokensecret", "@~%", "pw", "header", "curlcurl", "a", ""])
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.one_of(st.sampled_from(_STEM_ONLY), st.builds(lambda k, v: {k: v}, _NEEDLY, _NEEDLY)),
+        min_size=1,
+        max_size=10,
+    )
+)
+def test_screen_flags_every_string_however_needles_crowd(members: list[dict[str, Any]]) -> None:
+    # the screen finds needles in one pass and skips the rest of a string once it is judged:
+    # however many needles sit in one string or in neighbours, none of the others is missed
+    raw = {"description": "Plans the week. " * 20, "flow": members}
+    assert find_secrets(raw) == walk_secrets(raw)
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=300), st.one_of(st.none(), st.text(max_size=20), _names))
 def test_scan_text_never_raises(text: str, name: str | None) -> None:

@@ -13,8 +13,9 @@ import importlib.util
 
 # extra → the top-level modules forgec imports from its packages
 EXTRA_MODULES: dict[str, tuple[str, ...]] = {
-    # httpx: the one URL parser `check` reads literal URLs with (forgec.catalog.urls)
-    "compiler": ("lark", "sqlglot", "croniter", "httpx"),
+    # httpx: the one URL parser `check` reads literal URLs with (forgec.catalog.urls);
+    # ahocorasick_rs: the secret screen's search (forgec.passes.secrets)
+    "compiler": ("lark", "sqlglot", "croniter", "httpx", "ahocorasick_rs"),
     "host": ("httpx", "httpcore", "platformdirs", "markdown_it", "sqlglot", "croniter"),
     "mcp": ("mcp", "mcp_types", "anyio", "jsonschema"),
     "lsp": ("pygls", "lsprotocol"),

@@ -45,7 +45,7 @@ from forgec.frontend.names import (
     path_problem,
     template_paths,
 )
-from forgec.frontend.node_codegen import generate_node_builders
+from forgec.frontend.node_codegen import generate_node_builders, node_where
 from forgec.ir.diagnostics import Diagnostic, Fix, insert_fix, make, suggestion
 from forgec.ir.json_subset import schema_problem
 from forgec.ir.nodes import (
@@ -943,9 +943,7 @@ class _Builder:
     ) -> Condition | None:
         return self.condition(n, p, where)
 
-    def fast_condition(
-        self, n: dict[str, Any], key: str, p: str, where: str, *_: Any
-    ) -> Condition | None:
+    def fast_condition(self, n: dict[str, Any], key: str, p: str, typ: str) -> Condition | None:
         """A condition of the right shape built directly; any other goes to `condition`,
         which reports (nothing is reported or read before that choice)."""
         c = n.get(key)
@@ -958,7 +956,7 @@ class _Builder:
             if type(op) is str and op in _UNARY_OP_SET and "right" not in c:
                 cp = p + "/" + key
                 return Condition(op, self.value_field(c, "left", cp), None, cp)
-        return self.condition(n, p, where)
+        return self.condition(n, p, node_where(n, typ))
 
     def read_max_items(
         self, n: dict[str, Any], key: str, p: str, where: str, *_: Any

@@ -62,18 +62,24 @@ _PURE_KINDS = {
             return None
         {var} = Retry(_a, _b, p + "/{key}")""",
 }
+# A reader that takes the "where" text of messages is called only when its field is there
+# (each returns the value of an absent field, `_ABSENT_READ`, without reporting), so the
+# text is not built for the fields a node leaves out; the condition reader builds it itself,
+# only when it hands the node's condition to the checking reader.
 _REPORTING_KINDS = {
     "value": "self.value_field(n, {key!r}, p)",
-    "requirements": "self.read_requirements(n, {key!r}, p, _where(n, {typ!r}), loop, n['id'])",
+    "requirements": "self.read_requirements(n, {key!r}, p, node_where(n, {typ!r}), loop, n['id'])",
     "schema": "self.read_schema(n, {key!r}, p)",
-    "condition": "self.fast_condition(n, {key!r}, p, _where(n, {typ!r}), loop, n['id'])",
-    "body": "self.read_body(n, {key!r}, p, _where(n, {typ!r}), loop, n['id'])",
-    "fail_code": "self.read_fail_code(n, {key!r}, p, _where(n, {typ!r}), loop, n['id'])",
-    "message": "self.read_message(n, {key!r}, p, _where(n, {typ!r}), loop, n['id'])",
+    "condition": "self.fast_condition(n, {key!r}, p, {typ!r})",
+    "body": "self.read_body(n, {key!r}, p, node_where(n, {typ!r}), loop, n['id'])",
+    "fail_code": "self.read_fail_code(n, {key!r}, p, node_where(n, {typ!r}), loop, n['id'])",
+    "message": "self.read_message(n, {key!r}, p, node_where(n, {typ!r}), loop, n['id'])",
 }
+_ABSENT_READ = {"requirements": "None", "body": "()", "fail_code": "None", "message": "None"}
 
 
-def _where(n: dict[str, Any], typ: str) -> str:
+def node_where(n: dict[str, Any], typ: str) -> str:
+    """How messages name a node the fast path builds (its id is good)."""
     return f"{typ} node `{n['id']}`"
 
 
@@ -108,7 +114,10 @@ def _fast_source(typ: str, top: bool) -> str:
         args.append(var)
     for i, f in enumerate(NODE_FIELDS[typ]):  # after the gate, in table order
         if f.kind not in _PURE_KINDS:
-            lines.append(f"    f{i} = " + _REPORTING_KINDS[f.kind].format(key=f.name, typ=typ))
+            call = _REPORTING_KINDS[f.kind].format(key=f.name, typ=typ)
+            if f.kind in _ABSENT_READ:
+                call = f"{call} if {f.name!r} in n else {_ABSENT_READ[f.kind]}"
+            lines.append(f"    f{i} = {call}")
     lines.append(f"    return _CLASS_{typ}({', '.join(args)})")
     return "\n".join(lines) + "\n"
 
@@ -127,7 +136,7 @@ def generate_node_builders(
         "_LLM_OP_SET": frozenset(LLM_OPS),
         "_RETRY_KEYS": frozenset(RETRY_FIELDS),
         "_NODE_ID_MATCH": NODE_ID_RE.fullmatch,
-        "_where": _where,
+        "node_where": node_where,
         "Retry": Retry,
     }
     for typ in NODE_FIELDS:

@@ -86,7 +86,7 @@ class Facts:
         pending = self.flows_pending
         if pending is not None:
             self.flows_pending = None
-            pending()
+            pending(self)
 
     @property
     def flows(self) -> tuple[Any, ...]:

@@ -40,6 +40,7 @@ two `FORGEC_FLOW_*` warnings. The pass stands down when the graph is not well fo
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -372,11 +373,22 @@ def check_flows(ctx: PassContext) -> None:
     if not _may_warn(ctx):
         # no step sends anything out and nothing comes from outside: no FORGEC_FLOW_* can
         # follow and the card has no Sends/Steered line, so `check` does not pay for the
-        # facts; whoever reads `facts.flows` (inspect, lowering, the store) computes them
-        facts.flows_pending = lambda: _Analysis(ctx).run(warn=False)
+        # facts; whoever reads `facts.flows` (inspect, lowering, the store) computes them.
+        # What is kept for that holds no reference back to the facts (they are handed in):
+        # a cycle through the context would keep the whole IR alive until the collector
+        # runs, where reference counting frees it when the report is dropped
+        facts.flows_pending = functools.partial(
+            _deferred_flows, ctx.raw, ctx.catalog, ctx.manifest_or_none
+        )
         return
     facts.flow_warned = True
     _Analysis(ctx).run()
+
+
+def _deferred_flows(raw: Any, catalog: Any, manifest: Any, facts: Any) -> None:
+    """The analysis `check` left to the first reader of the facts (no warnings then)."""
+    ctx = PassContext(raw=raw, catalog=catalog, manifest_or_none=manifest, facts=facts)
+    _Analysis(ctx).run(warn=False)
 
 
 def _may_warn(ctx: PassContext) -> bool:

@@ -111,20 +111,27 @@ def build_scopes(nodes: tuple[Node, ...]) -> tuple[list[Scope], list[tuple[Node,
     scope in manifest order (a loop's body right after the loop)."""
     scopes: list[Scope] = []
     walk: list[tuple[Node, Scope]] = []
-
-    def add(loop: ForeachNode | None, members: tuple[Node, ...]) -> None:
-        scope = Scope(loop, list(members))
-        scopes.append(scope)
-        if not any(isinstance(node, ForeachNode) for node in members):
-            walk.extend([(node, scope) for node in members])  # no body to interleave
-            return
-        for node in members:
-            walk.append((node, scope))
-            if isinstance(node, ForeachNode):
-                add(node, node.body)
-
-    add(None, nodes)
+    _add_scope(None, nodes, scopes, walk)
     return scopes, walk
+
+
+def _add_scope(
+    loop: ForeachNode | None,
+    members: tuple[Node, ...],
+    scopes: list[Scope],
+    walk: list[tuple[Node, Scope]],
+) -> None:
+    # a module-level function, not a closure: a recursive closure is a reference cycle, which
+    # would keep the scopes (and so the IR) alive until the collector runs
+    scope = Scope(loop, list(members))
+    scopes.append(scope)
+    if not any(isinstance(node, ForeachNode) for node in members):
+        walk.extend([(node, scope) for node in members])  # no body to interleave
+        return
+    for node in members:
+        walk.append((node, scope))
+        if isinstance(node, ForeachNode):
+            _add_scope(node, node.body, scopes, walk)
 
 
 def check_graph(ctx: PassContext) -> None:
@@ -234,22 +241,23 @@ def dropped_ids(raw: Any, kept: set[str]) -> set[str]:
     """Ids written on nodes the IR left out (an unusable id or type, already reported): an edge
     or the entry naming one is not missing, it names a broken node."""
     out: set[str] = set()
-
-    def walk(items: Any, base: str) -> None:
-        if not isinstance(items, list):
-            return
-        for i, item in enumerate(items):
-            if not isinstance(item, dict):
-                continue
-            pointer = f"{base}/{i}"
-            node_id = item.get("id")
-            if isinstance(node_id, str) and pointer not in kept:
-                out.add(node_id)
-            walk(item.get("body"), pointer + "/body")
-
     flow = raw.get("flow") if isinstance(raw, dict) else None
-    walk(flow.get("nodes") if isinstance(flow, dict) else None, "/flow/nodes")
+    _dropped_in(flow.get("nodes") if isinstance(flow, dict) else None, "/flow/nodes", kept, out)
     return out
+
+
+def _dropped_in(items: Any, base: str, kept: set[str], out: set[str]) -> None:
+    # not a closure: a recursive closure is a reference cycle (see `_add_scope`)
+    if not isinstance(items, list):
+        return
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            continue
+        pointer = f"{base}/{i}"
+        node_id = item.get("id")
+        if isinstance(node_id, str) and pointer not in kept:
+            out.add(node_id)
+        _dropped_in(item.get("body"), pointer + "/body", kept, out)
 
 
 def _resolve_edges(

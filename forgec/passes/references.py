@@ -86,6 +86,9 @@ def check_references(ctx: PassContext) -> None:
     # duplicate is an error of its own) and write a variable (`state.X` counts as itself).
     facts = ctx.facts
     reachable, by_id, writers = facts.reachable_pointers, facts.nodes_by_id, facts.writers
+    # node pointer → the variable its target writes for definedness (`written_root`), found
+    # once here for the dataflow's transfers
+    roots: dict[str, str | None] = {}
     for node in _all_nodes(manifest.flow.nodes):
         rule = _BY_CLASS[type(node)]
         if rule.writes_target:
@@ -94,9 +97,11 @@ def check_references(ctx: PassContext) -> None:
                 # the common case: a plain unreserved name is safe and writes itself
                 if _plain_target(target):
                     name: str | None = target
+                    roots[node.pointer] = target
                 else:
                     _check_target(ctx, node, state_fields)
-                    name = target if target.startswith("state.") else written_root(target)
+                    root = roots[node.pointer] = written_root(target)
+                    name = target if target.startswith("state.") else root
                 if name is not None and node.pointer in reachable and by_id.get(node.id) is node:
                     writers.setdefault(name, []).append(node.id)
         elif rule.loop_vars:
@@ -110,7 +115,7 @@ def check_references(ctx: PassContext) -> None:
         reads[pointer] = refs
         if creds:
             _check_credentials(ctx, node, creds, declared)
-    _definite_assignment(ctx, state_fields, reads)
+    _definite_assignment(ctx, state_fields, reads, roots)
 
 
 def _all_nodes(nodes: tuple[Node, ...]) -> list[Node]:
@@ -237,26 +242,34 @@ def values_of(node: Node) -> tuple[list[Ref], list[tuple[CredentialRef, str, Key
     every node of every check."""
     refs: list[Ref] = []
     creds: list[tuple[CredentialRef, str, Keys]] = []
-
-    def walk(value: Value, slot: str, keys: Keys) -> None:
-        if isinstance(value, Literal):
-            return
-        if isinstance(value, Ref):
-            refs.append(value)
-        elif isinstance(value, Template):
-            refs.extend(p for p in value.parts if isinstance(p, Ref))
-        elif isinstance(value, ObjectExpr):
-            for key, member in value.fields:
-                walk(member, slot, (*keys, key))
-        elif isinstance(value, ListExpr):
-            for i, item in enumerate(value.items):
-                walk(item, slot, (*keys, i))
-        elif isinstance(value, CredentialRef):
-            creds.append((value, slot, keys))
-
     for slot, root in _BY_CLASS[type(node)].values(node):
-        walk(root, slot, ())
+        _walk_value(root, slot, (), refs, creds)
     return refs, creds
+
+
+def _walk_value(
+    value: Value,
+    slot: str,
+    keys: Keys,
+    refs: list[Ref],
+    creds: list[tuple[CredentialRef, str, Keys]],
+) -> None:
+    # not a closure: a recursive closure is a reference cycle, which keeps what it reaches
+    # alive until the collector runs (reference counting frees the rest of a check)
+    if isinstance(value, Literal):
+        return
+    if isinstance(value, Ref):
+        refs.append(value)
+    elif isinstance(value, Template):
+        refs.extend(p for p in value.parts if isinstance(p, Ref))
+    elif isinstance(value, ObjectExpr):
+        for key, member in value.fields:
+            _walk_value(member, slot, (*keys, key), refs, creds)
+    elif isinstance(value, ListExpr):
+        for i, item in enumerate(value.items):
+            _walk_value(item, slot, (*keys, i), refs, creds)
+    elif isinstance(value, CredentialRef):
+        creds.append((value, slot, keys))
 
 
 def credential_allowed(node: Node, slot: str, keys: Keys) -> bool:
@@ -299,7 +312,10 @@ def _check_credentials(
 
 
 def _definite_assignment(
-    ctx: PassContext, state_fields: set[str], reads: dict[str, list[Ref]]
+    ctx: PassContext,
+    state_fields: set[str],
+    reads: dict[str, list[Ref]],
+    roots: dict[str, str | None],
 ) -> None:
     facts = ctx.facts
     flow = ctx.manifest.flow
@@ -309,7 +325,7 @@ def _definite_assignment(
         return
     if len(reads) != len(facts.nodes_by_id):
         return  # a duplicated id makes edges ambiguous: FORGE_NODE_DUPLICATE comes first
-    analysis = _Analysis(ctx, state_fields, reads)
+    analysis = _Analysis(ctx, state_fields, reads, roots)
     analysis.scope(facts.topo_order, flow.entry, (0, 0), frozenset())
 
 
@@ -319,11 +335,18 @@ class _Analysis:
     Variable sets are Python ints used as bit sets (one bit per variable name): intersection
     and union of 64 nodes' sets then cost a machine word each, not a set allocation."""
 
-    def __init__(self, ctx: PassContext, state_fields: set[str], reads: dict[str, list[Ref]]):
+    def __init__(
+        self,
+        ctx: PassContext,
+        state_fields: set[str],
+        reads: dict[str, list[Ref]],
+        roots: dict[str, str | None],
+    ):
         self.ctx = ctx
         self.facts = ctx.facts
         self.state_fields = state_fields
         self.reads = reads
+        self.roots = roots  # node pointer → the variable its target writes
         # inside a loop whose `itemVar` is unusable (a structure error) reads are not judged:
         # the variable they most likely mean has no name we could know
         self.silent = False
@@ -404,8 +427,7 @@ class _Analysis:
             var_bits |= self.bit(name)
         body_writes = 0
         for node in loop.body:
-            target = target_of(node)
-            root = written_root(target) if target is not None else None
+            root = self.roots.get(node.pointer)
             if root is not None and node.pointer in self.facts.reachable_pointers:
                 body_writes |= self.bit(root)
         entry = (defs[0] | var_bits, defs[1] | var_bits | body_writes)
@@ -557,8 +579,7 @@ Transfer = Callable[["_Analysis", Any, int, int], "tuple[int, int, tuple[str | N
 
 
 def _writes(an: _Analysis, node: SetNode | CapabilityNode | LlmNode, must: int, may: int) -> Any:
-    target = node.target
-    root = written_root(target) if target is not None else None
+    root = an.roots.get(node.pointer)
     if root is not None:
         b = an.bits.get(root) or an.bit(root)
         must |= b
