@@ -184,3 +184,16 @@ def test_the_compiler_imports_no_attrs() -> None:
                 if n.split(".")[0] in ("attr", "attrs")
             ]
     assert found == []
+
+
+def test_a_record_cannot_silently_drop_a_base_records_fields() -> None:
+    # attrs would have inherited `a`; a record that did not would lose it without a word
+    @records.record
+    class Base:
+        a: int
+
+    with pytest.raises(TypeError, match="cannot extend another record"):
+
+        @records.record
+        class Child(Base):
+            b: int

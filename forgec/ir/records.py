@@ -190,6 +190,9 @@ def _eq_and_hash(cls: type, compared: list[str]) -> tuple[Callable[..., Any], Ca
 def _build(
     cls: type[_T], frozen: bool, slots: bool, hashable: bool | None, table: tuple[str, ...] | None
 ) -> type[_T]:
+    if any(hasattr(base, "__record_fields__") for base in cls.__mro__[1:]):
+        # attrs would have inherited the base's fields; this generator does not, so say so
+        raise TypeError(f"{cls.__qualname__}: a record cannot extend another record")
     found = _fields_of(cls)
     names = tuple(f.name for f in found)
     if table is not None and names != table:
