@@ -12,9 +12,9 @@ Every capability step is checked, reachable or not (a later edit may make it rea
   concerns. A member that is an object holding expressions is computed, and its literal members
   are checked too (each expression standing as one). A field whose own shape another field
   chooses (`subagent.invoke`'s `input`, by the built-in sub-agent its `name` names) is checked
-  against that shape on its literal members, and a
-  name with no shape is the shape's warning (`FORGEC_SUBAGENT_UNKNOWN`). The size limit is the spec's to check and it checks it only when nothing is computed,
-  that is when the whole input is literal. An input that is a `$ref` is checked at run time; a
+  against that shape on its literal members, and a name with no shape is the shape's warning
+  (`FORGEC_SUBAGENT_UNKNOWN`). The size limit is the spec's to check and it checks it only when
+  nothing is computed, that is when the whole input is literal. An input that is a `$ref` is checked at run time; a
   template or a list can never be an object and is reported here.
 - Compensation: a step whose capability has no undo may not name one
   (`FORGE_INVALID_COMPENSATION`, alone, whatever the name); otherwise the name must be in the
