@@ -526,3 +526,13 @@ def test_a_mapped_host_is_the_operators_word(tmp_path, server, seen) -> None:
             h.call("net.http", {"method": "GET", "url": _url(server, API, "/ok")}, _ctx())["status"]
             == 200
         )
+
+
+def test_a_header_that_is_not_a_string_is_named_as_check_names_it() -> None:
+    # the host's words for a JSON type are the checker's (`forgec.ir.shapes.json_type_name`):
+    # `check` says "must be a string, not an integer" for a literal, the host the same at run time
+    from forgec.host.http import _headers
+
+    with pytest.raises(HostError) as info:
+        _headers({"headers": {"X-Count": 5}}, _ctx())
+    assert "must be a string, not an integer" in info.value.message

@@ -49,6 +49,7 @@ from forgec.host import validate as v
 from forgec.host.addresses import refused
 from forgec.host.credentials import CredentialStore
 from forgec.host.handlers import HostCall, handles
+from forgec.ir.shapes import json_type_name
 from forgec.runtime.host import CallContext, HostError
 
 CAP = "net.http"
@@ -296,7 +297,7 @@ def _headers(inp: Mapping[str, Any], context: CallContext) -> tuple[dict[str, st
                 v.fail(f"{CAP}: header {name!r} contains a line break")
             plain[name] = value
         else:
-            v.fail(f"{CAP}: header {name!r} must be a string, not {v.type_name(value)}")
+            v.fail(f"{CAP}: header {name!r} must be a string, not {json_type_name(value)}")
     return plain, creds
 
 

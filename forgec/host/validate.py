@@ -7,7 +7,6 @@ failure is a `HostError` with `RUN_CAPABILITY_FAILED` and a message naming the f
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, NoReturn
 
 import orjson
@@ -32,19 +31,3 @@ def compact_size(value: Any) -> int:
 def whole(value: Any, default: int) -> int:
     """An optional integer field the shape has checked (run-time data may spell it `5.0`)."""
     return default if value is None else int(value)
-
-
-def type_name(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, Mapping):
-        return "an object"
-    return type(value).__name__
