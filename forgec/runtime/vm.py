@@ -154,11 +154,16 @@ def run(
     consent: ConsentCallback | None = None,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
+    trace: list[str] | None = None,
 ) -> RunResult:
     """Run `program` on `input` through `host`; never raises for anything a Program or input
-    can do. Without a `consent` callback the run is refused (deny by default)."""
+    can do. Without a `consent` callback the run is refused (deny by default).
+
+    `trace`, when given, receives the id of every node entered, in order (one per transition:
+    what `forgec test --coverage` measures)."""
     started = clock()
     runner = _Run(program, host, sleep)
+    runner.trace = trace
     try:
         output = runner.run(input, consent)
     except RunFailure as failure:
@@ -410,6 +415,7 @@ class _Run:
         self.keeps_labels = bool(getattr(host, "keeps_labels", False))
         self.state_trees: lb.LEnv = {}
         self.lenv: lb.LEnv = {}
+        self.trace: list[str] | None = None
 
     def line_of(self, node_id: str | None) -> int | None:
         for node in self.program.nodes:
@@ -617,6 +623,8 @@ class _Run:
         fail_reads = comp.fail_reads
         every = fail_reads is None  # an older Program: every value a node evaluates counts
         limit = self.program.transition_limit
+        trace = self.trace
+        node_ids = comp.node_ids
         state = env["state"]
         stack: list[Any] = []
         push, pop = stack.append, stack.pop
@@ -647,6 +655,8 @@ class _Run:
                             "RUN_TRANSITION_LIMIT",
                             f"the run reached its limit of {limit} transitions",
                         )
+                    if trace is not None:
+                        trace.append(node_ids[node])
                     if controls and controls[-1][0] == node:
                         while controls and controls[-1][0] == node:
                             controls.pop()
