@@ -516,7 +516,7 @@ def test_help_imports_nothing_of_the_screen() -> None:
         "import sys\n"
         "from forgec.cli import main\n"
         "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
-        "heavy = ('starlette', 'jinja2', 'uvicorn', 'python_multipart', 'forgec.screen')\n"
+        "heavy = ('starlette', 'jinja2', 'uvicorn', 'python_multipart', 'ada_url', 'forgec.screen')\n"
         "print(sorted(m for m in sys.modules if m.startswith(heavy)))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
