@@ -224,3 +224,30 @@ def serve_in_foreground(banner: str) -> None:
         on_terminal = False
     if on_terminal:
         print(banner, file=sys.stderr, flush=True)
+
+
+def refuse_typos(policy: Any, store_path: Any, personas_dir: Path | None) -> None:
+    """SPEC §21: at start, a consent policy naming a forged tool the store does not hold, or
+    a persona's `labels.txt` naming a label no tool needs, is a one-line error (exit 2): a
+    typo must never silently allow a flow or seem to grant a tool. (The host config's own
+    labels and flows, and the policy's tools and flows, are checked as they are read.)"""
+    from forgec.host.config import unknown_label
+    from forgec.host.delegation import load_personas
+    from forgec.mcp.policy import unknown_forged
+    from forgec.store import Store, StoreError
+
+    if policy.forged_ids():
+        try:
+            with Store(store_path) as store:
+                ids = [tool.id for tool in store.tools(on_problem=lambda _line: None)]
+        except StoreError as exc:
+            raise UsageError(str(exc)) from None
+        problem = unknown_forged(policy, ids)
+        if problem is not None:
+            raise UsageError(problem)
+    for persona in load_personas(personas_dir).values():
+        for label in persona.labels:
+            problem = unknown_label(label)
+            if problem is not None:
+                where = persona.folder / "labels.txt" if persona.folder else persona.name
+                raise UsageError(f"{where}: {problem}")

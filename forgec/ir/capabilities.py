@@ -894,6 +894,15 @@ def known_label(label: str) -> bool:
     return row is not None and row.label_needed({row.label_param: param}) == label
 
 
+# the label that lets an MCP client forge tools (`tool_create`): no capability row needs it
+TOOL_CREATE_LABEL = "tool.create"
+
+
+def known_persona_label(label: str) -> bool:
+    """A label a persona may hold: one a capability can need, or `tool.create`."""
+    return label == TOOL_CREATE_LABEL or known_label(label)
+
+
 def label_list() -> list[str]:
     """Every label the rows name (parameterised ones as `<family>:<param field>`), for help."""
     out: list[str] = []
