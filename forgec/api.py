@@ -126,8 +126,11 @@ def check(source: str | bytes, *, path: str | None = None, target: str = DEFAULT
 
 
 def check_file(path: str | Path, *, target: str = DEFAULT_TARGET) -> Report:
-    p = Path(path)
-    return check(p.read_bytes(), path=str(p), target=target)
+    """Check the file PATH, read by the one bounded reader (SPEC §24): a file that is not a
+    regular one raises `forgec.frontend.reading.ReadError` (an OSError)."""
+    from forgec.frontend.reading import read_tool_file
+
+    return check(read_tool_file(str(path)), path=str(path), target=target)
 
 
 def _locate(d: Diagnostic, source_map: SourceMap) -> Diagnostic:
