@@ -180,9 +180,11 @@ def _snapshot(tf: Any, *, update: bool) -> dict[str, Any]:
     facts = facts_of(tf.report, tf.program)
     old: Any = None
     if path.is_file():
+        from forgec.testing.reading import read_snapshot
+
         try:
-            old = orjson.loads(path.read_bytes())
-        except orjson.JSONDecodeError:
+            old = orjson.loads(read_snapshot(path))
+        except (orjson.JSONDecodeError, OSError):
             old = None
     if old is not None and not update:
         if old == orjson.loads(orjson.dumps(facts)):

@@ -153,6 +153,18 @@ def load_tests(
     tf = TestFile(path=shown, cases=[], diagnostics=[])
     if data is None:
         data = _read(p)
+    from forgec.testing.reading import TEST_FILE_BYTES
+
+    if len(data) > TEST_FILE_BYTES:
+        tf.diagnostics.append(
+            make(
+                "FORGEC_TEST_TOML",
+                "",
+                f"the tests file is larger than {TEST_FILE_BYTES // 1024} KiB",
+                hint="split its cases into several files",
+            )
+        )
+        return tf
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -252,10 +264,10 @@ def _settings_target(tool: Path) -> str:
 def _check_tool(tf: TestFile, d: _Diags, tool: Path) -> None:
     from forgec.api import check
     from forgec.backend import lower_report
-    from forgec.testing.reading import read_tool_file
+    from forgec.testing.reading import read_tool
 
     try:
-        data = read_tool_file(tool)
+        data = read_tool(tool)
     except OSError as exc:
         d.add("FORGEC_TEST_TOOL", "", f"{tool}: cannot read: {exc.strerror or exc}")
         return

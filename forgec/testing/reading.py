@@ -1,33 +1,29 @@
-"""How `forgec test` reads files: through the one reading function (SPEC §24) when this
-checkout has it (`forgec.frontend.reading.read_tool_file`), else a bounded read of a regular
-file. Both raise `OSError` with a one-line message."""
+"""How `forgec test` reads files: through the one reading function (SPEC §24,
+`forgec.frontend.reading`), which refuses anything but a regular file and reads at most the
+limit plus one byte. Raises `OSError` (`ReadError`) with a one-line message."""
 
 from __future__ import annotations
 
-import stat
 from pathlib import Path
 
-TEST_FILE_BYTES = 256 * 1024
+from forgec.frontend.reading import TEST_FILE_BYTES, read_regular, read_tool_file
 
-
-def read_tool_file(path: Path) -> bytes:
-    try:
-        from forgec.frontend import reading  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:
-        return _bounded(path, TEST_FILE_BYTES)
-    return bytes(reading.read_tool_file(path))
+# a snapshot of compiled output: a manifest (64 KiB), its disassembly, card and facts
+SNAPSHOT_BYTES = 1024 * 1024
 
 
 def read_test_file(path: Path) -> bytes:
-    return read_tool_file(path)
+    """A `*.tests.toml` file: at most `TEST_FILE_BYTES` + 1 bytes."""
+    return read_tool_file(str(path))
 
 
-def _bounded(path: Path, limit: int) -> bytes:
-    info = path.stat()
-    if not stat.S_ISREG(info.st_mode):
-        raise OSError(f"{path}: not a regular file")
-    with path.open("rb") as handle:
-        data = handle.read(limit + 1)
-    if len(data) > limit:
-        raise OSError(f"{path}: larger than {limit // 1024} KiB")
-    return data
+def read_tool(path: Path) -> bytes:
+    """The tool under test (`.forge` or `.talostool`), by its own limit."""
+    return read_tool_file(str(path))
+
+
+def read_snapshot(path: Path) -> bytes:
+    return read_regular(str(path), limit=SNAPSHOT_BYTES)
+
+
+__all__ = ["SNAPSHOT_BYTES", "TEST_FILE_BYTES", "read_snapshot", "read_test_file", "read_tool"]
