@@ -21,7 +21,7 @@ a Program constant or smuggle a non-JSON object into a comparison.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import attrs
@@ -154,11 +154,17 @@ def run(
     consent: ConsentCallback | None = None,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
+    input_labels: Iterable[str] = (),
 ) -> RunResult:
     """Run `program` on `input` through `host`; never raises for anything a Program or input
-    can do. Without a `consent` callback the run is refused (deny by default)."""
+    can do. Without a `consent` callback the run is refused (deny by default).
+
+    `input_labels` (SPEC §21): labels the caller's input carries besides `input` — a forged
+    tool called in a daemon turn starts with the turn's context labels on its input."""
     started = clock()
     runner = _Run(program, host, sleep)
+    if input_labels:
+        runner.input_tree = (lb.INPUT_TREE[0] | frozenset(input_labels), None)
     try:
         output = runner.run(input, consent)
     except RunFailure as failure:
@@ -410,6 +416,7 @@ class _Run:
         self.keeps_labels = bool(getattr(host, "keeps_labels", False))
         self.state_trees: lb.LEnv = {}
         self.lenv: lb.LEnv = {}
+        self.input_tree: lb.Tree = lb.INPUT_TREE  # SPEC §21: a turn's labels join `input`
 
     def line_of(self, node_id: str | None) -> int | None:
         for node in self.program.nodes:
@@ -620,7 +627,7 @@ class _Run:
         state = env["state"]
         stack: list[Any] = []
         push, pop = stack.append, stack.pop
-        lenv: lb.LEnv = {"input": lb.INPUT_TREE, **self.state_trees}
+        lenv: lb.LEnv = {"input": self.input_tree, **self.state_trees}
         # labels an earlier node's failure depends on (SPEC §15 "Failure is control"): taken
         # at the node's entry and from a call's input, they join `sticky` when the next node
         # is entered (the node itself is not decided by its own failure)

@@ -9,6 +9,7 @@ its policy; a non-R4 tool whose consent is on record in the store runs without a
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -16,14 +17,21 @@ from forgec.store.core import StoredVersion
 
 
 def run_stored(
-    stored: StoredVersion, tool_input: Any, *, host: Any, consent: Any, program: Any = None
+    stored: StoredVersion,
+    tool_input: Any,
+    *,
+    host: Any,
+    consent: Any,
+    program: Any = None,
+    input_labels: Iterable[str] = (),
 ) -> Any:
-    """Run the stored Program (PROGRAM: that Program already read, so it is not read twice)."""
+    """Run the stored Program (PROGRAM: that Program already read, so it is not read twice;
+    INPUT_LABELS: what the input carries besides `input`, SPEC §21)."""
     from forgec.runtime import Program, run
 
     if program is None:
         program = Program.from_json(stored.program)
-    return run(program, tool_input, host=host, consent=consent)
+    return run(program, tool_input, host=host, consent=consent, input_labels=input_labels)
 
 
 def open_host_for(
