@@ -47,7 +47,8 @@ from typing import Any
 import attrs
 
 from forgec.daemon.queue import LeaseLost, Queue, Work
-from forgec.daemon.turnlabels import TurnLabels, forged_failure_labels
+from forgec.daemon.turnlabels import failed_call_labels, failed_run_labels, turn_labels
+from forgec.host.agentcall import AgentContext, call_as_agent
 from forgec.host.config import HostConfig, ModelConfig
 from forgec.host.delegation import Persona, load_personas
 from forgec.mcp.listing import ToolEntry, forged_entry, forged_visible, host_entries
@@ -258,7 +259,7 @@ class Agents:
         tools = [o.function() for o in offered.values()]
         replay = queue.journal(work.id)
         calls: list[str] = []
-        turn = TurnLabels(work.labels)
+        turn = AgentContext.start(work.labels)
         for round_no in range(1, bounds.rounds + 1):
             if lost is not None and lost.is_set():
                 raise LeaseLost(work.id)  # cancelled, or taken over: stop, finish nothing
@@ -275,7 +276,7 @@ class Agents:
             tool_calls = reply.get("tool_calls") or []
             if not tool_calls:
                 answer = str(reply.get("content") or "")
-                return Outcome(answer, round_no, tuple(calls), turn.sorted())
+                return Outcome(answer, round_no, tuple(calls), turn_labels(turn.labels()))
             for call in tool_calls:
                 name = call["function"]["name"]
                 calls.append(name)
@@ -283,9 +284,9 @@ class Agents:
                 if replayed is None:
                     queue.record(work, "call", {"id": call["id"], "name": name})
                     args = call["function"]["arguments"]
-                    before = turn.sorted()
+                    before = turn.labels()
                     content = self.call_tool(offered, name, args, host, turn)
-                    added = set(turn.labels) - set(before)
+                    added = turn.labels() - before
                     queue.record(
                         work,
                         "result",
@@ -379,12 +380,12 @@ class Agents:
         name: str,
         raw: str,
         host: Any,
-        turn: TurnLabels | None = None,
+        turn: AgentContext | None = None,
     ) -> str:
         """One call of the model's, through the bridge, carrying TURN's labels (SPEC §21;
         what its result carries joins TURN): the tool message content, the result as JSON or
         `{"error": ...}`."""
-        turn = turn if turn is not None else TurnLabels()
+        turn = turn if turn is not None else AgentContext.start()
         try:
             result = self._call(offered, name, raw, host, turn)
         except HostError as exc:
@@ -397,7 +398,7 @@ class Agents:
         return content
 
     def _call(
-        self, offered: Mapping[str, Offered], name: str, raw: str, host: Any, turn: TurnLabels
+        self, offered: Mapping[str, Offered], name: str, raw: str, host: Any, turn: AgentContext
     ) -> Any:
         from forgec.mcp.prechecks import forged_problem, host_call_problem
 
@@ -427,19 +428,32 @@ class Agents:
             raise Refused(problem)
         self._consent_forged(entry, stored)
         tool_input = args.get("input") if entry.wraps_input else args
-        return self._run_forged(stored, tool_input, host, turn.labels, turn)
+        return self._run_forged(entry, stored, tool_input, host, turn.labels(), turn)
 
-    def _call_host(self, entry: ToolEntry, args: Any, host: Any, turn: TurnLabels) -> Any:
+    def _call_host(self, entry: ToolEntry, args: Any, host: Any, turn: AgentContext) -> Any:
         """The bridge call of one host tool, carrying the turn's labels; its result's labels
         (or its failure's) join the turn (SPEC §21)."""
-        context = turn.call_context(entry.name, args, tuple(self.config.allow_hosts))
         try:
-            result = host.call(entry.internal, args, context)
+            outcome = call_as_agent(
+                host,
+                entry.internal,
+                args,
+                turn,
+                caller="talond",
+                name=entry.name,
+                allowed_hosts=tuple(self.config.allow_hosts),
+                allowed_flows=self._flows_allowed((entry.name, entry.internal)),
+            )
         except HostError as exc:
-            turn.after_host_call(entry.internal, args, context, exc.code)
+            turn.join(failed_call_labels(entry.internal, args, exc.code))
             raise
-        turn.after_host_call(entry.internal, args, context)
-        return result
+        turn.join(outcome.labels)
+        return outcome.result
+
+    def _flows_allowed(self, names: tuple[str, ...], **pin: Any) -> frozenset[str]:
+        """The flows the consent policy's `[[allow]]` entries allow this tool (SPEC §21)."""
+        allowed = getattr(self.policy, "flows_allowed", None)
+        return frozenset(allowed(names, **pin)) if allowed is not None else frozenset()
 
     def _consent_host(self, entry: ToolEntry, args: Any) -> None:
         from forgec.catalog import get_catalog
@@ -474,11 +488,12 @@ class Agents:
 
     def _run_forged(
         self,
+        entry: ToolEntry,
         stored: Any,
         tool_input: Any,
         host: Any,
         input_labels: Any,
-        turn: TurnLabels,
+        turn: AgentContext,
     ) -> Any:
         """Run a forged tool whose INPUT carries INPUT_LABELS (the turn's context, or a
         planned task's stored labels); its output's labels join TURN (SPEC §21)."""
@@ -486,16 +501,23 @@ class Agents:
 
         # consent was settled by the caller (recorded by a person, or the policy for R4)
         result = run_stored(
-            stored, tool_input, host=host, consent=_yes, input_labels=tuple(input_labels)
+            stored,
+            tool_input,
+            host=host,
+            consent=_yes,
+            input_labels=turn_labels(input_labels),
+            allowed_flows=self._flows_allowed(
+                (stored.name, entry.name), version=stored.version, hash=stored.hash
+            ),
         )
         out = result.to_json()
         if not result.ok:
-            turn.join(forged_failure_labels(stored.marks))
+            turn.join(failed_run_labels(stored.marks))
             error = out.get("error") or {}
             raise Refused(
                 f"{stored.name} failed: {error.get('code', '')}: {error.get('message', '')}"
             )
-        turn.join(result.output_labels)
+        turn.join(turn_labels(result.output_labels))
         return out.get("output")
 
     # --- planned work (SPEC §21) ----------------------------------------------------------
@@ -518,20 +540,19 @@ class Agents:
                 f"the stored input of the planned tool {work.tool!r} is not JSON"
             ) from None
         replay = queue.journal(work.id)
-        turn = TurnLabels(work.labels)
+        turn = AgentContext.start(work.labels)
         replayed = self._replayed_call(replay, "planned")
         if replayed is None:
             queue.record(work, "call", {"id": "planned", "name": tool.entry.name})
             content = self._run_planned(tool, tool_input, host, turn)
-            queue.record(
-                work, "result", {"id": "planned", "content": content, "labels": turn.sorted()}
-            )
+            labels = list(turn_labels(turn.labels()))
+            queue.record(work, "result", {"id": "planned", "content": content, "labels": labels})
         else:
             content = replayed[0]
             turn.join(replayed[1])
-        return Outcome(content, 0, (tool.entry.name,), turn.sorted())
+        return Outcome(content, 0, (tool.entry.name,), turn_labels(turn.labels()))
 
-    def _run_planned(self, tool: Offered, tool_input: Any, host: Any, turn: TurnLabels) -> str:
+    def _run_planned(self, tool: Offered, tool_input: Any, host: Any, turn: AgentContext) -> str:
         from forgec.mcp.prechecks import forged_problem
 
         stored = tool.stored
@@ -544,7 +565,7 @@ class Agents:
             raise TurnFailed(problem)
         try:
             self._consent_forged(tool.entry, stored)
-            output = self._run_forged(stored, tool_input, host, turn.labels, turn)
+            output = self._run_forged(tool.entry, stored, tool_input, host, turn.labels(), turn)
         except Refused as exc:
             raise TurnFailed(str(exc)) from None
         text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)

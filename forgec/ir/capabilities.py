@@ -92,6 +92,12 @@ class Capability:
     reads: str | None = None
     # its answers are also text other people wrote (another persona, a sub-agent)
     outside_text: bool = False
+    # SPEC §21 "origin per field": with `outside_text`, the result fields the host itself
+    # decides (ids, statuses): they carry no outside label; every other field does
+    host_fields: tuple[str, ...] = ()
+    # SPEC §21 "destinations": the input fields that say where the data goes or which item
+    # changes (a URL field — its `validate` is "url" — by its host only); the rest is content
+    destinations: tuple[str, ...] = ()
 
     @property
     def input_limit(self) -> int:
@@ -139,6 +145,11 @@ class Capability:
         op = self.operation(literal)
         marks = self.op_marks.get(op, self.marks) if op is not None else self.marks
         return StepMarks(power=marks.power, risk=marks.risk, label=self.label_needed(literal))
+
+    def url_destination(self, name: str) -> bool:
+        """Whether destination `name` is a URL, whose destination is its host alone."""
+        field = self.shape.fields.get(name)
+        return field is not None and field.validate == "url"
 
     def writes(self, operation: Any) -> bool:
         """Whether a call with this operation (None: unknown/computed) is this row's sink."""
@@ -335,6 +346,10 @@ SUBAGENT_SHAPES: Mapping[str, Shape] = {
     ),
 }
 
+# the fields of a delegated answer the host decides (SPEC §21 "origin per field"): the task's
+# id and status, the persona it went to; its `result` and `error` are text others wrote
+_HOST_FIELDS = ("taskId", "status", "targetPersona")
+
 _READ_R1 = OpMarks("Read", "R1")
 _WRITE_R2 = OpMarks("Write", "R2")
 _WRITE_R3 = OpMarks("Write", "R3")
@@ -398,6 +413,7 @@ ROWS: tuple[Capability, ...] = (
         undo="tasks.setStatus",
         stores=("tasks",),
         reads="tasks",
+        destinations=("id",),
     ),
     Capability(
         "notes.list",
@@ -437,6 +453,7 @@ ROWS: tuple[Capability, ...] = (
         undo="notes.update",
         stores=("notes",),
         reads="notes",
+        destinations=("id",),
     ),
     Capability(
         "memory.search",
@@ -534,6 +551,7 @@ ROWS: tuple[Capability, ...] = (
         mcp_name="schedule_manage",
         stores=("schedules",),
         reads="schedules",
+        destinations=("scheduleId", "tool"),
     ),
     Capability(
         "channel.send",
@@ -561,6 +579,7 @@ ROWS: tuple[Capability, ...] = (
         sink="egress",
         mcp_name="channel_send",
         stores=("messages", "threads"),
+        destinations=("channelId", "replyTo"),
     ),
     Capability(
         "memory.access",
@@ -617,6 +636,7 @@ ROWS: tuple[Capability, ...] = (
         mcp_name="memory_access",
         stores=("memory_items",),
         reads="memory_items",
+        destinations=("key", "namespace"),
     ),
     Capability(
         "net.http",
@@ -662,6 +682,7 @@ ROWS: tuple[Capability, ...] = (
         sink="egress",
         mcp_name="net_http",
         needs_network=True,
+        destinations=("url",),
     ),
     Capability(
         "db.query",
@@ -722,6 +743,8 @@ ROWS: tuple[Capability, ...] = (
         sink="egress",
         mcp_name="subagent_invoke",
         outside_text=True,
+        host_fields=_HOST_FIELDS,
+        destinations=("name",),
     ),
     Capability(
         "subagent.background",
@@ -762,6 +785,8 @@ ROWS: tuple[Capability, ...] = (
         outside_text=True,
         stores=("background_tasks",),
         reads="background_tasks",
+        host_fields=_HOST_FIELDS,
+        destinations=("taskId", "provider", "profile", "workingDirectory", "tool"),
     ),
     Capability(
         "persona.send",
@@ -790,6 +815,8 @@ ROWS: tuple[Capability, ...] = (
         outside_text=True,
         stores=("a2a_tasks",),
         reads="a2a_tasks",
+        host_fields=_HOST_FIELDS,
+        destinations=("target_persona", "tool"),
     ),
     Capability(
         "persona.task_status",
@@ -812,6 +839,7 @@ ROWS: tuple[Capability, ...] = (
         mcp_name="persona_task_status",
         outside_text=True,
         reads="a2a_tasks",
+        host_fields=_HOST_FIELDS,
     ),
     Capability(
         "persona.list",
@@ -824,6 +852,7 @@ ROWS: tuple[Capability, ...] = (
         source="private",
         mcp_name="persona_list",
         outside_text=True,
+        host_fields=_HOST_FIELDS,
     ),
 )
 

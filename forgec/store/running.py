@@ -9,7 +9,6 @@ its policy; a non-R4 tool whose consent is on record in the store runs without a
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -23,15 +22,25 @@ def run_stored(
     host: Any,
     consent: Any,
     program: Any = None,
-    input_labels: Iterable[str] = (),
+    input_labels: Any = (),
+    allowed_flows: Any = (),
 ) -> Any:
-    """Run the stored Program (PROGRAM: that Program already read, so it is not read twice;
-    INPUT_LABELS: what the input carries besides `input`, SPEC §21)."""
+    """Run the stored Program (PROGRAM: that Program already read, so it is not read twice).
+
+    SPEC §21: INPUT_LABELS join `input` (a turn's context labels); ALLOWED_FLOWS are the
+    `[flows] deny` rules the consent policy allows this tool."""
     from forgec.runtime import Program, run
 
     if program is None:
         program = Program.from_json(stored.program)
-    return run(program, tool_input, host=host, consent=consent, input_labels=input_labels)
+    return run(
+        program,
+        tool_input,
+        host=host,
+        consent=consent,
+        input_labels=input_labels,
+        allowed_flows=allowed_flows,
+    )
 
 
 def open_host_for(
