@@ -23,7 +23,8 @@ from collections.abc import Iterable, Mapping
 from datetime import date
 from typing import Any
 
-from forgec.ir.records import field, record
+import attrs
+
 from forgec.ir.shapes import (
     Field,
     Nested,
@@ -53,7 +54,7 @@ HOST_TOOL_LIMIT = 64 * KIB
 CHANNEL_NAME_MAX = 64
 
 
-@record
+@attrs.frozen
 class StepMarks:
     """The marks of one call: power, risk and the Talon label it needs (None: TALOS)."""
 
@@ -62,13 +63,13 @@ class StepMarks:
     label: str | None
 
 
-@record
+@attrs.frozen
 class OpMarks:
     power: str
     risk: str
 
 
-@record
+@attrs.frozen
 class Capability:
     name: str
     summary: str
@@ -79,7 +80,7 @@ class Capability:
     label: str | None = None  # the grant label; `<family>:*` when `label_param` is set
     label_param: str | None = None  # the input field that names the label's parameter
     selector: str | None = None  # the field that selects the operation (`action`)
-    op_marks: Mapping[str, OpMarks] = field(factory=dict)
+    op_marks: Mapping[str, OpMarks] = attrs.field(factory=dict)
     source: str | None = None  # private | external | None
     sink: str | None = None  # write | egress | None
     writing: frozenset[str] | None = None  # with a selector: the operations that are the sink
@@ -918,6 +919,15 @@ def known_label(label: str) -> bool:
     family, sep, param = label.rpartition(":")
     row = _PARAM_FAMILIES.get(family) if sep else None
     return row is not None and row.label_needed({row.label_param: param}) == label
+
+
+# the label that lets an MCP client forge tools (`tool_create`): no capability row needs it
+TOOL_CREATE_LABEL = "tool.create"
+
+
+def known_persona_label(label: str) -> bool:
+    """A label a persona may hold: one a capability can need, or `tool.create`."""
+    return label == TOOL_CREATE_LABEL or known_label(label)
 
 
 def label_list() -> list[str]:
