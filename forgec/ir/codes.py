@@ -8,12 +8,13 @@ that every registered check code is triggered by some test.
 
 from __future__ import annotations
 
+import attrs
+
 from forgec.ir.diagnostics import Severity
-from forgec.ir.records import record
 from forgec.ir.rules import NODE_ID_PATTERN, TOOL_ID_PATTERN
 
 
-@record
+@attrs.frozen
 class CodeDoc:
     code: str
     severity: Severity
