@@ -235,9 +235,7 @@ class ReferenceHost:
         rules = self.config.flow_deny
         if not rules:
             return
-        reason = flowlabels.denied(
-            rules, flowlabels.call_sink(capability, input), context.all_labels()
-        )
+        reason = flowlabels.call_denied(rules, capability, input, context)
         if reason is not None:
             raise HostError("RUN_FLOW_DENIED", f"{capability} at `{context.node_id}`: {reason}")
 

@@ -23,7 +23,8 @@ from collections.abc import Iterable, Mapping
 from datetime import date
 from typing import Any
 
-from forgec.ir.records import field, record
+import attrs
+
 from forgec.ir.shapes import (
     Field,
     Nested,
@@ -53,7 +54,7 @@ HOST_TOOL_LIMIT = 64 * KIB
 CHANNEL_NAME_MAX = 64
 
 
-@record
+@attrs.frozen
 class StepMarks:
     """The marks of one call: power, risk and the Talon label it needs (None: TALOS)."""
 
@@ -62,13 +63,13 @@ class StepMarks:
     label: str | None
 
 
-@record
+@attrs.frozen
 class OpMarks:
     power: str
     risk: str
 
 
-@record
+@attrs.frozen
 class Capability:
     name: str
     summary: str
@@ -79,7 +80,7 @@ class Capability:
     label: str | None = None  # the grant label; `<family>:*` when `label_param` is set
     label_param: str | None = None  # the input field that names the label's parameter
     selector: str | None = None  # the field that selects the operation (`action`)
-    op_marks: Mapping[str, OpMarks] = field(factory=dict)
+    op_marks: Mapping[str, OpMarks] = attrs.field(factory=dict)
     source: str | None = None  # private | external | None
     sink: str | None = None  # write | egress | None
     writing: frozenset[str] | None = None  # with a selector: the operations that are the sink
@@ -92,6 +93,12 @@ class Capability:
     reads: str | None = None
     # its answers are also text other people wrote (another persona, a sub-agent)
     outside_text: bool = False
+    # SPEC §21 "origin per field": with `outside_text`, the result fields the host itself
+    # decides (ids, statuses): they carry no outside label; every other field does
+    host_fields: tuple[str, ...] = ()
+    # SPEC §21 "destinations": the input fields that say where the data goes or which item
+    # changes (a URL field — its `validate` is "url" — by its host only); the rest is content
+    destinations: tuple[str, ...] = ()
 
     @property
     def input_limit(self) -> int:
@@ -139,6 +146,11 @@ class Capability:
         op = self.operation(literal)
         marks = self.op_marks.get(op, self.marks) if op is not None else self.marks
         return StepMarks(power=marks.power, risk=marks.risk, label=self.label_needed(literal))
+
+    def url_destination(self, name: str) -> bool:
+        """Whether destination `name` is a URL, whose destination is its host alone."""
+        field = self.shape.fields.get(name)
+        return field is not None and field.validate == "url"
 
     def writes(self, operation: Any) -> bool:
         """Whether a call with this operation (None: unknown/computed) is this row's sink."""
@@ -326,6 +338,10 @@ SUBAGENT_SHAPES: Mapping[str, Shape] = {
     ),
 }
 
+# the fields of a delegated answer the host decides (SPEC §21 "origin per field"): the task's
+# id and status, the persona it went to; its `result` and `error` are text others wrote
+_HOST_FIELDS = ("taskId", "status", "targetPersona")
+
 _READ_R1 = OpMarks("Read", "R1")
 _WRITE_R2 = OpMarks("Write", "R2")
 _WRITE_R3 = OpMarks("Write", "R3")
@@ -389,6 +405,7 @@ ROWS: tuple[Capability, ...] = (
         undo="tasks.setStatus",
         stores=("tasks",),
         reads="tasks",
+        destinations=("id",),
     ),
     Capability(
         "notes.list",
@@ -428,6 +445,7 @@ ROWS: tuple[Capability, ...] = (
         undo="notes.update",
         stores=("notes",),
         reads="notes",
+        destinations=("id",),
     ),
     Capability(
         "memory.search",
@@ -522,6 +540,7 @@ ROWS: tuple[Capability, ...] = (
         mcp_name="schedule_manage",
         stores=("schedules",),
         reads="schedules",
+        destinations=("scheduleId",),
     ),
     Capability(
         "channel.send",
@@ -549,6 +568,7 @@ ROWS: tuple[Capability, ...] = (
         sink="egress",
         mcp_name="channel_send",
         stores=("messages", "threads"),
+        destinations=("channelId", "replyTo"),
     ),
     Capability(
         "memory.access",
@@ -605,6 +625,7 @@ ROWS: tuple[Capability, ...] = (
         mcp_name="memory_access",
         stores=("memory_items",),
         reads="memory_items",
+        destinations=("key", "namespace"),
     ),
     Capability(
         "net.http",
@@ -650,6 +671,7 @@ ROWS: tuple[Capability, ...] = (
         sink="egress",
         mcp_name="net_http",
         needs_network=True,
+        destinations=("url",),
     ),
     Capability(
         "db.query",
@@ -710,6 +732,8 @@ ROWS: tuple[Capability, ...] = (
         sink="egress",
         mcp_name="subagent_invoke",
         outside_text=True,
+        host_fields=_HOST_FIELDS,
+        destinations=("name",),
     ),
     Capability(
         "subagent.background",
@@ -744,6 +768,8 @@ ROWS: tuple[Capability, ...] = (
         sink="egress",
         mcp_name="background_agent",
         outside_text=True,
+        host_fields=_HOST_FIELDS,
+        destinations=("taskId", "provider", "profile", "workingDirectory"),
     ),
     Capability(
         "persona.send",
@@ -765,6 +791,8 @@ ROWS: tuple[Capability, ...] = (
         sink="egress",
         mcp_name="persona_send",
         outside_text=True,
+        host_fields=_HOST_FIELDS,
+        destinations=("target_persona",),
     ),
     Capability(
         "persona.task_status",
@@ -786,6 +814,7 @@ ROWS: tuple[Capability, ...] = (
         source="private",
         mcp_name="persona_task_status",
         outside_text=True,
+        host_fields=_HOST_FIELDS,
     ),
     Capability(
         "persona.list",
@@ -798,6 +827,7 @@ ROWS: tuple[Capability, ...] = (
         source="private",
         mcp_name="persona_list",
         outside_text=True,
+        host_fields=_HOST_FIELDS,
     ),
 )
 
@@ -863,6 +893,15 @@ def known_label(label: str) -> bool:
     family, sep, param = label.rpartition(":")
     row = _PARAM_FAMILIES.get(family) if sep else None
     return row is not None and row.label_needed({row.label_param: param}) == label
+
+
+# the label that lets an MCP client forge tools (`tool_create`): no capability row needs it
+TOOL_CREATE_LABEL = "tool.create"
+
+
+def known_persona_label(label: str) -> bool:
+    """A label a persona may hold: one a capability can need, or `tool.create`."""
+    return label == TOOL_CREATE_LABEL or known_label(label)
 
 
 def label_list() -> list[str]:

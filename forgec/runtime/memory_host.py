@@ -138,7 +138,7 @@ class MemoryHost:
         labels = context.all_labels()
         if sink is not None:
             self.flows.update((label, sink) for label in labels)
-        reason = flowlabels.denied(self.flow_deny, sink, labels)
+        reason = flowlabels.call_denied(self.flow_deny, capability, input, context)
         if reason is not None:
             raise HostError("RUN_FLOW_DENIED", f"{capability} at `{context.node_id}`: {reason}")
         self._maybe_fail(capability)
