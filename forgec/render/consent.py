@@ -21,22 +21,6 @@ RISK_WORDS = {
 }
 
 
-def always_asks_banner(marks: Marks | None) -> str | None:
-    """The one sentence that says a tool asks before every run, and why: R4 by its risk, or
-    the flows of SPEC §15 (private data leaving the device where outside text can steer it),
-    never "R4" for a tool that is not. None when it does not ask every run. The CLI's enable
-    prompt, the store's refusal and the screen's pages all say this."""
-    if marks is None or not marks.always_asks:
-        return None
-    if marks.risk == "R4":
-        return f"This tool is R4 (it {RISK_WORDS['R4']}): it will ask before every run."
-    because = marks.asks_because or "of where its data flows"
-    return (
-        f"This tool will ask before every run because {because} "
-        f"(its data flows; it is {marks.risk}, not R4)."
-    )
-
-
 def consent_card_json(
     manifest: dict[str, Any], marks: Marks, *, author: str | None = None
 ) -> dict[str, Any]:
