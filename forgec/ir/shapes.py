@@ -471,6 +471,10 @@ class Shape:
     required_when: tuple[RequiredWhen, ...] = ()
     exclusive: tuple[tuple[str, str], ...] = ()
     nested: tuple[Nested, ...] = ()  # fields whose own shape another field's value chooses
+    # at least one field of each group is given (`persona.send`: `message` or `tool`)
+    one_of: tuple[tuple[str, ...], ...] = ()
+    # (field, the field it needs): `input` means nothing without the `tool` it is for
+    needs: tuple[tuple[str, str], ...] = ()
 
     def check(
         self, literal: Any, computed: frozenset[str] = frozenset(), *, runtime: bool = False
@@ -527,6 +531,13 @@ class Shape:
                         f"`{first}` and `{second}` are mutually exclusive: give one of them",
                     )
                 )
+        for group in self.one_of:
+            if not any(name in present for name in group):
+                names = " or ".join(f"`{n}`" for n in group)
+                out.append(InputProblem((group[0],), f"missing one of the fields {names}"))
+        for name, needed in self.needs:
+            if name in present and needed not in present:
+                out.append(InputProblem((name,), f"`{name}` needs `{needed}`: give both"))
         for nested in self.nested:
             out.extend(nested.problems(literal, computed, runtime))
         if not computed:
@@ -605,6 +616,10 @@ class Shape:
                 )
         for first, second in self.exclusive:
             conditions.append({"not": {"required": [first, second]}})
+        for group in self.one_of:
+            conditions.append({"anyOf": [{"required": [n]} for n in group]})
+        if self.needs:
+            out["dependencies"] = {name: [needed] for name, needed in self.needs}
         if conditions:
             out["allOf"] = conditions
         return out

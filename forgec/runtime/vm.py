@@ -165,15 +165,20 @@ def run(
     clock: Callable[[], float] = time.monotonic,
     input_labels: Iterable[str] = (),
     allowed_flows: Iterable[str] = (),
+    trace: list[str] | None = None,
 ) -> RunResult:
     """Run `program` on `input` through `host`; never raises for anything a Program or input
     can do. Without a `consent` callback the run is refused (deny by default).
 
     SPEC §21: `input_labels` join `input`'s own label (a forged tool called in a turn starts
     with the turn's context labels on `input`); `allowed_flows` are the `[flows] deny` rules
-    the caller's consent policy allows this run (handed to the host with every call)."""
+    the caller's consent policy allows this run (handed to the host with every call).
+
+    `trace`, when given, receives the id of every node entered, in order (one per transition:
+    what `forgec test --coverage` measures)."""
     started = clock()
     runner = _Run(program, host, sleep)
+    runner.trace = trace
     if input_labels:
         runner.input_tree = (lb.INPUT_TREE[0] | frozenset(input_labels), None)
     runner.allowed_flows = frozenset(allowed_flows)
@@ -458,6 +463,7 @@ class _Run:
         self.keeps_labels = bool(getattr(host, "keeps_labels", False))
         self.state_trees: lb.LEnv = {}
         self.lenv: lb.LEnv = {}
+        self.trace: list[str] | None = None
 
     def line_of(self, node_id: str | None) -> int | None:
         for node in self.program.nodes:
@@ -665,6 +671,8 @@ class _Run:
         fail_reads = comp.fail_reads
         every = fail_reads is None  # an older Program: every value a node evaluates counts
         limit = self.program.transition_limit
+        trace = self.trace
+        node_ids = comp.node_ids
         state = env["state"]
         stack: list[Any] = []
         push, pop = stack.append, stack.pop
@@ -695,6 +703,8 @@ class _Run:
                             "RUN_TRANSITION_LIMIT",
                             f"the run reached its limit of {limit} transitions",
                         )
+                    if trace is not None:
+                        trace.append(node_ids[node])
                     if controls and controls[-1][0] == node:
                         while controls and controls[-1][0] == node:
                             controls.pop()
