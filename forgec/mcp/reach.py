@@ -50,7 +50,7 @@ def capability_legs(capability: str, hosts: Iterable[str] = ()) -> dict[str, set
         out["private"].add(f"private:{capability}")
     if row.source == "external":
         out["untrusted"].update(f"external:{h}" for h in (tuple(hosts) or ("*",)))
-    if row.outside_text or capability == "db.query":
+    if row.outside_text or fl.UNTRUSTED_TABLES & set(fl.tables_read(capability, None)):
         out["untrusted"].add(fl.TALON)  # other people's text: answers, messages, threads
     if row.sink == "write":
         out["writes"].add(f"write:{capability}")
