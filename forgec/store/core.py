@@ -123,6 +123,10 @@ class VersionInfo:
     author_name: str | None = None
     status: str = "previous"  # "current" | "proposed" | "rejected" | "previous"
     problem: str | None = None  # why the row cannot be trusted (changed, damaged)
+    # when a person agreed to this very hash (also for a version that asks every run, whose
+    # `consent` stays None: agreeing turned it on, it does not spare the next ask)
+    agreed_at: str | None = None
+    always_asks: bool = False
 
     @property
     def proposal(self) -> int | None:
@@ -630,7 +634,7 @@ class Store:
         tool_id = normalize_id(tool)
         current, _ = self._tool_row(self._conn, tool_id)
         rows = self._read(
-            "SELECT " + _VCOLS + ", c.kind, c.hash FROM versions v"
+            "SELECT " + _VCOLS + ", c.kind, c.hash, c.granted_at FROM versions v"
             " LEFT JOIN consents c ON c.tool_id = v.tool_id AND c.version = v.version"
             " WHERE v.tool_id = ? ORDER BY v.version",
             (tool_id,),
@@ -638,7 +642,8 @@ class Store:
         out = []
         for row in rows:
             fields = dict(zip(VERSION_COLUMNS, row, strict=False))
-            kind, consent_hash = row[len(VERSION_COLUMNS)], row[len(VERSION_COLUMNS) + 1]
+            kind, consent_hash, granted_at = row[len(VERSION_COLUMNS) :]
+            agreed = kind == "granted" and consent_hash == fields["hash"]
             problem = None
             try:
                 check_row(tool_id, fields)
@@ -652,13 +657,9 @@ class Store:
                     current=version == current,
                     hash=str(fields["hash"]),
                     installed_at=str(fields["installed_at"]),
-                    consent=(
-                        kind
-                        if kind == "granted"
-                        and consent_hash == fields["hash"]
-                        and not _always_asks(fields["marks"])
-                        else None
-                    ),
+                    consent=kind if agreed and not _always_asks(fields["marks"]) else None,
+                    agreed_at=str(granted_at) if agreed else None,
+                    always_asks=_always_asks(fields["marks"]),
                     author=str(fields["author"]),
                     author_name=fields["author_name"],
                     status=_status(fields["status"], version == current),
