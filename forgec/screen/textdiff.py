@@ -68,7 +68,7 @@ def _same(
     def row(i: int) -> dict[str, Any]:
         return {"kind": "same", "old": i + 1, "new": j1 + (i - i1) + 1, "parts": [(a[i], False)]}
 
-    keep_head = 0 if first else context
+    keep_head = 0 if first and not last else context  # both: the texts are the same
     keep_tail = 0 if last else context
     if i2 - i1 <= keep_head + keep_tail + 1:
         return [row(i) for i in range(i1, i2)]
