@@ -47,6 +47,7 @@ import attrs
 from forgec.catalog.cron import validate_cron
 from forgec.daemon.clock import Clock, iso, parse_iso
 from forgec.host import db as dbm
+from forgec.host import labels as rowlabels
 from forgec.host.db import new_id
 
 _NEVER = _dt.datetime.max.replace(tzinfo=_dt.UTC)
@@ -74,6 +75,11 @@ class Work:
     provider: str | None = None
     timeout_minutes: int | None = None
     schedule: dict[str, Any] | None = attrs.field(default=None, eq=False)  # a firing's row
+    # SPEC §21: the labels the turn starts with (stored with the schedule, or with the task by
+    # the turn that queued it), and planned work: a forged tool and its input (JSON text)
+    labels: tuple[str, ...] = ()
+    tool: str | None = None
+    tool_input: str | None = None
 
 
 @attrs.frozen
@@ -290,7 +296,8 @@ class Queue:
         if kind == "firing":
             row = self._one(
                 "SELECT f.id, f.slot, f.attempts, f.schedule_id, s.persona, s.thread_id,"
-                " s.prompt, s.prompt_file, s.label, s.cron_expr FROM schedule_firings f"
+                " s.prompt, s.prompt_file, s.label, s.cron_expr, s.labels, s.tool, s.input"
+                " FROM schedule_firings f"
                 " LEFT JOIN schedules s ON s.id = f.schedule_id WHERE f.id = ?",
                 (wid,),
             )
@@ -310,6 +317,9 @@ class Queue:
                 | {"id": row["schedule_id"]},
                 schedule_id=row["schedule_id"],
                 slot=row["slot"],
+                labels=_labels(row["labels"]),
+                tool=row["tool"],
+                tool_input=row["input"],
             )
         if kind == "a2a":
             row = self._one("SELECT * FROM a2a_tasks WHERE id = ?", (wid,))
@@ -324,6 +334,9 @@ class Queue:
                 attempts=row["attempts"],
                 depth=row["depth"],
                 from_persona=row["from_persona"],
+                labels=_labels(row["labels"]),
+                tool=row["tool"],
+                tool_input=row["input"],
             )
         row = self._one("SELECT * FROM background_tasks WHERE id = ?", (wid,))
         if row is None:
@@ -339,6 +352,9 @@ class Queue:
             profile=row["profile"],
             provider=row["provider"],
             timeout_minutes=row["timeout_minutes"],
+            labels=_labels(row["labels"]),
+            tool=row["tool"],
+            tool_input=row["input"],
         )
 
     # --- while working, and after ----------------------------------------------------------------
@@ -354,8 +370,12 @@ class Queue:
             )
         return cur.rowcount == 1
 
-    def complete(self, work: Work, result: Any) -> bool:
-        return self._finish(work.kind, work.id, "completed", result, None, work=work)
+    def complete(self, work: Work, result: Any, labels: Iterable[str] = ()) -> bool:
+        """Finish WORK with RESULT; LABELS: what the turn's context carried at its end (SPEC
+        §21), kept with what it writes here (its answer in the thread, the task's row)."""
+        return self._finish(
+            work.kind, work.id, "completed", result, None, work=work, labels=frozenset(labels)
+        )
 
     def fail(self, work: Work, error: str) -> bool:
         return self._finish(work.kind, work.id, "failed", None, error, work=work)
@@ -369,6 +389,7 @@ class Queue:
         error: str | None,
         *,
         work: Work | None = None,
+        labels: frozenset[str] = frozenset(),
     ) -> bool:
         table = _TABLE[kind]
         now = iso(self._now())
@@ -386,7 +407,17 @@ class Queue:
                 # firing's end: a crash leaves both or neither
                 answer = result.get("answer") if isinstance(result, dict) else None
                 if answer:
-                    post_message(conn, work.persona, work.thread, answer, channel="talond", now=now)
+                    post_message(
+                        conn,
+                        work.persona,
+                        work.thread,
+                        answer,
+                        channel="talond",
+                        now=now,
+                        labels=labels,
+                    )
+            if cur.rowcount == 1 and kind in ("a2a", "background"):
+                rowlabels.add(conn, table, wid, labels)  # the answer a sender reads back
             if cur.rowcount == 1 and kind == "background":
                 self._post_completion(conn, wid, result, error, now)
         return cur.rowcount == 1
@@ -407,6 +438,7 @@ class Queue:
             f"Background task `{wid}` {summary}",
             channel="background",
             now=now,
+            labels=rowlabels.stored(conn, "background_tasks", wid),
         )
 
     def hand_back(self, work: Work) -> None:
@@ -628,10 +660,26 @@ def _answer_text(result: Any) -> str:
     return text if len(text) <= 4000 else text[:4000] + " …"
 
 
+def _labels(text: Any) -> tuple[str, ...]:
+    try:
+        value = json.loads(text) if isinstance(text, str) else []
+    except ValueError:
+        return ()
+    return tuple(sorted(x for x in value if isinstance(x, str))) if isinstance(value, list) else ()
+
+
 def post_message(
-    conn: sqlite3.Connection, persona: str, thread: str, text: str, *, channel: str, now: str
+    conn: sqlite3.Connection,
+    persona: str,
+    thread: str,
+    text: str,
+    *,
+    channel: str,
+    now: str,
+    labels: Iterable[str] = (),
 ) -> str:
-    """A message into THREAD (the outbox), as the daemon's turns and completions write them."""
+    """A message into THREAD (the outbox), as the daemon's turns and completions write them,
+    with LABELS: those of the turn that wrote it (SPEC §21)."""
     conn.execute(
         "INSERT INTO threads (id, persona, created_at) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING",
         (thread, persona, now),
@@ -642,4 +690,5 @@ def post_message(
         " created_at) VALUES (?, ?, ?, ?, 'outbox', ?, ?, ?)",
         (mid, thread, persona, channel, text, text, now),
     )
+    rowlabels.add(conn, "messages", mid, labels)
     return mid

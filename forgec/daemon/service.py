@@ -214,7 +214,7 @@ class Talond:
                 finished = queue.fail(work, error)
             else:
                 result = outcome.answer if work.kind == "a2a" else outcome.to_json()
-                finished = queue.complete(work, result)
+                finished = queue.complete(work, result, outcome.labels)
         except Exception as exc:
             self.log.event(event, **fields, status="unfinished", error=str(exc))
             return

@@ -256,6 +256,19 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE threads ADD COLUMN labels TEXT NOT NULL DEFAULT '[]';
     ALTER TABLE tool_state ADD COLUMN labels TEXT NOT NULL DEFAULT '{}';
     """,
+    # 6: SPEC §21: the labels of the turn that queued an A2A or background task (the task's turn
+    # starts with them), and planned work: a forged tool and its input (JSON) in place of a
+    # prompt, for a schedule, an A2A task or a background task
+    """
+    ALTER TABLE a2a_tasks ADD COLUMN labels TEXT NOT NULL DEFAULT '[]';
+    ALTER TABLE background_tasks ADD COLUMN labels TEXT NOT NULL DEFAULT '[]';
+    ALTER TABLE schedules ADD COLUMN tool TEXT;
+    ALTER TABLE schedules ADD COLUMN input TEXT;
+    ALTER TABLE a2a_tasks ADD COLUMN tool TEXT;
+    ALTER TABLE a2a_tasks ADD COLUMN input TEXT;
+    ALTER TABLE background_tasks ADD COLUMN tool TEXT;
+    ALTER TABLE background_tasks ADD COLUMN input TEXT;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

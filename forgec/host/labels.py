@@ -34,6 +34,8 @@ KEY_COLUMNS = {
     "memory_items": "key",
     "schedules": "id",
     "messages": "id",
+    "a2a_tasks": "id",
+    "background_tasks": "id",
 }
 
 
@@ -65,15 +67,7 @@ def keep(
             if column is None:
                 continue
             for key in fl.row_keys(table, result):
-                rows = conn.execute(
-                    f"SELECT labels FROM {table} WHERE {column} = ?", (key,)
-                ).fetchall()
-                merged = set(labels)
-                for row in rows:
-                    merged |= _decode(row[0])
-                conn.execute(
-                    f"UPDATE {table} SET labels = ? WHERE {column} = ?", (_encode(merged), key)
-                )
+                add(conn, table, key, labels)
     if capability == "db.query":
         read_into.update(query_labels(conn, input))
         return
@@ -89,6 +83,26 @@ def keep(
                 f"SELECT DISTINCT labels FROM {table} WHERE {column} IN ({marks})", chunk
             ):
                 read_into.update(_decode(row[0]))
+
+
+def add(conn: sqlite3.Connection, table: str, key: str, labels: Iterable[str]) -> None:
+    """Join LABELS to the stored labels of the row of TABLE whose key is KEY (labels only
+    grow)."""
+    labels = set(labels)
+    if not labels:
+        return
+    column = KEY_COLUMNS[table]
+    rows = conn.execute(f"SELECT labels FROM {table} WHERE {column} = ?", (key,)).fetchall()
+    for row in rows:
+        labels |= _decode(row[0])
+    conn.execute(f"UPDATE {table} SET labels = ? WHERE {column} = ?", (_encode(labels), key))
+
+
+def stored(conn: sqlite3.Connection, table: str, key: str) -> frozenset[str]:
+    """The labels stored with one row (none when it has none, or no such row)."""
+    column = KEY_COLUMNS[table]
+    row = conn.execute(f"SELECT labels FROM {table} WHERE {column} = ?", (key,)).fetchone()
+    return frozenset(_decode(row[0])) if row is not None else frozenset()
 
 
 def query_labels(conn: sqlite3.Connection, input: Any) -> set[str]:

@@ -23,7 +23,8 @@ from collections.abc import Iterable, Mapping
 from datetime import date
 from typing import Any
 
-from forgec.ir.records import field, record
+import attrs
+
 from forgec.ir.shapes import (
     Field,
     Nested,
@@ -53,7 +54,7 @@ HOST_TOOL_LIMIT = 64 * KIB
 CHANNEL_NAME_MAX = 64
 
 
-@record
+@attrs.frozen
 class StepMarks:
     """The marks of one call: power, risk and the Talon label it needs (None: TALOS)."""
 
@@ -62,13 +63,13 @@ class StepMarks:
     label: str | None
 
 
-@record
+@attrs.frozen
 class OpMarks:
     power: str
     risk: str
 
 
-@record
+@attrs.frozen
 class Capability:
     name: str
     summary: str
@@ -79,7 +80,7 @@ class Capability:
     label: str | None = None  # the grant label; `<family>:*` when `label_param` is set
     label_param: str | None = None  # the input field that names the label's parameter
     selector: str | None = None  # the field that selects the operation (`action`)
-    op_marks: Mapping[str, OpMarks] = field(factory=dict)
+    op_marks: Mapping[str, OpMarks] = attrs.field(factory=dict)
     source: str | None = None  # private | external | None
     sink: str | None = None  # write | egress | None
     writing: frozenset[str] | None = None  # with a selector: the operations that are the sink
@@ -291,6 +292,15 @@ _QUERY = string("case-insensitive text to look for", max_length=QUERY_MAX)
 _NAME = 128  # a sub-agent, persona, provider or profile name
 
 
+# SPEC §21 planned turns: a forged tool (and its input) run in place of a prompt
+PLANNED_TOOL = string(
+    "a forged tool (its id, or its MCP name) the work runs in place of a prompt: a planned turn",
+    min_length=1,
+    max_length=_NAME,
+)
+PLANNED_INPUT = obj("the planned tool's input (with `tool`)")
+
+
 def _status(description: str) -> Field:
     return enum(description, *TASK_STATUSES)
 
@@ -499,6 +509,8 @@ ROWS: tuple[Capability, ...] = (
                     max_length=100,
                     validate=check_prompt_file,
                 ),
+                "tool": PLANNED_TOOL,
+                "input": PLANNED_INPUT,
             },
             limit=HOST_TOOL_LIMIT,
             required=("action",),
@@ -511,10 +523,11 @@ ROWS: tuple[Capability, ...] = (
                     "action",
                     ("update",),
                     "cronExpr",
-                    alternatives=("label", "prompt", "promptFile"),
+                    alternatives=("label", "prompt", "promptFile", "tool", "input"),
                 ),
             ),
-            exclusive=(("prompt", "promptFile"),),
+            exclusive=(("prompt", "promptFile"), ("prompt", "tool"), ("promptFile", "tool")),
+            needs=(("input", "tool"),),
         ),
         _WRITE_R3,
         {
@@ -539,7 +552,7 @@ ROWS: tuple[Capability, ...] = (
         mcp_name="schedule_manage",
         stores=("schedules",),
         reads="schedules",
-        destinations=("scheduleId",),
+        destinations=("scheduleId", "tool"),
     ),
     Capability(
         "channel.send",
@@ -750,13 +763,17 @@ ROWS: tuple[Capability, ...] = (
                 "timeoutMinutes": number(
                     "timeout override (spawn); under 15 is raised to 15", minimum=0
                 ),
+                "tool": PLANNED_TOOL,
+                "input": PLANNED_INPUT,
             },
             limit=HOST_TOOL_LIMIT,
             required=("action",),
             required_when=(
-                RequiredWhen("action", ("spawn",), "prompt"),
+                RequiredWhen("action", ("spawn",), "prompt", alternatives=("tool",)),
                 RequiredWhen("action", ("status", "cancel", "result"), "taskId"),
             ),
+            exclusive=(("prompt", "tool"),),
+            needs=(("input", "tool"),),
         ),
         OpMarks("Delegate", "R4"),
         _DELEGATED,
@@ -767,8 +784,10 @@ ROWS: tuple[Capability, ...] = (
         sink="egress",
         mcp_name="background_agent",
         outside_text=True,
+        stores=("background_tasks",),
+        reads="background_tasks",
         host_fields=_HOST_FIELDS,
-        destinations=("taskId", "provider", "profile", "workingDirectory"),
+        destinations=("taskId", "provider", "profile", "workingDirectory", "tool"),
     ),
     Capability(
         "persona.send",
@@ -778,9 +797,14 @@ ROWS: tuple[Capability, ...] = (
                 "target_persona": string("destination persona", min_length=1, max_length=_NAME),
                 "message": string("the task or message", min_length=1, max_length=HOST_TOOL_LIMIT),
                 "await_reply": boolean("wait for the reply inline"),
+                "tool": PLANNED_TOOL,
+                "input": PLANNED_INPUT,
             },
             limit=HOST_TOOL_LIMIT,
-            required=("target_persona", "message"),
+            required=("target_persona",),
+            exclusive=(("message", "tool"),),
+            one_of=(("message", "tool"),),
+            needs=(("input", "tool"),),
         ),
         OpMarks("Delegate", "R3"),
         _DELEGATED,
@@ -790,8 +814,10 @@ ROWS: tuple[Capability, ...] = (
         sink="egress",
         mcp_name="persona_send",
         outside_text=True,
+        stores=("a2a_tasks",),
+        reads="a2a_tasks",
         host_fields=_HOST_FIELDS,
-        destinations=("target_persona",),
+        destinations=("target_persona", "tool"),
     ),
     Capability(
         "persona.task_status",
@@ -813,6 +839,7 @@ ROWS: tuple[Capability, ...] = (
         source="private",
         mcp_name="persona_task_status",
         outside_text=True,
+        reads="a2a_tasks",
         host_fields=_HOST_FIELDS,
     ),
     Capability(
@@ -892,6 +919,15 @@ def known_label(label: str) -> bool:
     family, sep, param = label.rpartition(":")
     row = _PARAM_FAMILIES.get(family) if sep else None
     return row is not None and row.label_needed({row.label_param: param}) == label
+
+
+# the label that lets an MCP client forge tools (`tool_create`): no capability row needs it
+TOOL_CREATE_LABEL = "tool.create"
+
+
+def known_persona_label(label: str) -> bool:
+    """A label a persona may hold: one a capability can need, or `tool.create`."""
+    return label == TOOL_CREATE_LABEL or known_label(label)
 
 
 def label_list() -> list[str]:

@@ -8,12 +8,13 @@ that every registered check code is triggered by some test.
 
 from __future__ import annotations
 
+import attrs
+
 from forgec.ir.diagnostics import Severity
-from forgec.ir.records import record
 from forgec.ir.rules import NODE_ID_PATTERN, TOOL_ID_PATTERN
 
 
-@record
+@attrs.frozen
 class CodeDoc:
     code: str
     severity: Severity
@@ -469,12 +470,23 @@ _SERVER: list[tuple[str, str, str]] = [
         "The check did not finish within the server's check budget.",
         "The MCP server, the language server and the Tool Forge screen check a tool off their "
         "event loop, in a worker process with a time budget (default 5 s; `--check-budget "
-        "SECONDS`) and a memory cap. A check that overruns either is stopped and reported as "
+        "SECONDS`) and a memory cap. A check that overruns its time is stopped and reported as "
         "this error: the tool is not installed and nothing is written, and every other request "
         "is answered meanwhile. Every pass is bounded (SPEC §16: any input within the limits "
         "checks within 2 s), so this means a forgec bug or a machine far slower than expected; "
         "`forgec check FILE` on the same file shows how long it takes. Example: `tool_create` "
-        "of a manifest whose check takes 8 s under a 5 s budget.",
+        "of a manifest whose check takes 8 s under a 5 s budget. Only time gives this code "
+        "(SPEC §24); any other stop is `FORGEC_CHECK_STOPPED`.",
+    ),
+    (
+        "FORGEC_CHECK_STOPPED",
+        "A server's check stopped in its worker for a reason other than time.",
+        "The worker that checks for the MCP server, the language server and the Tool Forge "
+        "screen needed more memory than a check may use (1 GiB), crashed, or could not send its "
+        "report back; the message says which. The tool is not installed. Time alone is "
+        "`FORGEC_CHECK_BUDGET`. A report that cannot be sent whole (a source nested deeper than "
+        "the limits) is sent as its diagnostics alone, so the same input gets the same "
+        "diagnostics as `forgec check`. Example: a checker bug that raises in the worker.",
     ),
 ]
 

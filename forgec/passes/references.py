@@ -35,6 +35,8 @@ import re
 from collections.abc import Callable
 from typing import Any, cast
 
+import attrs
+
 from forgec.frontend.names import NAME_RE, RESERVED, parse_path
 from forgec.ir.diagnostics import Fix, insert_fix
 from forgec.ir.nodes import (
@@ -57,7 +59,6 @@ from forgec.ir.nodes import (
     node_values,
 )
 from forgec.ir.pointer import join
-from forgec.ir.records import record
 from forgec.ir.suggest import closest, suggest
 from forgec.passes.context import PassContext
 from forgec.passes.graph import shown
@@ -608,7 +609,7 @@ def _input_slot(node: CapabilityNode | LlmNode) -> list[tuple[str, Value]]:
     return [("input", node.input)] if node.input is not None else []
 
 
-@record
+@attrs.frozen
 class NodeRefs:
     """What this pass needs of a node type: whether it writes a target, declares loop
     variables, where its values are, and its dataflow transfer."""

@@ -88,6 +88,8 @@ ROW_KEYS = {
     "memory_items": "key",
     "schedules": "scheduleId",
     "messages": "messageId",
+    "a2a_tasks": "taskId",
+    "background_tasks": "taskId",
 }
 _LISTS = ("items", "schedules")
 

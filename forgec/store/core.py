@@ -51,7 +51,6 @@ import orjson
 
 from forgec.ir.diagnostics import Diagnostic, make, sort_key
 from forgec.ir.marks import Marks
-from forgec.ir.records import evolve
 from forgec.ir.rules import TOOL_ID_PATTERN
 from forgec.store import effects as fx
 from forgec.store.integrity import (
@@ -1170,6 +1169,6 @@ def _with(report: Any, extra: list[Diagnostic]) -> Any:
     have = {(d.code, d.path, d.message) for d in report.diagnostics}
     fresh = [d for d in extra if (d.code, d.path, d.message) not in have]
     if report.source_map is not None:
-        fresh = [evolve(d, span=report.source_map.span(d.path, key=d.key)) for d in fresh]
+        fresh = [attrs.evolve(d, span=report.source_map.span(d.path, key=d.key)) for d in fresh]
     merged = sorted([*report.diagnostics, *fresh], key=sort_key)
-    return evolve(report, diagnostics=tuple(merged))
+    return attrs.evolve(report, diagnostics=tuple(merged))
