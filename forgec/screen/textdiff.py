@@ -1,6 +1,6 @@
 """Each version's text and a line diff of them, with the changed words marked (SPEC §23).
 
-The text of a version is its `.forge` form, written by the decompiler (`forgec.api.format_dsl`,
+The text of a version is its `.forge` form, written by the decompiler (`forgec.frontend.dsl_format.format_forge`,
 what `forgec fmt x.talostool` prints), so two versions read alike however each was written;
 a manifest the decompiler cannot write is shown as its canonical JSON instead. The diff is
 `difflib`'s: lines by `SequenceMatcher` over the two texts' lines, and within each replaced
@@ -25,11 +25,11 @@ _WORDS = re.compile(r"\w+|\s+|[^\w\s]", re.UNICODE)
 
 def version_text(manifest: dict[str, Any]) -> tuple[str, str]:
     """(the text, its form: "forge" or "json") of a stored version's manifest."""
-    from forgec.api import format_dsl
+    from forgec.frontend.dsl_format import format_forge
     from forgec.runtime.jsontext import dumps_text
 
     try:
-        return format_dsl(manifest), "forge"
+        return format_forge(manifest), "forge"
     except Exception:  # the decompiler never stops a page: the manifest itself is the text
         return dumps_text(manifest, indent=True), "json"
 
