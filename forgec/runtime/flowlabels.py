@@ -58,6 +58,9 @@ _TALON_SET = frozenset({TALON})
 # fields of those answers the host decides (SPEC §21 "origin per field")
 _OUTSIDE_TEXT = frozenset(row.name for row in ROWS if row.outside_text)
 _HOST_FIELDS = {row.name: frozenset(row.host_fields) for row in ROWS if row.outside_text}
+# the capabilities whose result's origin labels depend on the call (`origin_labels`): the one
+# labelled by its URL's host, and those whose answers may hold outside text per field
+ORIGIN_BY_CALL = frozenset(row.name for row in ROWS if row.source == "external" or row.outside_text)
 # SPEC §21 "destinations": capability → the input fields naming where data goes / what changes,
 # and those that are URLs (their destination is the host alone)
 DESTINATIONS: dict[str, tuple[str, ...]] = {row.name: row.destinations for row in ROWS}

@@ -185,22 +185,11 @@ def ask_banner(marks: Any) -> str | None:
 
 
 def agreed_at(store: Any, stored: Any) -> str | None:
-    """When the person agreed to this very version (its hash), or None."""
+    """When the person said yes to this very version (its hash), or None."""
     for v in store.versions(stored.tool_id):
         if v.version == stored.version:
-            return v.agreed_at if v.hash == stored.hash else None
+            return v.turned_on_at if v.hash == stored.hash else None
     return None
-
-
-def consent_words(v: Any) -> str:
-    """The versions table's consent cell, the truth of it: agreed (when), and whether the
-    version still asks every run; a proposal no one agreed to; never agreed to."""
-    if v.agreed_at:
-        when = v.agreed_at.replace("T", " ").removesuffix("Z") + " UTC"
-        return f"you agreed {when}" + ("; asks before every run" if v.always_asks else "")
-    if v.always_asks:
-        return "never agreed to; asks before every run"
-    return "not agreed to (a proposal)" if v.proposal is not None else "never agreed to"
 
 
 def installed_words(v: Any) -> str:
@@ -261,7 +250,8 @@ def tool_page(store: Any, tool: str) -> dict[str, Any]:
         "banner": ask_banner(current.marks),
         "consent": status,
         "versions": list(reversed(versions)),
-        "consent_words": {v.version: consent_words(v) for v in versions},
+        # the truth about consent, in the CLI's words (`VersionInfo.consent_words`)
+        "consent_words": {v.version: v.consent_words for v in versions},
         "installed_words": {v.version: installed_words(v) for v in versions},
         "sides": sides,
         "cards": cards,
