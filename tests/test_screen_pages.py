@@ -241,10 +241,9 @@ def test_the_versions_table_says_when_and_whether_the_person_agreed(
     with screen.client() as c:
         rows = re.findall(r"<tr[^>]*>(.*?)</tr>", c.get("/tools/talon-db-digest").text, re.S)
         cells = {text_of(r).split()[0]: " ".join(text_of(r).split()) for r in rows[1:]}
-    assert re.search(
-        r"you agreed \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC; asks before every run", cells["v1"]
-    )
-    assert "never agreed to; asks before every run" in cells["v2"]
+    # the CLI's words (`VersionInfo.consent_words`): v1 was turned on, v2 never was
+    assert re.search(r"asks every run; turned on \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", cells["v1"])
+    assert "turned on" not in cells["v2"] and "asks every run" in cells["v2"]
     assert "none" not in cells["v1"]
     assert re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", cells["v2"])  # installed when
 
