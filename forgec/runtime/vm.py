@@ -31,12 +31,11 @@ from forgec.runtime import labels as lb
 from forgec.runtime.flowlabels import (
     DESTINATIONS,
     MODEL,
+    ORIGIN_BY_CALL,
     STATE,
     TALON,
     URL_DESTINATIONS,
-    host_of_url,
-    result_origin,
-    source_label,
+    origin_labels,
     source_labels,
 )
 from forgec.runtime.host import CallContext, Host, HostError
@@ -217,8 +216,8 @@ class _CallSite:
     backoff_s: float
     compensation: str | None
     context: CallContext
-    source: frozenset[str] = frozenset()  # the label its result carries (net.http: by URL)
-    outside: bool = False  # its answers may hold text others wrote (`result_origin`)
+    source: frozenset[str] = frozenset()  # the labels its result carries by its row alone
+    by_call: bool = False  # its origin labels depend on the call (`flowlabels.ORIGIN_BY_CALL`)
 
 
 @attrs.frozen
@@ -338,7 +337,7 @@ def compiled(program: Program) -> _Compiled:
                     c["compensation"],
                     context,
                     source_labels(c["capability"], None) - TALON_LABELS,
-                    TALON in source_labels(c["capability"], None),
+                    c["capability"] in ORIGIN_BY_CALL,
                 )
             else:
                 m = p.models[arg]
@@ -901,12 +900,10 @@ class _Run:
         if site.compensation is not None:
             self.done.append((site, input, result))
         source = site.source
-        if site.capability == "net.http":
-            url = input.get("url") if type(input) is dict else None
-            source = frozenset({source_label("net.http", host_of_url(url)) or "external:*"})
-        elif site.outside:
-            # SPEC §21 "origin per field": outside text only when the answer holds some
-            source = source | result_origin(site.capability, result)
+        if site.by_call:
+            # the row's origin depends on the call: `net.http` by the URL's host, and (SPEC
+            # §21 "origin per field") outside text only when the answer holds some
+            source = origin_labels(site.capability, input, result)
         stored = context.read_labels  # the labels of the rows the call read (SPEC §15)
         if stored:
             source = source | frozenset(x for x in stored if type(x) is str)
