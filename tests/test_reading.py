@@ -270,6 +270,7 @@ CALLERS = {
     "forgec/lsp/server.py": "read_tool_file",  # a document the editor has not opened
     "forgec/screen/pages.py": "read_tool_stream",  # the screen's upload
     "forgec/frontend/settings.py": "read_regular",  # forgec.toml / pyproject.toml settings
+    "forgec/testing/reading.py": "read_tool_file",  # forgec test: tests files and their tools
 }
 COMMANDS_THROUGH_READ_SOURCE = (
     "check",

@@ -39,6 +39,7 @@ COMMAND_NEEDS: dict[str, tuple[str, ...]] = {
     "graph": ("compiler",),
     "lower": ("compiler",),
     "run": ("compiler", "host"),
+    "test": ("compiler", "host"),
     "tools": ("compiler", "host"),
     "mcp": ("compiler", "host", "mcp"),
     "lsp": ("compiler", "lsp"),

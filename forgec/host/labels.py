@@ -8,8 +8,8 @@ from. Which tables a capability writes and reads, and which result field names a
 `forgec.runtime.flowlabels`' tables (the flow pass reads the same ones).
 
 `db.query` cannot be attributed row by row (any SELECT may combine rows), so its result
-carries the labels of every row of every table its SQL names, and `external:talon` for
-`messages` and `threads` (text other people wrote). A row updated keeps its earlier labels
+carries the labels of every row of every table its SQL reads, and `external:talon` when its
+SQL reads a column other people wrote (SPEC §21: by the query's lineage, not by table). A row updated keeps its earlier labels
 too: labels only grow, which can only over-report.
 
 The labels are written right after the call's own transaction (the bridge holds the
@@ -106,12 +106,15 @@ def stored(conn: sqlite3.Connection, table: str, key: str) -> frozenset[str]:
 
 
 def query_labels(conn: sqlite3.Connection, input: Any) -> set[str]:
-    """What a `db.query` result carries: every label stored in the tables its SQL names,
-    and `external:talon` for the tables whose rows other people write."""
-    out: set[str] = set()
-    for table in fl.tables_read("db.query", input):
-        if table in fl.UNTRUSTED_TABLES:
-            out.add(fl.TALON)
+    """What a `db.query` result carries (SPEC §21 "origin per field"): `external:talon` when
+    its SQL reads, by lineage, a column people wrote (`forgec.catalog.sql.query_reads_outside`:
+    `count(*)` grouped by channel does not, the same filtered on `content` does), and every
+    label stored with the rows of the tables it reads."""
+    from forgec.catalog.sql import query_reads_outside, query_tables_read
+
+    sql = input.get("sql") if type(input) is dict else None
+    out: set[str] = {fl.TALON} if query_reads_outside(sql) else set()
+    for table in query_tables_read(sql):
         for row in conn.execute(f"SELECT DISTINCT labels FROM {table}"):
             out.update(_decode(row[0]))
     return out

@@ -29,6 +29,7 @@ from forgec.catalog.cron import normalize_cron, validate_cron
 from forgec.host import validate as v
 from forgec.host.db import Tx, new_id, now_iso
 from forgec.host.handlers import HostCall, handles
+from forgec.ir.hooks import row_hook
 
 CAP = "schedule.manage"
 _BASENAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}(\.(md|txt))?$")
@@ -262,3 +263,20 @@ def handle(call: HostCall) -> dict[str, Any]:
         thread=call.thread,
         prompts_dir=call.host.prompts_dir,
     )
+
+
+@row_hook("undo", CAP)
+def undo(call: HostCall, result: Mapping[str, Any]) -> dict[str, Any]:
+    """A created schedule is removed; an updated, cancelled or deleted one put back as the
+    step's result says it was (`previous`); a list changed nothing."""
+    action = call.input.get("action")
+    if action == "create":
+        remove(call.conn, call.persona, str(result.get("scheduleId")))
+        return {"scheduleId": result.get("scheduleId"), "deleted": True}
+    if action in ("update", "cancel", "delete"):
+        prev = result.get("previous")
+        if not isinstance(prev, Mapping):
+            v.fail(f"{CAP}: the step's result has no `previous` schedule")
+        restore(call.conn, call.persona, dict(prev))
+        return {"scheduleId": prev["scheduleId"], "restored": True}
+    return {"undone": False, "reason": f"{action} changes nothing"}

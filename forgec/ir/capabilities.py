@@ -857,6 +857,25 @@ ROWS: tuple[Capability, ...] = (
     ),
 )
 
+# the host tables `db.query` may read, and (SPEC §21 "origin per field") the columns of each
+# that hold text people wrote — a message's text, a thread's title: `external:talon` at origin.
+# Every other column (ids, the channel, the sender, times, counts) is the host's own fact.
+QUERY_TABLES = ("memory_items", "messages", "schedules", "threads")
+OUTSIDE_COLUMNS: Mapping[str, frozenset[str]] = {
+    "messages": frozenset({"content", "markdown"}),
+    "threads": frozenset({"title"}),
+}
+
+
+def named_query_tables(sql: Any) -> tuple[str, ...]:
+    """The tables a `db.query` may read: those named in its SQL text (a word match, which
+    can only over-count), every allowed table when the SQL is not known."""
+    if type(sql) is not str:
+        return QUERY_TABLES
+    lowered = sql.lower()
+    return tuple(t for t in QUERY_TABLES if re.search(rf"(?<![a-z0-9_]){t}(?![a-z0-9_])", lowered))
+
+
 BY_NAME: dict[str, Capability] = {row.name: row for row in ROWS}
 # the families of parameterised labels: `channel.send` → its row
 _PARAM_FAMILIES: dict[str, Capability] = {

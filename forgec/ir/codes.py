@@ -20,7 +20,8 @@ class CodeDoc:
     severity: Severity
     summary: str
     doc: str
-    kind: str = "check"  # "check" (compile time), "run" (run time), "server" (around a check)
+    # "check" (compile time), "run" (run time), "server" (around a check), "test" (a tests file)
+    kind: str = "check"
 
 
 E, W = Severity.ERROR, Severity.WARNING
@@ -490,6 +491,56 @@ _SERVER: list[tuple[str, str, str]] = [
     ),
 ]
 
+# A `NAME.tests.toml` file that cannot be run (`forgec test`, SPEC §22): exit status 2.
+_TEST: list[tuple[str, str, str]] = [
+    (
+        "FORGEC_TEST_TOML",
+        "The tests file is not valid TOML.",
+        "A `NAME.tests.toml` file is read with Python's TOML parser; a syntax error (or text "
+        "that is not UTF-8) is reported at its line and column and no case of the file runs. "
+        'Example: `input = {title = "x"` (the inline table is not closed).',
+    ),
+    (
+        "FORGEC_TEST_KEY",
+        "A key of the tests file is unknown, missing or of the wrong type.",
+        "Every table of a tests file has a fixed set of keys (SPEC §22: `[[case]]` with `name`, "
+        "`input`, `host`, `mock`, `model`, `expect`, `params`); anything else is refused rather "
+        "than ignored, so a misspelt expectation can never pass silently. Example: "
+        "`[case.expect] outptu = {...}` → did you mean `output`?",
+    ),
+    (
+        "FORGEC_TEST_STEP_UNKNOWN",
+        "A mock or model answer names a step the tool does not have.",
+        "`[[case.mock]] step` and `[[case.model]] node` must name a node of the tool under test "
+        '(the hint suggests the closest id). Example: `step = "fecth"` in a tool whose step is '
+        "`fetch`.",
+    ),
+    (
+        "FORGEC_TEST_NOT_A_CAPABILITY",
+        "A mock names a step that is not a capability call (or a model answer one that is "
+        "not a model step).",
+        "Only capability steps call the host, so only they can be mocked; only `llm` steps take "
+        "model answers. Example: a `[[case.mock]]` for an `if` node.",
+    ),
+    (
+        "FORGEC_TEST_FIXTURE",
+        "A fixture the real host could never produce.",
+        "Mock results are checked against the capability's result shape, an input against the "
+        "tool's `inputSchema` (unless the case expects `RUN_INPUT_INVALID`), seeded records "
+        "against the records the host keeps, model answers against the step's output schema "
+        "and expected codes, capabilities and nodes against the tool: a test built on a value "
+        "the host cannot return would pass for a world that does not exist. Example: a "
+        "`tasks.list` mock returning `{items = [{title = 1}]}`.",
+    ),
+    (
+        "FORGEC_TEST_TOOL",
+        "The tool under test cannot be found or does not check.",
+        "A tests file tests `NAME.forge` or `NAME.talostool` beside it (or the file its `tool` "
+        "key names); the tool must check without errors under the file's target before any "
+        'case runs. Example: `tool = "missing.forge"`.',
+    ),
+]
+
 REGISTRY: dict[str, CodeDoc] = {
     code: CodeDoc(code, sev, summary, doc) for code, sev, summary, doc in _ENTRIES
 }
@@ -499,6 +550,8 @@ REGISTRY.update(
 REGISTRY.update(
     {code: CodeDoc(code, E, summary, doc or summary, kind="run") for code, summary, doc in _RUN}
 )
+
+REGISTRY.update({code: CodeDoc(code, E, summary, doc, kind="test") for code, summary, doc in _TEST})
 
 CHECK_CODES: tuple[str, ...] = tuple(c for c, d in REGISTRY.items() if d.kind == "check")
 

@@ -46,6 +46,7 @@ from typing import Any
 
 import attrs
 
+from forgec.catalog.sql import query_reads_outside
 from forgec.ir.nodes import (
     CapabilityNode,
     FailNode,
@@ -469,10 +470,9 @@ class _Analysis:
         name = node.capability or ""
         host = static_host(url_of(node)[0]) if name == fl.HTTP else None
         out = set(fl.source_labels(name, host))
-        if name == "db.query":
-            sql = literal_fields(node.input).get("sql")
-            if any(t in fl.UNTRUSTED_TABLES for t in fl.query_tables(sql)):
-                out.add(fl.TALON)
+        # SPEC §21: a query's outside text by its lineage (a computed query: any)
+        if name == "db.query" and query_reads_outside(literal_fields(node.input).get("sql")):
+            out.add(fl.TALON)
         return frozenset(out)
 
     def spent(self) -> bool:
@@ -861,7 +861,9 @@ class _Analysis:
             if type(node) is CapabilityNode:
                 labels |= self.sources_of(node)
                 name = node.capability or ""
-                tables = fl.QUERY_TABLES if name == "db.query" else (fl.STORE_READS.get(name),)
+                tables = (
+                    fl.query_tables(None) if name == "db.query" else (fl.STORE_READS.get(name),)
+                )
                 for table in tables:
                     stored = self.cells.get(f"table:{table}")
                     if stored is not None:

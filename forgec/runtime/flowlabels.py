@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from forgec.ir.capabilities import ROWS
+from forgec.ir.capabilities import OUTSIDE_COLUMNS, ROWS, named_query_tables
 
 INPUT = "input"
 MODEL = "model"
@@ -58,6 +58,9 @@ _TALON_SET = frozenset({TALON})
 # fields of those answers the host decides (SPEC §21 "origin per field")
 _OUTSIDE_TEXT = frozenset(row.name for row in ROWS if row.outside_text)
 _HOST_FIELDS = {row.name: frozenset(row.host_fields) for row in ROWS if row.outside_text}
+# the capabilities whose result's origin labels depend on the call (`origin_labels`): the one
+# labelled by its URL's host, and those whose answers may hold outside text per field
+ORIGIN_BY_CALL = frozenset(row.name for row in ROWS if row.source == "external" or row.outside_text)
 # SPEC §21 "destinations": capability → the input fields naming where data goes / what changes,
 # and those that are URLs (their destination is the host alone)
 DESTINATIONS: dict[str, tuple[str, ...]] = {row.name: row.destinations for row in ROWS}
@@ -70,14 +73,8 @@ URL_DESTINATIONS: dict[str, frozenset[str]] = {
 STORE_WRITES: dict[str, tuple[str, ...]] = {row.name: row.stores for row in ROWS if row.stores}
 # capability → the host table its result reads (db.query: the tables its SQL reads)
 STORE_READS: dict[str, str] = {row.name: row.reads for row in ROWS if row.reads is not None}
-# the tables db.query may read, and (SPEC §21 "origin per field") the columns of each that
-# hold text people wrote — a message's text, a thread's title: `external:talon` at origin.
-# Every other column (ids, the channel, the sender, times, counts) is the host's own fact.
-QUERY_TABLES = ("memory_items", "messages", "schedules", "threads")
-OUTSIDE_COLUMNS: dict[str, frozenset[str]] = {
-    "messages": frozenset({"content", "markdown"}),
-    "threads": frozenset({"title"}),
-}
+# the tables db.query may read, and those holding text people wrote (SPEC §21: which
+# columns, `OUTSIDE_COLUMNS`, is the rows' table)
 UNTRUSTED_TABLES = frozenset(OUTSIDE_COLUMNS)
 # table → the result field that names a row (in a result, or in each of its `items` /
 # `schedules`): how a host finds the rows a call wrote or read
@@ -174,14 +171,8 @@ def tables_read(capability: str, input: Any) -> tuple[str, ...]:
 
 
 def query_tables(sql: Any) -> tuple[str, ...]:
-    """The tables a `db.query` may read: those named in its SQL text (a word match, which
-    can only over-count), every allowed table when the SQL is not known."""
-    if type(sql) is not str:
-        return QUERY_TABLES
-    import re
-
-    lowered = sql.lower()
-    return tuple(t for t in QUERY_TABLES if re.search(rf"(?<![a-z0-9_]){t}(?![a-z0-9_])", lowered))
+    """The tables a `db.query` may read, by a word match of its SQL text (the rows' rule)."""
+    return named_query_tables(sql)
 
 
 def row_keys(table: str, result: Any) -> list[str]:

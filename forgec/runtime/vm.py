@@ -31,12 +31,11 @@ from forgec.runtime import labels as lb
 from forgec.runtime.flowlabels import (
     DESTINATIONS,
     MODEL,
+    ORIGIN_BY_CALL,
     STATE,
     TALON,
     URL_DESTINATIONS,
-    host_of_url,
-    result_origin,
-    source_label,
+    origin_labels,
     source_labels,
 )
 from forgec.runtime.host import CallContext, Host, HostError
@@ -166,15 +165,20 @@ def run(
     clock: Callable[[], float] = time.monotonic,
     input_labels: Iterable[str] = (),
     allowed_flows: Iterable[str] = (),
+    trace: list[str] | None = None,
 ) -> RunResult:
     """Run `program` on `input` through `host`; never raises for anything a Program or input
     can do. Without a `consent` callback the run is refused (deny by default).
 
     SPEC §21: `input_labels` join `input`'s own label (a forged tool called in a turn starts
     with the turn's context labels on `input`); `allowed_flows` are the `[flows] deny` rules
-    the caller's consent policy allows this run (handed to the host with every call)."""
+    the caller's consent policy allows this run (handed to the host with every call).
+
+    `trace`, when given, receives the id of every node entered, in order (one per transition:
+    what `forgec test --coverage` measures)."""
     started = clock()
     runner = _Run(program, host, sleep)
+    runner.trace = trace
     if input_labels:
         runner.input_tree = (lb.INPUT_TREE[0] | frozenset(input_labels), None)
     runner.allowed_flows = frozenset(allowed_flows)
@@ -212,8 +216,8 @@ class _CallSite:
     backoff_s: float
     compensation: str | None
     context: CallContext
-    source: frozenset[str] = frozenset()  # the label its result carries (net.http: by URL)
-    outside: bool = False  # its answers may hold text others wrote (`result_origin`)
+    source: frozenset[str] = frozenset()  # the labels its result carries by its row alone
+    by_call: bool = False  # its origin labels depend on the call (`flowlabels.ORIGIN_BY_CALL`)
 
 
 @attrs.frozen
@@ -333,7 +337,7 @@ def compiled(program: Program) -> _Compiled:
                     c["compensation"],
                     context,
                     source_labels(c["capability"], None) - TALON_LABELS,
-                    TALON in source_labels(c["capability"], None),
+                    c["capability"] in ORIGIN_BY_CALL,
                 )
             else:
                 m = p.models[arg]
@@ -459,6 +463,7 @@ class _Run:
         self.keeps_labels = bool(getattr(host, "keeps_labels", False))
         self.state_trees: lb.LEnv = {}
         self.lenv: lb.LEnv = {}
+        self.trace: list[str] | None = None
 
     def line_of(self, node_id: str | None) -> int | None:
         for node in self.program.nodes:
@@ -666,6 +671,8 @@ class _Run:
         fail_reads = comp.fail_reads
         every = fail_reads is None  # an older Program: every value a node evaluates counts
         limit = self.program.transition_limit
+        trace = self.trace
+        node_ids = comp.node_ids
         state = env["state"]
         stack: list[Any] = []
         push, pop = stack.append, stack.pop
@@ -696,6 +703,8 @@ class _Run:
                             "RUN_TRANSITION_LIMIT",
                             f"the run reached its limit of {limit} transitions",
                         )
+                    if trace is not None:
+                        trace.append(node_ids[node])
                     if controls and controls[-1][0] == node:
                         while controls and controls[-1][0] == node:
                             controls.pop()
@@ -891,12 +900,10 @@ class _Run:
         if site.compensation is not None:
             self.done.append((site, input, result))
         source = site.source
-        if site.capability == "net.http":
-            url = input.get("url") if type(input) is dict else None
-            source = frozenset({source_label("net.http", host_of_url(url)) or "external:*"})
-        elif site.outside:
-            # SPEC §21 "origin per field": outside text only when the answer holds some
-            source = source | result_origin(site.capability, result)
+        if site.by_call:
+            # the row's origin depends on the call: `net.http` by the URL's host, and (SPEC
+            # §21 "origin per field") outside text only when the answer holds some
+            source = origin_labels(site.capability, input, result)
         stored = context.read_labels  # the labels of the rows the call read (SPEC §15)
         if stored:
             source = source | frozenset(x for x in stored if type(x) is str)
