@@ -198,3 +198,25 @@ def test_planned_work_is_a_tool_and_its_input_in_place_of_a_prompt() -> None:
     assert problems("schedule.manage", {**create, "tool": "digest", "prompt": "p"}) != []
     for name in PLANNED_ROWS:
         assert "tool" in rows.BY_NAME[name].destinations  # which tool runs is where data goes
+
+
+def test_the_readme_shows_what_talond_check_prints_for_the_example(tmp_path: Path) -> None:
+    import re
+    import shlex
+    import shutil
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### Talon: schedules fire, personas answer", 1)[1].split("\n### ", 1)[0]
+    block = re.search(r"```console\n\$ (forgec talond check[^\n]*)\n(.*?)```", section, re.S)
+    assert block is not None
+    shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    done = subprocess.run(
+        [sys.executable, "-m", *shlex.split(block.group(1))],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "XDG_DATA_HOME": str(tmp_path / "data")},
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == block.group(2)
