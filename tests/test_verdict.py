@@ -471,3 +471,18 @@ def test_review_shows_the_verdict_first(tmp_path: Path) -> None:
     )
     assert as_json["verdict"] == as_json["diff"]["verdict"]
     assert as_json["verdict"]["gains"][0]["node"] == "more"
+
+
+def test_witness_comes_from_a_test_case_first() -> None:
+    """A §22 case (with its seeded host) is tried before the schema's inputs."""
+    from forgec.testing import Case
+
+    v2 = [cap("close", "tasks.setStatus", id=ref("input.id"), status=ref("input.status")), ret()]
+    case = Case(name="cancel one", input={"id": "task-1", "status": "cancelled"})
+    found = verdict(checked(tool(BASE)), checked(tool(v2)), was="v1", cases=[case])
+    assert found is not None
+    gain = next(g for g in found.gains if g.node == "close")
+    assert gain.witness == {
+        "input": {"id": "task-1", "status": "cancelled"},
+        "from": "test case cancel one",
+    }
