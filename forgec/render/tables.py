@@ -73,8 +73,8 @@ def capability_table(target: str) -> str:
         if row.stores:
             flow.append("stores " + ", ".join(f"`{t}`" for t in row.stores))
         if row.outside_text:
-            host = ", ".join(f"`{f}`" for f in row.host_fields)
-            flow.append("answers are outside text" + (f" (but {host})" if host else ""))
+            decided = ", ".join(f"`{f}`" for f in row.host_fields)
+            flow.append("answers are outside text" + (f" (but {decided})" if decided else ""))
         if row.destinations:
             flow.append("destination " + ", ".join(f"`{d}`" for d in row.destinations))
         cells = [f"`{row.name}`", *([f"`{row.mcp_name}`"] if host else [])]
