@@ -450,7 +450,7 @@ class Agents:
         from forgec.catalog import get_catalog
 
         spec = get_catalog("talon").get(entry.internal)
-        risk = spec.marks(args).risk if spec is not None else "R4"
+        risk = spec.step_marks(args).risk if spec is not None else "R4"
         if risk == "R4" and not self.policy.allows((entry.name, entry.internal)):
             raise Refused(
                 f"`{entry.name}` is R4: it asks a person before every run, and no person is "
