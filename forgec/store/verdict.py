@@ -995,11 +995,13 @@ class _Compare:
     def field_gain(self, inst: _Inst, name: str, t: int | None, olds: list[int]) -> Gain:
         words = self.terms.words
         cap = inst.capability
-        shown_old = _and(sorted({_tick(words(x), self.terms.is_lit(x)) for x in olds}))
+        shown_old = _and(
+            sorted({_tick(words(x), isinstance(self.terms.values.get(x), str)) for x in olds})
+        )
         was = f"{self.was}: {shown_old or 'left it out'}"
         if t is None:
             return Gain(inst.node, cap, f"can {self.desc(inst)} without `{name}`", was)
-        new_words = _tick(words(t), self.terms.is_lit(t))
+        new_words = _tick(words(t), isinstance(self.terms.values.get(t), str))
         if cap == "channel.send" and name == "channelId":
             old_channels = _and(sorted({_channel(x, self.terms) for x in olds}))
             return Gain(
@@ -1014,6 +1016,8 @@ class _Compare:
             return Gain(inst.node, cap, f"sends a request to {new_words}", was)
         if name == "status":
             return Gain(inst.node, cap, f"can set a task's status to {new_words}", was)
+        if cap == "db.query" and name == "limit":
+            return Gain(inst.node, cap, f"can read up to {words(t)} rows a query", was)
         if name in NARROWABLE:
             return Gain(inst.node, cap, f"can {self.desc(inst)} with {name} {new_words}", was)
         if name == "*":
