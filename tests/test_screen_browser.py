@@ -754,9 +754,7 @@ def test_the_enable_and_run_pages_of_an_r3_tool_never_say_r4(
     assert (
         page.locator("main > *")
         .first.inner_text()
-        .startswith(
-            "Turn on dynamic:talon-db-digest v1: everything it may do is new to you"
-        )
+        .startswith("Turn on dynamic:talon-db-digest v1: everything it may do is new to you")
     )
     person.shot("enable")
     page.check("#confirm")

@@ -27,7 +27,11 @@ from collections.abc import Collection
 from typing import Any
 
 CHAR_W, LINE_H, PAD, ROW_GAP, COL_GAP, MARGIN, INDENT = 7.2, 15, 8, 46, 28, 24, 36
-LABEL_W, LABEL_UP, LABEL_DOWN = 6.8, 12.0, 5.0  # an 11px monospace label around its baseline, a margin kept
+LABEL_W, LABEL_UP, LABEL_DOWN = (
+    6.8,
+    12.0,
+    5.0,
+)  # an 11px monospace label around its baseline, a margin kept
 CELL = 48.0  # the grid of `Free`
 
 
