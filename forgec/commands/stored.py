@@ -35,10 +35,12 @@ def run_stored_cli(
             sys.stderr.write(f"Run {stored.name} v{stored.version}? [y/N] ")
             sys.stderr.flush()
             return sys.stdin.readline().strip().lower() in {"y", "yes"}
+        from forgec.render.consent import always_asks_banner
         from forgec.runtime import ConsentDenied
 
         raise ConsentDenied(
-            f"{stored.name} v{stored.version} asks before every run (R4); pass --yes to consent"
+            f"{stored.name} v{stored.version}: {always_asks_banner(stored.marks)} Pass --yes to "
+            "consent"
             if stored.marks.always_asks
             else f"consent to run {stored.name} was not given; pass --yes to grant it"
         )

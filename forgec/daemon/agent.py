@@ -462,9 +462,12 @@ class Agents:
         if stored.marks.always_asks:
             names = (stored.name, entry.name)
             if not self.policy.allows(names, version=stored.version, hash=stored.hash):
+                from forgec.render.consent import always_asks_banner
+
+                why = always_asks_banner(stored.marks)
                 raise Refused(
-                    f"{stored.name} v{stored.version} is R4: it asks a person before every "
-                    "run, and no person is at the daemon; it runs only when the host's consent "
+                    f"{stored.name} v{stored.version} asks a person before every run ({why}), "
+                    "and no person is at the daemon; it runs only when the host's consent "
                     "policy allows it ([talond] consent_policy)"
                 )
             return
