@@ -38,7 +38,7 @@ COMMAND_MODULES = (
 )
 
 
-class _SubParsers(argparse._SubParsersAction):  # type: ignore[type-arg]
+class _SubParsers(argparse._SubParsersAction):
     """Every command's `--help` opens with the line the command list shows for it."""
 
     def add_parser(self, name: str, **kwargs: object) -> argparse.ArgumentParser:
@@ -113,9 +113,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(words[0] if words else None)
-    args, extra = parser.parse_known_args(words)
-    if extra:
-        _unknown(parser, args, extra)
+    args, leftover = parser.parse_known_args(words)
+    if leftover:
+        _unknown(parser, args, leftover)
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()
