@@ -258,3 +258,81 @@ def test_a_forged_tool_in_a_turn_starts_with_the_context_on_its_input(tmp_path: 
             allowed_flows={"untrusted->egress"},
         )
         assert allowed.status == "ok" and WEB in allowed.output_labels
+
+
+# --- typos never allow: one-line errors at start (exit 2) ----------------------------------
+
+
+def _forgec(*args: str, cwd: Path) -> Any:
+    import subprocess
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-m", "forgec", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+@pytest.mark.parametrize(
+    ("config", "needle"),
+    [
+        ('[persona]\nlabels = ["chanel.send:*"]\n', "unknown label 'chanel.send:*'"),
+        ('[flows]\ndeny = ["private->egres"]\n', "unknown rule 'private->egres'"),
+    ],
+)
+def test_forgec_run_refuses_a_typo_in_the_host_config(
+    tmp_path: Path, config: str, needle: str
+) -> None:
+    root = Path(__file__).resolve().parent.parent
+    (tmp_path / "host.toml").write_text(config)
+    done = _forgec(
+        "run",
+        str(root / "examples" / "daily-planner.forge"),
+        "--host-config",
+        "host.toml",
+        "--db",
+        "h.db",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2 and needle in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("policy", "labels", "needle"),
+    [
+        ('[[allow]]\ntool = "chanel_send"\n', None, "unknown tool 'chanel_send'"),
+        ('[[allow]]\ntool = "channel_send"\nflows = ["untrusted->dest"]\n', None, "unknown flow"),
+        ('[[allow]]\ntool = "dynamic:no.such"\n', None, "does not hold"),
+        (None, "channel.send:*\nmemory.acess:thread\n", "unknown label 'memory.acess:thread'"),
+    ],
+)
+def test_talond_refuses_a_typo_at_start(
+    tmp_path: Path, policy: str | None, labels: str | None, needle: str
+) -> None:
+    persona = tmp_path / "personas" / "helper"
+    persona.mkdir(parents=True)
+    (persona / "persona.md").write_text("# Helper\n")
+    if labels is not None:
+        (persona / "labels.txt").write_text(labels)
+    config = '[persona]\nfolder = "personas"\n'
+    if policy is not None:
+        (tmp_path / "policy.toml").write_text(policy)
+        config += '\n[talond]\nconsent_policy = "policy.toml"\n'
+    (tmp_path / "host.toml").write_text(config)
+    done = _forgec(
+        "talond",
+        "--host-config",
+        "host.toml",
+        "--db",
+        "h.db",
+        "--store",
+        "tools.db",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2 and needle in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
