@@ -200,8 +200,8 @@ def test_a_plan_may_pick_a_destination_by_host_facts_only(
     doc = _busiest_channel_tool(where)
     report = forgec.check(orjson.dumps(doc), target="talon")
     assert report.ok, [d.message for d in report.errors]
-    flows = {(f.source, f.sink, f.argument) for f in report.facts.flows}
-    assert (("external:talon", "egress:channel.send", "channelId") in flows) is steered
+    flows = {(f.source, f.sink, f.argument, f.destination) for f in report.facts.flows}
+    assert (("external:talon", "egress:channel.send", "channelId", True) in flows) is steered
     program = lower_manifest(report.ir, marks=report.marks)
     with _open(tmp_path, ("untrusted->destination",)) as host:
         for _ in range(2):  # messages in `journal`, which the plan will pick
@@ -336,3 +336,50 @@ def test_talond_refuses_a_typo_at_start(
     )
     assert done.returncode == 2 and needle in done.stderr, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("url", "destination"),
+    [
+        ({"$template": "https://api.example.com/search?q={{input.q}}"}, False),
+        ({"$template": "https://{{input.q}}/search"}, True),
+        ({"$ref": "input.q"}, True),
+    ],
+)
+def test_a_literal_url_host_is_a_fixed_destination(url: Any, destination: bool) -> None:
+    """Statically (inspect's flows) and at run time (`untrusted->destination` on the VM's
+    call): the labels of a URL whose host the manifest writes fill content, not where."""
+    import orjson
+
+    import forgec
+    from forgec.backend import lower_manifest
+    from forgec.runtime import run
+    from forgec.runtime.memory_host import MemoryHost
+
+    doc = _busiest_channel_tool("")
+    doc["network"] = {"mode": "allowlist", "hosts": ["api.example.com"]}
+    doc["inputSchema"] = {"type": "object", "properties": {"q": {"type": "string"}}}
+    doc["flow"]["entry"] = "fetch"
+    doc["flow"]["nodes"] = [
+        {
+            "id": "fetch",
+            "type": "capability",
+            "capability": "net.http",
+            "input": {"method": "GET", "url": url},
+            "next": "done",
+        },
+        {"id": "done", "type": "return", "value": "ok"},
+    ]
+    report = forgec.check(orjson.dumps(doc), target="talon")
+    assert report.ok, [d.message for d in report.errors]
+    (flow,) = [f for f in report.facts.flows if f.argument == "url"]
+    assert flow.destination is destination
+    assert (flow.to_json().get("destination") is True) is destination
+    program = lower_manifest(report.ir, marks=report.marks)
+    host = MemoryHost(flow_deny=("untrusted->destination",))
+    result = run(
+        program, {"q": "api.example.com"}, host=host, consent=lambda r: True, input_labels={WEB}
+    )
+    # the in-memory host has no net.http: a call the rule lets through fails there instead
+    code = "RUN_FLOW_DENIED" if destination else "RUN_CAPABILITY_FAILED"
+    assert result.status == "failed" and result.error.code == code, result.error
