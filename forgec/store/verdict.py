@@ -246,6 +246,40 @@ class _Terms:
         self._labels[t] = frozen
         return frozen
 
+    def spelled(self, t: int, depth: int = 0) -> str:
+        """A term as an expression a person can read (`URGENT: {{input.title}}`), for two
+        computed values that say the same in words."""
+        row = self.rows[t]
+        kind = row[0]
+        if depth > 6:
+            return "…"
+        if t in self.values:
+            value = self.values[t]
+            return value if isinstance(value, str) else one_line(value)
+        if kind == "input":
+            return "input"
+        if kind == "state":
+            return f"state.{row[1]}"
+        if kind == "get":
+            return f"{self.spelled(row[1], depth + 1)}.{row[2]}"
+        if kind == "tmpl":
+            return "".join(
+                p if isinstance(p, str) else "{{" + self.spelled(p, depth + 1) + "}}"
+                for p in row[1]
+            )
+        if kind in ("item", "index"):
+            return f"each {kind} of {self.spelled(row[1], depth + 1)}"
+        if kind == "result":
+            return f"the result of {row[1]}"
+        if kind == "model":
+            return f"the model's {row[1]}"
+        if kind == "obj":
+            inner = ", ".join(f"{k}: {self.spelled(v, depth + 1)}" for k, v in row[1])
+            return "{" + inner + "}"
+        if kind == "list":
+            return "[" + ", ".join(self.spelled(v, depth + 1) for v in row[1]) + "]"
+        return "a computed value"
+
     def words(self, t: int) -> str:
         """A field's value as a person reads it: the literal, or what it is computed from."""
         if t in self.values:
@@ -968,13 +1002,16 @@ class _Compare:
             ):
                 continue
             if t is not None and self.terms.words(t) in {self.terms.words(x) for x in olds}:
+                spelled = _short(self.terms.spelled(t))
+                near = [o for o in same_op if o.node == inst.node] or same_op
+                shown = [x for x in (dict(o.fields).get(name) for o in near) if x is not None]
+                before = sorted({_short(self.terms.spelled(x)) for x in shown} - {spelled})
                 same.append(
                     Gain(
                         inst.node,
                         cap,
-                        f"can {self.desc(inst)} with {name} {self.terms.words(t)}, built another"
-                        " way",
-                        f"{was}: built from the same kinds of data",
+                        f"can {self.desc(inst)} with {name} `{spelled}`",
+                        f"{was}: " + (_and([f"`{b}`" for b in before]) or "built another way"),
                     )
                 )
                 continue
