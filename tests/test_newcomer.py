@@ -102,3 +102,35 @@ def test_an_unknown_flag_gets_its_commands_usage_and_a_guess() -> None:
     )
     proc = forgec("tools", "list", "--jsn")
     assert proc.returncode == 2 and proc.stderr.startswith("usage: forgec tools list ")
+
+
+def test_run_with_db_memory_leaves_no_file(tmp_path: Path) -> None:
+    # SQLite's `:memory:` means a database that vanishes; it used to become a file of that name
+    tool = ROOT / "examples" / "talon-db-digest.talostool"
+    proc = forgec(
+        "run", str(tool), "--target", "talon", "--yes", "--db", ":memory:", "--input", "{}",
+        "--format", "json", cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc
+    assert "output" in json.loads(proc.stdout)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("command", [["mcp", "serve"], ["screen", "--port", "0"]])
+def test_a_server_never_serves_a_mistyped_store_silently(
+    tmp_path: Path, command: list[str]
+) -> None:
+    typo = tmp_path / "tolls" / "tools.db"
+    proc = forgec(*command, "--store", str(typo), stdin="")
+    assert proc.returncode == 2, proc
+    assert proc.stderr.strip().splitlines() == [
+        f"forgec: error: {typo}: the folder {typo.parent} does not exist (a mistyped --store? "
+        "forgec creates a store only in a folder that exists)"
+    ]
+    assert not typo.parent.exists()
+
+
+def test_mcp_serve_says_when_its_store_is_new(tmp_path: Path) -> None:
+    fresh = tmp_path / "tools.db"
+    proc = forgec("mcp", "serve", "--store", str(fresh), stdin="")
+    assert f"forgec: a new, empty tool store at {fresh}" in proc.stderr.splitlines(), proc
