@@ -244,6 +244,15 @@ GROWS = [
         "in more runs (v1: only when $input.urgent",
     ),
     (
+        "saved state another run reads",
+        [{"id": "keep", "type": "set", "target": "state.last", "value": "a"}, ret()],
+        [{"id": "keep", "type": "set", "target": "state.last", "value": ref("input.id")}, ret()],
+        {"state": {"fields": {"last": {"type": "string"}}, "maxBytes": 1024}},
+        {"state": {"fields": {"last": {"type": "string"}}, "maxBytes": 1024}},
+        "talos",
+        "can save state.last with value computed from your input (v1: `a`)",
+    ),
+    (
         "a new trigger",
         BASE,
         BASE,

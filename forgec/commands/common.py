@@ -160,7 +160,12 @@ def with_labels(parser: argparse.ArgumentParser, words: Callable[[], str]) -> No
 
 def add_host_options(parser: argparse.ArgumentParser) -> None:
     """The reference host's options (SPEC §10), shared by `forgec run` and `forgec tools run`."""
-    parser.add_argument("--db", default=None, metavar="FILE", help="the host's SQLite database")
+    parser.add_argument(
+        "--db",
+        default=None,
+        metavar="FILE",
+        help="the host's SQLite database (`:memory:`: a throwaway one, gone after the run)",
+    )
     parser.add_argument("--host-config", default=None, metavar="FILE", help="TOML host config")
     parser.add_argument(
         "--persona-labels",
@@ -307,3 +312,17 @@ def refuse_typos(policy: Any, store_path: Any, personas_dir: Path | None) -> Non
             if problem is not None:
                 where = persona.folder / "labels.txt" if persona.folder else persona.name
                 raise UsageError(f"{where}: {problem}")
+
+
+def new_store(store_path: Any) -> None:
+    """Open (and close) the store a server will use, now, so a store it cannot use is one line
+    before it serves. An explicit `--store` that does not exist yet is made only in a folder
+    that exists (a mistyped folder must not become new, empty folders), and saying so on
+    standard error: a typo never silently serves an empty store."""
+    from forgec.store import Store
+
+    path = Path(store_path).expanduser() if store_path is not None else None
+    fresh = path is not None and not path.exists()
+    Store(path, create="file").close()
+    if fresh:
+        print(f"forgec: a new, empty tool store at {path}", file=sys.stderr)

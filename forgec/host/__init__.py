@@ -57,6 +57,9 @@ class HostOptions:
     staged: bool = False
 
 
+MEMORY_DB = ":memory:"  # `--db :memory:`: a throwaway database, gone when the host closes
+
+
 def open_host(options: HostOptions | None = None) -> Any:
     """Open the reference host; the caller closes it (`host.close()` or `with`)."""
     import os
@@ -79,7 +82,14 @@ def open_host(options: HostOptions | None = None) -> Any:
     environ = os.environ if opts.environ is None else opts.environ
     db_path = Path(opts.db) if opts.db is not None else (config.db or default_db_path())
     staged_folder = None
-    if opts.staged:
+    if str(opts.db) == MEMORY_DB:
+        # SQLite's name for a database that vanishes: a private one, removed at close (a real
+        # file, since db.query reads it through a connection of its own)
+        import tempfile
+
+        staged_folder = Path(tempfile.mkdtemp(prefix="forgec-memory-"))
+        db_path = staged_folder / "host.db"
+    elif opts.staged:
         from forgec.host.staged import staged_database
 
         db_path, staged_folder = staged_database(db_path.expanduser())

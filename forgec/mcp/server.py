@@ -60,7 +60,10 @@ from forgec.mcp.listing import (
 )
 from forgec.mcp.policy import ConsentPolicy
 
-SERVER_NAME = "forgec"
+# the host's MCP face is the seed's `__talond_host_tools` (SPEC §13); a client that shows a
+# title shows "forgec"
+SERVER_NAME = "__talond_host_tools"
+SERVER_TITLE = "forgec"
 POLL_INTERVAL_S = 0.5  # how soon a change made by another process is announced
 
 
@@ -921,6 +924,7 @@ def build_server(forge: ForgeServer, announcer: Announcer | None = None) -> Any:
     server = Server(
         SERVER_NAME,
         version=__version__,
+        title=SERVER_TITLE,
         instructions=forge.instructions(),
         on_list_tools=list_tools,
         on_call_tool=call_tool,
