@@ -617,3 +617,68 @@ def _effects(host: Any) -> tuple[Any, ...]:
     rows = host.conn.execute("SELECT key, value FROM memory_items ORDER BY key").fetchall()
     sent = host.conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
     return (tuple(tuple(r) for r in rows), sent)
+
+
+def test_planned_a2a_and_background_tasks_run_their_tool_with_the_sending_turns_labels(
+    tmp_path: Path, daemons: list[Daemon]
+) -> None:
+    """A turn that read a PIN hands beta a planned digest (persona_send with `tool`) and spawns
+    one in the background: each runs the tool, not a turn, and starts with the sending turn's
+    labels, so what it posts carries `private:memory.access` though the digest reads nothing
+    private."""
+    labels = ("net.http:egress", "channel.send:*", "memory.access:thread", "persona.send:*")
+    write_personas(tmp_path, {"alpha": (*labels, "subagent.background"), "beta": labels})
+    store = _planned_store(tmp_path)
+    clock = tmp_path / "clock"
+    with fake_model(obeying) as srv, _page("today's news") as page:
+        port = page.rsplit(":", 1)[1].split("/")[0]
+        url = f"http://news.test:{port}/news"
+        config = _config(tmp_path, f"http://127.0.0.1:{srv.server_port}", [])
+        text = config.read_text().replace(
+            'allow = ["127.0.0.1"]',
+            f'allow = ["news.test"]\nresolve = ["news.test:{port}:127.0.0.1"]',
+        )
+        config.write_text(text)
+        (tmp_path / "policy.toml").write_text(
+            '[[allow]]\ntool = "dynamic:digest"\n\n[[allow]]\ntool = "background_agent"\n'
+        )
+        with open_host(
+            HostOptions(host_config=config, persona="alpha", persona_labels=labels, thread="main")
+        ) as h:
+            h.call("memory.access", {"operation": "write", "key": "pin", "value": "4711"}, CTX)
+        given = {"url": url, "channel": "journal"}
+        orders = [
+            {"tool": "memory_access", "args": {"operation": "read", "key": "pin"}},
+            {
+                "tool": "persona_send",
+                "args": {"target_persona": "beta", "tool": "digest", "input": given},
+            },
+            {
+                "tool": "background_agent",
+                "args": {"action": "spawn", "tool": "digest", "input": given},
+            },
+        ]
+        t0 = fresh_minute()
+        set_clock(clock, t0)
+        create_schedule(
+            tmp_path, "* * * * *", prompt="\n".join(MARK + json.dumps(o) for o in orders)
+        )
+        daemon = Daemon(tmp_path, config, store, clock).start()
+        daemons.append(daemon)
+        set_clock(clock, (t0 + dt.timedelta(minutes=1)).replace(second=1, microsecond=0))
+        for kind in ("task.a2a", "task.background"):
+            done = daemon.wait_for(
+                lambda e, k=kind: e["event"] == k and e["status"] != "running", what=kind
+            )
+            assert done["status"] == "completed", done
+        assert daemon.stop() == 0
+    # only alpha's turn asked the model: the tasks ran the tool
+    assert {b["messages"][0]["content"].split(":", 1)[0] for b in srv.seen} == {"# alpha"}
+    db = tmp_path / "host.db"
+    sent = _journal(tmp_path)
+    assert [r["content"] for r in sent] == ["today's news", "today's news"]
+    for row in sent:
+        assert {"private:memory.access", "external:news.test"} <= set(json.loads(row["labels"]))
+    for table in ("a2a_tasks", "background_tasks"):
+        (task,) = db_rows(db, f"SELECT tool, labels FROM {table}")
+        assert task["tool"] == "digest" and "private:memory.access" in json.loads(task["labels"])
