@@ -383,3 +383,20 @@ def test_a_literal_url_host_is_a_fixed_destination(url: Any, destination: bool) 
     # the in-memory host has no net.http: a call the rule lets through fails there instead
     code = "RUN_FLOW_DENIED" if destination else "RUN_CAPABILITY_FAILED"
     assert result.status == "failed" and result.error.code == code, result.error
+
+
+def test_inspect_names_a_flow_into_a_destination(tmp_path: Path) -> None:
+    import orjson
+
+    path = tmp_path / "busiest.talostool"
+    path.write_bytes(orjson.dumps(_busiest_channel_tool("WHERE content LIKE '%x%'")))
+    text = _forgec("inspect", str(path), "--target", "talon", cwd=tmp_path)
+    assert text.returncode == 0, text.stderr
+    line = next(ln for ln in text.stdout.splitlines() if "at post.channelId" in ln)
+    assert "external:talon" in line and "data (destination)" in line
+    done = _forgec("inspect", str(path), "--target", "talon", "--format", "json", cwd=tmp_path)
+    flows = orjson.loads(done.stdout)["flows"]
+    picked = [f for f in flows if f["argument"] == "channelId" and f["via"] == "data"]
+    assert picked and all(f["destination"] is True for f in picked)
+    # control is not a destination flow (the coarse rules are for it)
+    assert all("destination" not in f for f in flows if f["via"] == "control")

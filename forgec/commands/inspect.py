@@ -75,8 +75,9 @@ def inspect_text(report: Any) -> str:
         lines.append("")
         lines.append("Flows (source -> sink at node.argument, via, path)")
         for f in data["flows"]:
+            via = f"{f['via']} (destination)" if f.get("destination") else f["via"]
             lines.append(
-                f"  {f['source']} -> {f['sink']} at {f['node']}.{f['argument']}, {f['via']}, "
+                f"  {f['source']} -> {f['sink']} at {f['node']}.{f['argument']}, {via}, "
                 f"{' -> '.join(f['path'])}"
             )
     errors = [d for d in report.diagnostics if d.is_error]

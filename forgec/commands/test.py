@@ -300,7 +300,7 @@ def _paired(tf: Any, other: Any) -> dict[str, Any]:
     }
     from forgec.store.verdict import verdict
 
-    v = verdict(report, tf.report, was=name, cases=tf.cases)
+    v = verdict(report, tf.report, was=name, cases=tf.cases)  # each case: host, mocks, model
     out["verdict"] = v.to_json() if v is not None else None
     return out
 
