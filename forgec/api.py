@@ -91,6 +91,13 @@ def load(source: str | bytes, *, path: str | None = None) -> Any:
 
 def check(source: str | bytes, *, path: str | None = None, target: str = DEFAULT_TARGET) -> Report:
     """Every diagnostic of one source, with the tool's marks when it could be analysed."""
+    from forgec.ir.suggest import bounded
+
+    with bounded():  # "did you mean" within one allowance per check (SPEC §24)
+        return _check(source, path=path, target=target)
+
+
+def _check(source: str | bytes, *, path: str | None, target: str) -> Report:
     from forgec.catalog import get_catalog
     from forgec.passes import run_passes
     from forgec.passes.context import PassContext
