@@ -317,7 +317,7 @@ def _paired(tf: Any, other: Any) -> dict[str, Any]:
         from forgec.store.verdict import verdict  # type: ignore[import-not-found,unused-ignore]
     except ImportError:
         return out
-    v = verdict(report, tf.report, was=name, inputs=[c.input for c in tf.cases])
+    v = verdict(report, tf.report, was=name, cases=tf.cases)  # each case: host, mocks, model
     out["verdict"] = v.to_json() if v is not None else None
     return out
 

@@ -94,6 +94,7 @@ class Verdict:
     gains: tuple[Gain, ...]
     was: str  # how the old version is named ("v1")
     more: int = 0  # gains found beyond MAX_GAINS
+    at_least: bool = False  # the search stopped early: there may be more
 
     @property
     def headline(self) -> str:
@@ -101,7 +102,8 @@ class Verdict:
             return NO_NEW_POWER
         count = len(self.gains) + self.more
         things = "thing" if count == 1 else "things"
-        return f"New power: this version can do {count} {things} {self.was} could not."
+        many = "at least " if self.at_least else ""
+        return f"New power: this version can do {many}{count} {things} {self.was} could not."
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -132,14 +134,16 @@ def verdict(
         new_v = _Version.of(new, terms, side="new")
         if old_v is None or new_v is None:
             return Verdict(True, (_unjudged(label),), label)
-        gains = _Compare(old_v, new_v, terms, label).gains()
+        compare = _Compare(old_v, new_v, terms, label)
+        gains = compare.gains()
+        at_least = compare.truncated
     except Exception:  # a comparison that breaks proves nothing: never "No new power", no traceback
         return Verdict(True, (_unjudged(label),), label)
     more = max(0, len(gains) - MAX_GAINS)
     gains = gains[:MAX_GAINS]
     if gains and witness:
         gains = _witnesses(old, new, gains, list(inputs), list(cases))
-    return Verdict(bool(gains), tuple(gains), label, more)
+    return Verdict(bool(gains), tuple(gains), label, more, at_least)
 
 
 def _unjudged(was: str) -> Gain:
@@ -816,6 +820,7 @@ class _Compare:
             self.index.setdefault(inst.key, []).append(inst)
         self.counts_old: dict[tuple[Any, ...], int] = {}
         self.counts_new: dict[tuple[Any, ...], int] = {}
+        self.truncated = False  # more calls were left unjudged once enough gains were found
 
     def gains(self) -> list[Gain]:
         out: list[Gain] = []
@@ -831,6 +836,7 @@ class _Compare:
             for gain in self.judge(inst):
                 add(gain)
             if len(out) > MAX_GAINS * 2:
+                self.truncated = True
                 break
         for gain in self.tool_level():
             add(gain)
