@@ -552,6 +552,9 @@ class ForgeServer:
         if has_manifest == has_source:
             return _refusal("tool_create takes exactly one of `manifest` (object) or `source`")
         target = args.get("target", "talon")
+        tests = args.get("tests")
+        if tests is not None and not isinstance(tests, list):
+            return _refusal("tool_create's `tests` is a list of test cases")
         source: str | bytes
         if has_manifest:
             source = _manifest_text(args["manifest"])
@@ -572,6 +575,7 @@ class ForgeServer:
                     target=target,
                     author="model",
                     author_name=getattr(self.options, "persona", None),
+                    tests=tests,
                 )
         except StoreError as exc:
             return _refusal(f"tool_create failed: {exc}")
