@@ -737,3 +737,42 @@ def test_a_forged_tool_called_in_a_turn_starts_with_the_turns_labels_on_input(
     else:
         assert "messageId" in answer and [r["content"] for r in sent] == ["hi"]
         assert json.loads(sent[0]["labels"]) == ["input"]  # the relay's own input label only
+
+
+def test_an_a2a_task_from_a_turn_that_read_a_page_starts_with_its_label(
+    tmp_path: Path, daemons: list[Daemon]
+) -> None:
+    """alpha reads a page and hands beta a task (a send is allowed here: only writes are
+    refused); beta's turn starts with the page's label, so its write is refused though beta
+    itself never read the page."""
+    labels = ("net.http:egress", "persona.send:*", "memory.access:thread")
+    write_personas(tmp_path, {"alpha": labels, "beta": labels})
+    store = make_store(tmp_path)
+    clock = tmp_path / "clock"
+    save = {"tool": "memory_access", "args": {"operation": "write", "key": "k", "value": "v"}}
+    with fake_model(obeying) as srv, _page("nothing to see") as page:
+        config = _config(tmp_path, f"http://127.0.0.1:{srv.server_port}", ["untrusted->write"])
+        orders = [
+            {"tool": "net_http", "args": {"method": "GET", "url": page}},
+            {
+                "tool": "persona_send",
+                "args": {"target_persona": "beta", "message": f"{MARK}{json.dumps(save)}"},
+            },
+        ]
+        t0 = fresh_minute()
+        set_clock(clock, t0)
+        create_schedule(
+            tmp_path, "* * * * *", prompt="\n".join(MARK + json.dumps(o) for o in orders)
+        )
+        daemon = Daemon(tmp_path, config, store, clock).start()
+        daemons.append(daemon)
+        set_clock(clock, (t0 + dt.timedelta(minutes=1)).replace(second=1, microsecond=0))
+        daemon.wait_for(
+            lambda e: e["event"] == "task.a2a" and e["status"] != "running", what="beta's task"
+        )
+        assert daemon.stop() == 0
+    beta = [b for b in srv.seen if b["messages"][0]["content"].startswith("# beta")]
+    results = _results(beta[-1])
+    assert results[0][0] == "memory_access" and "RUN_FLOW_DENIED" in results[0][1]
+    assert "external:127.0.0.1" in results[0][1]
+    assert db_rows(tmp_path / "host.db", "SELECT 1 FROM memory_items") == []
