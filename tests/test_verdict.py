@@ -253,6 +253,35 @@ GROWS = [
         "can save state.last with value computed from your input (v1: `a`)",
     ),
     (
+        "a write moved before a read that feeds a write",
+        [
+            cap("read", "tasks.list", "open", limit=10),
+            {
+                **loop("each", [cap("copy", "notes.create", title=ref("t.title"), body="copied")]),
+                "source": ref("open.items"),
+                "itemVar": "t",
+                "maxItems": 10,
+            },
+            cap("more", "tasks.create", title="Follow up"),
+            ret(),
+        ],
+        [
+            cap("more", "tasks.create", title="Follow up"),
+            cap("read", "tasks.list", "open", limit=10),
+            {
+                **loop("each", [cap("copy", "notes.create", title=ref("t.title"), body="copied")]),
+                "source": ref("open.items"),
+                "itemVar": "t",
+                "maxItems": 10,
+            },
+            ret(),
+        ],
+        {},
+        {},
+        "talos",
+        "can call notes.create with title",
+    ),
+    (
         "a new trigger",
         BASE,
         BASE,

@@ -62,6 +62,7 @@ MAX_GAINS = 40  # gains listed; the rest are counted in the headline
 WITNESS_RUNS = 24  # inputs tried for a witness
 WITNESS_SECONDS = 0.5  # time for all witness runs (the analysis stays within 2 s with them)
 PRIVACY_REACH = ("local-only", "local-preferred", "remote-allowed", None)
+WRITES = "\x00writes"  # env key: the writes made so far on this path (a term)
 NARROWABLE = frozenset({"limit"})  # integer fields where a lower literal reads less
 
 
@@ -466,11 +467,16 @@ class _Version:
         op = _operation(name, dict(fields), terms)
         attempts = node.retry.attempts if node.retry and node.retry.attempts else 1
         self.record(node.id, name, op, fields, clause, attempts)
+        question = terms.mk("obj", fields)
+        before = env.get(WRITES, -1)
+        if _changes_data(name):
+            # what a later read answers depends on the writes before it on this path
+            env = self.store(env, WRITES, terms.mk("epoch", before, name, op, question))
         if node.target is None:
             return env
-        question = terms.mk("obj", fields)
         sources = _sources(node, name, dict(fields), terms)
-        return self.store(env, node.target, terms.mk("result", name, op, question, sources))
+        result = terms.mk("result", name, op, question, sources, before)
+        return self.store(env, node.target, result)
 
     def model(self, node: n.LlmNode, clause: Clause, env: Env) -> Env:
         terms = self.terms
@@ -558,6 +564,8 @@ class _Version:
             for b in node.body
             if isinstance(b, (n.SetNode, n.CapabilityNode, n.LlmNode)) and b.target
         }
+        if any(type(b) is n.CapabilityNode and _changes_data(b.capability) for b in node.body):
+            written.add(WRITES)  # an earlier item's writes are what a later read sees
         exits = any(isinstance(b, (n.ReturnNode, n.FailNode)) for b in node.body)
         max_items = node.max_items or 0
         shape = _shape(node)
@@ -770,6 +778,15 @@ def _sources(node: n.CapabilityNode, name: str, fields: dict[str, int], terms: _
         if any(t in fl.UNTRUSTED_TABLES for t in fl.query_tables(sql)):
             out.add(fl.TALON)
     return frozenset(out)
+
+
+def _changes_data(name: str | None) -> bool:
+    """Whether a call may change what a later call reads (it writes, or sends a message the
+    host keeps): from the capability's row."""
+    from forgec.ir.capabilities import BY_NAME
+
+    row = BY_NAME.get(name or "")
+    return row is None or row.sink is not None or bool(row.stores)
 
 
 def _operation(name: str, fields: dict[str, int], terms: _Terms) -> str:
