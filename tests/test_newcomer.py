@@ -171,3 +171,18 @@ def test_what_compile_dsl_compiles_lower_lowers() -> None:
     with pytest.raises(forgec.CheckError):
         forgec.lower(talon)
     assert forgec.lower(forgec.compile_dsl(talon, target="talon"), target="talon") is not None
+
+
+def test_inspect_of_a_talon_tool_outside_any_config_shows_no_false_risk(tmp_path: Path) -> None:
+    # it printed `risk R1` (its host-tool steps unknown under `talos`) for an R3 tool
+    import shutil
+
+    tool = tmp_path / "digest.talostool"
+    shutil.copy(ROOT / "examples" / "talon-db-digest.talostool", tool)
+    proc = forgec("inspect", str(tool), cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "risk" not in proc.stdout and "R1" not in proc.stdout
+    assert "not known: the tool does not check under --target talos" in proc.stdout
+    assert "it checks under --target talon" in proc.stderr
+    proc = forgec("inspect", str(tool), "--target", "talon", cwd=tmp_path)
+    assert proc.returncode == 0 and "  risk         R3" in proc.stdout
