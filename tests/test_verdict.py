@@ -282,6 +282,24 @@ GROWS = [
         "can call notes.create with title",
     ),
     (
+        "private data posted where nothing left the device",
+        [cap("read", "notes.list", "notes", limit=5), ret()],
+        [
+            cap("read", "notes.list", "notes", limit=5),
+            cap(
+                "post",
+                "channel.send",
+                channelId="general",
+                content={"$template": "{{notes.items}}"},
+            ),
+            ret(),
+        ],
+        {},
+        {},
+        "talon",
+        "sends notes (notes.list) to #general (v1: nothing left the device)",
+    ),
+    (
         "a new trigger",
         BASE,
         BASE,
