@@ -41,10 +41,12 @@ def _cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
 LEAKY = ("net.http:egress", "memory.access:thread", "channel.send:journal")
 
 
-def _host(root: Path, deny: str = "") -> tuple[Path, Path]:
+def _host(root: Path, deny: str = "", network: bool = True) -> tuple[Path, Path]:
     write_personas(root, {"alpha": LEAKY, "beta": ("memory.access:thread",), "gamma": ()})
     store = make_store(root)  # add.task (tasks.create): needs no label, so every persona has it
-    config = write_config(root, None, f"[flows]\ndeny = [{deny}]\n" if deny else "")
+    extra = '[network]\nallow = ["news.example.com"]\n\n' if network else ""
+    extra += f"[flows]\ndeny = [{deny}]\n" if deny else ""
+    config = write_config(root, None, extra)
     return config, store
 
 
@@ -65,7 +67,9 @@ def test_the_card_names_each_leg_and_warns_only_when_one_persona_holds_three(
 
     forged = "dynamic_add_Dtask"
     assert tools("alpha", "private") == {"memory_access", forged}
-    assert tools("alpha", "untrusted") == {"net_http"}
+    assert cards["alpha"]["untrusted"] == [
+        {"tool": "net_http", "what": ["external:news.example.com"]}
+    ]
     assert tools("alpha", "egress") == {"net_http", "channel_send"}
     assert tools("alpha", "writes") == {"memory_access", forged}
     assert cards["alpha"]["ruleOfTwo"] is True
@@ -220,3 +224,16 @@ def test_the_readme_shows_what_talond_check_prints_for_the_example(tmp_path: Pat
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout == block.group(2)
+
+
+def test_a_models_own_net_http_reaches_nothing_without_a_host_allowlist(tmp_path: Path) -> None:
+    # the bridge refuses a direct net_http call to any host when `[network] allow` is empty,
+    # so the card does not count it: alpha then sends, but reads nothing from outside
+    config, store = _host(tmp_path, network=False)
+    done = _cli(
+        tmp_path, "talond", "check", "--host-config", str(config), "--store", str(store),
+        "--format", "json",
+    )  # fmt: skip
+    (alpha,) = [c for c in json.loads(done.stdout)["personas"] if c["persona"] == "alpha"]
+    assert alpha["untrusted"] == [] and alpha["warning"] is None
+    assert [i["tool"] for i in alpha["egress"]] == ["channel_send"]

@@ -50,9 +50,16 @@ def run_stored_cli(
     try:
         # read once: the text output lists the Program's compensations too
         program = Program.from_json(stored.program)
+        from forgec.commands.common import staged_host
+
+        host = staged_host(args, host, program)
         result = run_stored(stored, tool_input, host=host, consent=consent, program=program)
     finally:
         close = getattr(host, "close", None)
         if close is not None:
             close()
+    if getattr(args, "staged", False):
+        from forgec.commands.run import print_staged
+
+        return print_staged(program, result, host, getattr(args, "format", "text"))
     return print_result(program, result, getattr(args, "format", "text"))

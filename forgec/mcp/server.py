@@ -40,7 +40,6 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-import weakref
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -60,7 +59,10 @@ from forgec.mcp.listing import (
 )
 from forgec.mcp.policy import ConsentPolicy
 
-SERVER_NAME = "forgec"
+# the host's MCP face is the seed's `__talond_host_tools` (SPEC §13); a client that shows a
+# title shows "forgec"
+SERVER_NAME = "__talond_host_tools"
+SERVER_TITLE = "forgec"
 POLL_INTERVAL_S = 0.5  # how soon a change made by another process is announced
 
 
@@ -184,24 +186,15 @@ class ForgeServer:
         self._listing: Listing | None = None
         self._announced: bytes | None = None
         self._fixed = self._fixed_visible()
-        # SPEC §21: session → the labels of every result returned in it
-        self._contexts: weakref.WeakKeyDictionary[Any, AgentContext] = weakref.WeakKeyDictionary()
-        self._shared_context = AgentContext()  # for a request without a session object
+        # SPEC §21: the labels of every result this server returned to its client. `serve`
+        # speaks stdio: one process serves one client, so the process is the session (a
+        # 2026-07-28 client keeps no protocol session at all; the SDK's per-request session
+        # and connection objects are not the client's session)
+        self._session = AgentContext()
 
     def context(self, ctx: Any) -> AgentContext | None:
         """The session's label context (None: `--session-labels off`)."""
-        if not self.options.session_labels:
-            return None
-        session = getattr(ctx, "session", None)
-        if session is None:
-            return self._shared_context
-        # the SDK builds a `ServerSession` per request around the connection it keeps for the
-        # client's whole session: the connection is the key (the session object, failing that)
-        key = getattr(session, "_connection", None) or session
-        try:
-            return self._contexts.setdefault(key, AgentContext())
-        except TypeError:  # a session object that cannot be weakly referenced
-            return self._shared_context
+        return self._session if self.options.session_labels else None
 
     def close(self) -> None:
         self.hosts.close()
@@ -559,6 +552,9 @@ class ForgeServer:
         if has_manifest == has_source:
             return _refusal("tool_create takes exactly one of `manifest` (object) or `source`")
         target = args.get("target", "talon")
+        tests = args.get("tests")
+        if tests is not None and not isinstance(tests, list):
+            return _refusal("tool_create's `tests` is a list of test cases")
         source: str | bytes
         if has_manifest:
             source = _manifest_text(args["manifest"])
@@ -579,6 +575,7 @@ class ForgeServer:
                     target=target,
                     author="model",
                     author_name=getattr(self.options, "persona", None),
+                    tests=tests,
                 )
         except StoreError as exc:
             return _refusal(f"tool_create failed: {exc}")
@@ -921,6 +918,7 @@ def build_server(forge: ForgeServer, announcer: Announcer | None = None) -> Any:
     server = Server(
         SERVER_NAME,
         version=__version__,
+        title=SERVER_TITLE,
         instructions=forge.instructions(),
         on_list_tools=list_tools,
         on_call_tool=call_tool,

@@ -261,7 +261,10 @@ def _fixed_destinations(capability: str, desc: Any) -> frozenset[str]:
         if member[0] == "tpl" and member[1] and isinstance(member[1][0], str):
             head = member[1][0]
             scheme, sep, rest = head.partition("://")
-            if sep and scheme.isalpha() and any(ch in rest for ch in "/?#"):
+            end = min((rest.find(ch) for ch in "/?#" if ch in rest), default=-1)
+            # a non-empty authority, ended by the literal text itself (`https:///{{x}}` and a
+            # backslash, which URL parsers may read as a slash, do not count)
+            if sep and scheme.isalpha() and end > 0 and "\\" not in rest[:end]:
                 out.add(key)
     return frozenset(out)
 

@@ -62,6 +62,7 @@ MAX_GAINS = 40  # gains listed; the rest are counted in the headline
 WITNESS_RUNS = 24  # inputs tried for a witness
 WITNESS_SECONDS = 0.5  # time for all witness runs (the analysis stays within 2 s with them)
 PRIVACY_REACH = ("local-only", "local-preferred", "remote-allowed", None)
+WRITES = "\x00writes"  # env key: the writes made so far on this path (a term)
 NARROWABLE = frozenset({"limit"})  # integer fields where a lower literal reads less
 
 
@@ -94,6 +95,7 @@ class Verdict:
     gains: tuple[Gain, ...]
     was: str  # how the old version is named ("v1")
     more: int = 0  # gains found beyond MAX_GAINS
+    at_least: bool = False  # the search stopped early: there may be more
 
     @property
     def headline(self) -> str:
@@ -101,7 +103,8 @@ class Verdict:
             return NO_NEW_POWER
         count = len(self.gains) + self.more
         things = "thing" if count == 1 else "things"
-        return f"New power: this version can do {count} {things} {self.was} could not."
+        many = "at least " if self.at_least else ""
+        return f"New power: this version can do {many}{count} {things} {self.was} could not."
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -132,14 +135,16 @@ def verdict(
         new_v = _Version.of(new, terms, side="new")
         if old_v is None or new_v is None:
             return Verdict(True, (_unjudged(label),), label)
-        gains = _Compare(old_v, new_v, terms, label).gains()
+        compare = _Compare(old_v, new_v, terms, label)
+        gains = compare.gains()
+        at_least = compare.truncated
     except Exception:  # a comparison that breaks proves nothing: never "No new power", no traceback
         return Verdict(True, (_unjudged(label),), label)
     more = max(0, len(gains) - MAX_GAINS)
     gains = gains[:MAX_GAINS]
     if gains and witness:
         gains = _witnesses(old, new, gains, list(inputs), list(cases))
-    return Verdict(bool(gains), tuple(gains), label, more)
+    return Verdict(bool(gains), tuple(gains), label, more, at_least)
 
 
 def _unjudged(was: str) -> Gain:
@@ -245,6 +250,40 @@ class _Terms:
         frozen = frozenset(out)
         self._labels[t] = frozen
         return frozen
+
+    def spelled(self, t: int, depth: int = 0) -> str:
+        """A term as an expression a person can read (`URGENT: {{input.title}}`), for two
+        computed values that say the same in words."""
+        row = self.rows[t]
+        kind = row[0]
+        if depth > 6:
+            return "…"
+        if t in self.values:
+            value = self.values[t]
+            return value if isinstance(value, str) else one_line(value)
+        if kind == "input":
+            return "input"
+        if kind == "state":
+            return f"state.{row[1]}"
+        if kind == "get":
+            return f"{self.spelled(row[1], depth + 1)}.{row[2]}"
+        if kind == "tmpl":
+            return "".join(
+                p if isinstance(p, str) else "{{" + self.spelled(p, depth + 1) + "}}"
+                for p in row[1]
+            )
+        if kind in ("item", "index"):
+            return f"each {kind} of {self.spelled(row[1], depth + 1)}"
+        if kind == "result":
+            return f"the result of {row[1]}"
+        if kind == "model":
+            return f"the model's {row[1]}"
+        if kind == "obj":
+            inner = ", ".join(f"{k}: {self.spelled(v, depth + 1)}" for k, v in row[1])
+            return "{" + inner + "}"
+        if kind == "list":
+            return "[" + ", ".join(self.spelled(v, depth + 1) for v in row[1]) + "]"
+        return "a computed value"
 
     def words(self, t: int) -> str:
         """A field's value as a person reads it: the literal, or what it is computed from."""
@@ -397,14 +436,20 @@ class _Version:
         if type(node) is n.SetNode:
             assert isinstance(node, n.SetNode)
             value = self.value(node.value, env)
-            return clause, self.store(env, node.target, value)
-        if type(node) is n.CapabilityNode:
+            out = self.store(env, node.target, value)
+        elif type(node) is n.CapabilityNode:
             assert isinstance(node, n.CapabilityNode)
-            return clause, self.call(node, clause, env)
-        if type(node) is n.LlmNode:
+            out = self.call(node, clause, env)
+        elif type(node) is n.LlmNode:
             assert isinstance(node, n.LlmNode)
-            return clause, self.model(node, clause, env)
-        return clause, env
+            out = self.model(node, clause, env)
+        else:
+            return clause, env
+        target = getattr(node, "target", None)
+        if target and target.startswith("state."):
+            # saved state outlives the run: what a later run reads is an effect of this one
+            self.record(node.id, "state", target, (("value", out[target]),), clause, 1)
+        return clause, out
 
     def store(self, env: Env, target: str | None, value: int) -> Env:
         if target is None:
@@ -422,11 +467,16 @@ class _Version:
         op = _operation(name, dict(fields), terms)
         attempts = node.retry.attempts if node.retry and node.retry.attempts else 1
         self.record(node.id, name, op, fields, clause, attempts)
+        question = terms.mk("obj", fields)
+        before = env.get(WRITES, -1)
+        if _changes_data(name):
+            # what a later read answers depends on the writes before it on this path
+            env = self.store(env, WRITES, terms.mk("epoch", before, name, op, question))
         if node.target is None:
             return env
-        question = terms.mk("obj", fields)
         sources = _sources(node, name, dict(fields), terms)
-        return self.store(env, node.target, terms.mk("result", name, op, question, sources))
+        result = terms.mk("result", name, op, question, sources, before)
+        return self.store(env, node.target, result)
 
     def model(self, node: n.LlmNode, clause: Clause, env: Env) -> Env:
         terms = self.terms
@@ -514,6 +564,8 @@ class _Version:
             for b in node.body
             if isinstance(b, (n.SetNode, n.CapabilityNode, n.LlmNode)) and b.target
         }
+        if any(type(b) is n.CapabilityNode and _changes_data(b.capability) for b in node.body):
+            written.add(WRITES)  # an earlier item's writes are what a later read sees
         exits = any(isinstance(b, (n.ReturnNode, n.FailNode)) for b in node.body)
         max_items = node.max_items or 0
         shape = _shape(node)
@@ -728,6 +780,15 @@ def _sources(node: n.CapabilityNode, name: str, fields: dict[str, int], terms: _
     return frozenset(out)
 
 
+def _changes_data(name: str | None) -> bool:
+    """Whether a call may change what a later call reads (it writes, or sends a message the
+    host keeps): from the capability's row."""
+    from forgec.ir.capabilities import BY_NAME
+
+    row = BY_NAME.get(name or "")
+    return row is None or row.sink is not None or bool(row.stores)
+
+
 def _operation(name: str, fields: dict[str, int], terms: _Terms) -> str:
     from forgec.ir.capabilities import BY_NAME
 
@@ -776,6 +837,7 @@ class _Compare:
             self.index.setdefault(inst.key, []).append(inst)
         self.counts_old: dict[tuple[Any, ...], int] = {}
         self.counts_new: dict[tuple[Any, ...], int] = {}
+        self.truncated = False  # more calls were left unjudged once enough gains were found
 
     def gains(self) -> list[Gain]:
         out: list[Gain] = []
@@ -791,6 +853,7 @@ class _Compare:
             for gain in self.judge(inst):
                 add(gain)
             if len(out) > MAX_GAINS * 2:
+                self.truncated = True
                 break
         for gain in self.tool_level():
             add(gain)
@@ -926,6 +989,8 @@ class _Compare:
             return f"send a request to {words(f['url'])}"
         if cap == "db.query":
             return "query the database"
+        if cap == "state":
+            return f"save {inst.operation}"
         if inst.operation not in (cap, "*"):
             return f"call {cap} {inst.operation}"
         return f"call {cap}"
@@ -968,13 +1033,16 @@ class _Compare:
             ):
                 continue
             if t is not None and self.terms.words(t) in {self.terms.words(x) for x in olds}:
+                spelled = _short(self.terms.spelled(t))
+                near = [o for o in same_op if o.node == inst.node] or same_op
+                shown = [x for x in (dict(o.fields).get(name) for o in near) if x is not None]
+                before = sorted({_short(self.terms.spelled(x)) for x in shown} - {spelled})
                 same.append(
                     Gain(
                         inst.node,
                         cap,
-                        f"can {self.desc(inst)} with {name} {self.terms.words(t)}, built another"
-                        " way",
-                        f"{was}: built from the same kinds of data",
+                        f"can {self.desc(inst)} with {name} `{spelled}`",
+                        f"{was}: " + (_and([f"`{b}`" for b in before]) or "built another way"),
                     )
                 )
                 continue
@@ -1042,6 +1110,8 @@ class _Compare:
         cap = inst.capability
         if cap == "model":
             return "no model step"
+        if cap == "state":
+            return f"never saved {inst.operation}"
         if (cap in fl.EGRESS_CAPABILITIES or cap == fl.HTTP) and not any(
             o.capability in fl.EGRESS_CAPABILITIES or o.capability == fl.HTTP
             for o in self.old.insts
@@ -1264,8 +1334,15 @@ def _witness_host_class() -> type:
                 return super()._dispatch(capability, input)
             from forgec.ir.capabilities import BY_NAME
 
-            row = BY_NAME.get(capability)
-            return _minimal(row.result if row is not None else {})
+            if capability == "db.query" and isinstance(input, dict):
+                # one row holding every column the query reads: a loop over the rows runs
+                from forgec.catalog.sql import query_columns
+
+                columns = query_columns(input.get("sql")) or ()
+                row = {c: "x" for _, c in sorted(columns) if c != "*"}
+                return {"rows": [row] if row else [], "truncated": False}
+            spec = BY_NAME.get(capability)
+            return _minimal(spec.result if spec is not None else {})
 
     return WitnessHost
 
