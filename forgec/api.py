@@ -117,7 +117,7 @@ def _check(source: str | bytes, *, path: str | None, target: str) -> Report:
         ir = ctx.manifest_or_none
         facts = ctx.facts
         marks = facts.marks
-    located = [_locate(d, loaded.source_map) for d in diagnostics]
+    located = [_redacted(_locate(d, loaded.source_map)) for d in diagnostics]
     located.sort(key=sort_key)
     return Report(
         path=path,
@@ -145,6 +145,27 @@ def check_file(path: str | Path, *, target: str | None = None) -> Report:
 
         target = settings_for(path).target_for(Path(path))
     return check(read_tool_file(str(path)), path=str(path), target=target)
+
+
+@functools.lru_cache(maxsize=4096)
+def _redact(text: str) -> str:
+    """`redact_text`, remembered: many diagnostics share a hint or a message."""
+    from forgec.secretscan.rules import redact_text
+
+    return redact_text(text)
+
+
+def _redacted(d: Diagnostic) -> Diagnostic:
+    """D with whatever looks like a secret in its message, hint or notes replaced by the
+    scanner's redaction (SPEC §14: no output carries a secret — a diagnostic quotes what it
+    read, a capability name, a key, a found token; every output, text, JSON, SARIF, LSP, MCP,
+    prints these texts). One scan per text, linear; the common text holds no candidate."""
+    message = _redact(d.message)
+    hint = _redact(d.hint) if d.hint else d.hint
+    notes = tuple(_redact(n) for n in d.notes)
+    if message == d.message and hint == d.hint and notes == d.notes:
+        return d
+    return attrs.evolve(d, message=message, hint=hint, notes=notes)
 
 
 def _locate(d: Diagnostic, source_map: SourceMap) -> Diagnostic:

@@ -261,8 +261,13 @@ def test_every_post_route_checks_the_csrf_token() -> None:
     assert posts
     for r in posts:
         assert r.path.startswith("/api/") or getattr(r.endpoint, "screen_action", False), r.path
-    # the JSON API only checks text: nothing there accepts, rejects, enables or rolls back
-    assert {r.path for r in posts if r.path.startswith("/api/")} == {"/api/check", "/api/inspect"}
+    # the JSON API only checks text or tries a tool on a copy of the data (SPEC §22, a staged
+    # run): nothing there accepts, rejects, enables or rolls back
+    assert {r.path for r in posts if r.path.startswith("/api/")} == {
+        "/api/check",
+        "/api/inspect",
+        "/api/tools/{tool:str}/try",
+    }
 
 
 # -- one code path with the CLI ------------------------------------------------------------------

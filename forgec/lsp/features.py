@@ -35,11 +35,6 @@ def to_range(index: LineIndex, span: Span) -> lsp.Range:
     return lsp.Range(lsp.Position(sl, sc), lsp.Position(el, ec))
 
 
-def whole_document(index: LineIndex) -> lsp.Range:
-    last = len(index.lines) - 1
-    return lsp.Range(lsp.Position(0, 0), lsp.Position(last, index._units(index.lines[last])))
-
-
 def _loc(a: Analysis, index: LineIndex, span: Span) -> lsp.Location:
     return lsp.Location(uri=a.uri, range=to_range(index, span))
 
@@ -552,7 +547,3 @@ def formatting(a: Analysis, index: LineIndex) -> list[lsp.TextEdit]:
     if same_text(a.text, text):
         return []
     return minimal_edits(index, text)
-
-
-def uses_in(a: Analysis, name: str) -> list[Use]:
-    return [u for u in a.edges + a.writes + a.reads if u.name == name]

@@ -48,7 +48,7 @@ from typing import Any
 import attrs
 import orjson
 
-from forgec.host.agentcall import AgentContext
+from forgec.host.agentcall import AgentContext, forged_output_labels
 from forgec.ir.capabilities import TOOL_CREATE_LABEL
 from forgec.mcp.listing import (
     ToolEntry,
@@ -353,7 +353,7 @@ class ForgeServer:
             return result  # consent refused, or its 2026-07-28 `input_required` round
         if session is not None:
             # what the run returned enters the client's context (a failed run: its message)
-            session.join(result.output_labels or labels.input)
+            session.join(forged_output_labels(result))
         out = result.to_json()
         if result.ok:
             fields = forged_ok(out, wraps_output=entry.wraps_output, ui=entry.ui)
@@ -520,7 +520,9 @@ class ForgeServer:
             allowed = self.options.policy.flows_allowed((entry.name, entry.internal))
             try:
                 try:
-                    result = await _in_thread(_call_host_tool, entry, args, host, session, allowed)
+                    result, labels = await _in_thread(
+                        _call_host_tool, entry, args, host, session, allowed
+                    )
                 except Exception as exc:
                     # (a 2026-07-28 client answers one question per call: an R4 tool it was
                     # just asked about keeps the deny)
@@ -533,7 +535,9 @@ class ForgeServer:
                         return refusal
                     rules = getattr(getattr(host, "config", None), "flow_deny", ())
                     allowed = allowed | frozenset(rules)
-                    result = await _in_thread(_call_host_tool, entry, args, host, session, allowed)
+                    result, labels = await _in_thread(
+                        _call_host_tool, entry, args, host, session, allowed
+                    )
             except Exception as exc:
                 code = getattr(exc, "code", None)
                 message = getattr(exc, "message", None) or str(exc)
@@ -541,6 +545,10 @@ class ForgeServer:
         finally:
             # a host tool's failure is a HostError from the bridge, not a broken host
             self.hosts.give(host)
+        if session is not None:
+            # on the event loop, before the client sees the result: a later call it makes
+            # after reading this one carries these labels (calls run in worker threads)
+            session.join(labels)
         structured = result if isinstance(result, dict) else {"result": result}
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=_dumps(structured))],
@@ -761,14 +769,15 @@ def _call_host_tool(
     host: Any,
     session: AgentContext | None,
     allowed_flows: frozenset[str],
-) -> Any:
+) -> tuple[Any, frozenset[str]]:
     """One host-tool call of a session, through the bridge's call API for a model's own calls
-    (`forgec.host.agentcall`): the session's labels ride it; its result's labels join them."""
+    (`forgec.host.agentcall`): the session's labels ride it. Returns the result and its
+    labels, which the caller joins to the session."""
     from forgec.host.agentcall import call_as_agent
 
     direct = getattr(host, "call_tool", None)
     if direct is not None:
-        return direct(entry.internal, args)
+        return direct(entry.internal, args), frozenset()
     # a direct call has no manifest: the host config's allowlist is the only one, and
     # an empty one allows no host (deny by default)
     outcome = call_as_agent(
@@ -780,9 +789,7 @@ def _call_host_tool(
         name=entry.name,
         allowed_flows=allowed_flows,
     )
-    if session is not None:
-        session.join(outcome.labels)
-    return outcome.result
+    return outcome.result, outcome.labels
 
 
 def open_reference_host(options: ServeOptions) -> Any:

@@ -1303,12 +1303,17 @@ def _base64_findings(text: str) -> list[SecretFinding]:
     return out
 
 
-_BARE_B64_RE = re.compile(r"[A-Za-z0-9+/]{32,4096}={0,2}|[A-Za-z0-9_-]{32,4096}", re.ASCII)
+_BARE_B64_RE = re.compile(
+    r"[A-Za-z0-9+/]{27,4096}={0,2}|[A-Za-z0-9_-]{27,4096}", re.ASCII
+)  # length: above
 # names under which a random base64 value is a digest or a public value, not a secret
 _DIGEST_WORDS = frozenset(
     {"sha", "sha1", "sha256", "sha384", "sha512", "md5", "hash", "digest", "checksum",
      "integrity", "etag", "commit", "fingerprint", "signature", "nonce", "salt", "id"}
 )  # fmt: skip
+
+
+_PREFIXED_RE = _lazy(r"[a-z]{2,8}[_-][A-Za-z0-9]{24,500}", re.ASCII)
 
 
 def _bare_base64(text: str, name: str | None) -> SecretFinding | None:
@@ -1322,7 +1327,11 @@ def _bare_base64(text: str, name: str | None) -> SecretFinding | None:
     """
     v = text.strip()
     n = len(v)
-    if n < 32 or _BARE_B64_RE.fullmatch(v) is None or _classes(v) < 3:
+    # a provider-like prefix (`xy_`, `abcd-`) before 24+ random characters is a token's shape
+    # from 27 characters on (issue 30: a 31-character `hx-…` key assembled across two sets)
+    if n < (27 if _PREFIXED_RE.fullmatch(v) else 32):
+        return None
+    if _BARE_B64_RE.fullmatch(v) is None or _classes(v) < 3:
         return None
     if not any(c in v for c in "+/=_-"):
         return None  # plain base62: an opaque id or page token as often as a key

@@ -79,12 +79,13 @@ class Gain:
         return f"{self.what} ({self.was})"
 
     def to_json(self) -> dict[str, Any]:
+        # text a person reads: a control or bidi character in a tool's value is escaped (§14)
         return {
-            "node": self.node,
-            "capability": self.capability,
-            "what": self.what,
-            "was": self.was,
-            "sentence": self.sentence,
+            "node": safe_text(self.node),
+            "capability": safe_text(self.capability),
+            "what": safe_text(self.what),
+            "was": safe_text(self.was),
+            "sentence": safe_text(self.sentence),
             "witness": self.witness,
         }
 
@@ -1097,13 +1098,16 @@ class _Compare:
         f = dict(inst.fields)
         if cap == "model":
             return f"can ask a model to {inst.operation} {self.terms.words(f['input'])}"
+        sent = self.new.flows.get(inst.node, set())
+        private = sorted({s for s, _, _ in sent if fl.is_private(s)})
+        data = _and([fl.describe_source(s) for s in private])
         if cap == fl.HTTP:
-            sent = self.new.flows.get(inst.node, set())
-            private = sorted({s for s, _, _ in sent if fl.is_private(s)})
             where = _and(list(self.new.hosts)) or "the web"
-            if private:
-                return f"sends {_and([fl.describe_source(s) for s in private])} to {where}"
-            return f"can send requests to {where}"
+            return f"sends {data} to {where}" if private else f"can send requests to {where}"
+        if cap == "channel.send" and private and "channelId" in f:
+            return f"sends {data} to {_channel(f['channelId'], self.terms)}"
+        if cap in fl.EGRESS_CAPABILITIES and private:
+            return f"can {self.desc(inst)}, sending {data}"
         return f"can {self.desc(inst)}"
 
     def never(self, inst: _Inst) -> str:
