@@ -424,3 +424,43 @@ def test_a_delegated_answer_is_outside_text_only_when_it_holds_some(
     labels = fl.origin_labels(capability, {}, result)
     assert (fl.TALON in labels) is outside
     assert fl.source_label(capability, None) in labels
+
+
+def test_a_failed_forged_run_hands_back_every_label_it_held() -> None:
+    """Its error message (shown to the model) may quote anything it read: a turn or a session
+    joins all of it (`forged_output_labels`), never nothing."""
+    import orjson
+
+    import forgec
+    from forgec.backend import lower_manifest
+    from forgec.host.agentcall import forged_output_labels
+    from forgec.runtime import run
+    from forgec.runtime.memory_host import MemoryHost
+
+    doc = _busiest_channel_tool("")
+    doc["flow"]["entry"] = "read"
+    doc["flow"]["nodes"] = [
+        {
+            "id": "read",
+            "type": "capability",
+            "capability": "notes.list",
+            "input": {"limit": 5},
+            "target": "found",
+            "next": "keep",
+        },
+        {
+            "id": "keep",
+            "type": "capability",
+            "capability": "tasks.create",
+            "input": {"title": {"$ref": "found.items"}},
+            "next": "done",
+        },
+        {"id": "done", "type": "return", "value": "ok"},
+    ]
+    report = forgec.check(orjson.dumps(doc), target="talos")
+    assert report.ok, [d.message for d in report.errors]
+    program = lower_manifest(report.ir, marks=report.marks)
+    result = run(program, {}, host=MemoryHost(), consent=lambda r: True, input_labels={WEB})
+    assert result.status == "failed"
+    assert result.output_labels == ()
+    assert {"private:notes.list", WEB} <= forged_output_labels(result)

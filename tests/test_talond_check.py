@@ -237,3 +237,32 @@ def test_a_models_own_net_http_reaches_nothing_without_a_host_allowlist(tmp_path
     (alpha,) = [c for c in json.loads(done.stdout)["personas"] if c["persona"] == "alpha"]
     assert alpha["untrusted"] == [] and alpha["warning"] is None
     assert [i["tool"] for i in alpha["egress"]] == ["channel_send"]
+
+
+def test_schedule_manage_keeps_a_plan_in_place_of_a_prompt_and_undoes_it(tmp_path: Path) -> None:
+    from forgec.host import HostOptions, open_host
+    from forgec.runtime.host import CallContext
+
+    ctx = CallContext("t", 1, "n")
+    options = HostOptions(db=tmp_path / "h.db", persona_labels=("schedule.manage:own",))
+    with open_host(options) as h:
+        made = h.call(
+            "schedule.manage", {"action": "create", "cronExpr": "0 9 * * *", "prompt": "hi"}, ctx
+        )
+        sid = made["scheduleId"]
+        planned = {"action": "update", "scheduleId": sid, "tool": "digest", "input": {"n": 1}}
+        changed = h.call("schedule.manage", planned, ctx)
+        assert (changed["tool"], changed["input"], changed["prompt"]) == ("digest", {"n": 1}, None)
+        assert changed["previous"]["prompt"] == "hi" and changed["previous"]["tool"] is None
+        # the compensation puts the prompt back and the plan away
+        h.compensate("schedule.manage", "schedule.manage", planned, changed, ctx)
+        (row,) = h.call("schedule.manage", {"action": "list"}, ctx)["schedules"]
+        assert (row["prompt"], row["tool"], row["input"]) == ("hi", None, None)
+        again = h.call(
+            "schedule.manage", {"action": "update", "scheduleId": sid, "tool": "digest"}, ctx
+        )
+        assert again["input"] == {}  # a plan with no input runs the tool on `{}`
+        back = h.call(
+            "schedule.manage", {"action": "update", "scheduleId": sid, "prompt": "bye"}, ctx
+        )
+        assert (back["prompt"], back["tool"], back["input"]) == ("bye", None, None)

@@ -586,3 +586,15 @@ def test_forgec_test_against_gives_the_verdict(tmp_path: Path) -> None:
     ), found
     text = forgec("test", str(tmp_path / "task-triage.tests.toml"), "--against", against)
     assert "New power: this version can do" in text.stdout
+
+
+def test_a_gain_never_carries_a_raw_control_or_bidi_character() -> None:
+    """A proposal's values are data: its sentences escape them (SPEC §14), in JSON and text."""
+    from forgec.render.diff import render_verdict
+
+    evil = "\x1b[2J\u202eevil"
+    v2 = [BASE[0], cap("log", "notes.create", title=evil, body="closed"), ret()]
+    found = judge(tool(BASE), tool(v2)).to_json()
+    text = json.dumps(found, ensure_ascii=False) + render_verdict(found)
+    assert "\x1b" not in text and "\u202e" not in text
+    assert any("\\x1b[2J\\u202eevil" in g["sentence"] for g in found["gains"])

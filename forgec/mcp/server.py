@@ -48,7 +48,7 @@ from typing import Any
 import attrs
 import orjson
 
-from forgec.host.agentcall import AgentContext
+from forgec.host.agentcall import AgentContext, forged_output_labels
 from forgec.ir.capabilities import TOOL_CREATE_LABEL
 from forgec.mcp.listing import (
     ToolEntry,
@@ -353,7 +353,7 @@ class ForgeServer:
             return result  # consent refused, or its 2026-07-28 `input_required` round
         if session is not None:
             # what the run returned enters the client's context (a failed run: its message)
-            session.join(result.output_labels or labels.input)
+            session.join(forged_output_labels(result))
         out = result.to_json()
         if result.ok:
             fields = forged_ok(out, wraps_output=entry.wraps_output, ui=entry.ui)
@@ -530,7 +530,8 @@ class ForgeServer:
                     if getattr(exc, "code", None) != "RUN_FLOW_DENIED" or not ask:
                         raise
                     # the call had no effect: the person's answer replaces the deny
-                    refusal = await self._ask(ctx, entry, f"`{entry.name}`", flow=exc.message)  # type: ignore[attr-defined]
+                    why = getattr(exc, "message", None) or str(exc)
+                    refusal = await self._ask(ctx, entry, f"`{entry.name}`", flow=why)
                     if refusal is not None:
                         return refusal
                     rules = getattr(getattr(host, "config", None), "flow_deny", ())

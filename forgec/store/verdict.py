@@ -79,12 +79,13 @@ class Gain:
         return f"{self.what} ({self.was})"
 
     def to_json(self) -> dict[str, Any]:
+        # text a person reads: a control or bidi character in a tool's value is escaped (§14)
         return {
-            "node": self.node,
-            "capability": self.capability,
-            "what": self.what,
-            "was": self.was,
-            "sentence": self.sentence,
+            "node": safe_text(self.node),
+            "capability": safe_text(self.capability),
+            "what": safe_text(self.what),
+            "was": safe_text(self.was),
+            "sentence": safe_text(self.sentence),
             "witness": self.witness,
         }
 
