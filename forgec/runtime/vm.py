@@ -27,6 +27,7 @@ from typing import Any
 import attrs
 import orjson
 
+from forgec.ir.rules import RUNTIME_CODE_PREFIX
 from forgec.runtime import labels as lb
 from forgec.runtime.flowlabels import (
     DESTINATIONS,
@@ -1022,7 +1023,7 @@ _MODEL_LABEL = frozenset({MODEL})
 
 def _host_code(exc: HostError, default: str) -> str:
     code = exc.code
-    return code if isinstance(code, str) and code.startswith("RUN_") else default
+    return code if isinstance(code, str) and code.startswith(RUNTIME_CODE_PREFIX) else default
 
 
 __all__ = [
