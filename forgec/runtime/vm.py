@@ -923,7 +923,10 @@ class _Run:
         stored = context.read_labels  # the labels of the rows the call read (SPEC §15)
         if stored:
             source = source | frozenset(x for x in stored if type(x) is str)
-        return result, (lb.flat(tree) | source | control_labels, None)
+        whole = lb.flat(tree) | source | control_labels
+        if context.column_labels:
+            return result, lb.column_tree(whole, result, context.column_labels)
+        return result, (whole, None)
 
     def _model(
         self, site: _ModelSite, input: Any, tree: lb.Tree, control_labels: frozenset[str]
