@@ -762,3 +762,19 @@ def test_no_path_makes_the_login_redirect_leave_the_origin(path: str, raw: bool)
     assert URL(location, "http://127.0.0.1:4242/").origin == "http://127.0.0.1:4242"
     if location != "/":
         assert location == target  # when it stays, it is the very path that was asked for
+
+
+def test_an_upload_is_read_by_the_bounded_reader(screen: Screen) -> None:
+    """SPEC §24: the screen's upload goes through `forgec.frontend.reading` (at most the
+    form's limit + 1 bytes, then FORGE_MANIFEST_TOO_LARGE), never read whole."""
+    with screen.client() as c:
+        token = screen.csrf(c)
+        big = b"{" + b" " * (70 * 1024) + b"}"  # within the screen's body limit, over 64 KiB
+        r = c.post(
+            "/import",
+            data={"csrf": token, "kind": "auto"},
+            headers={"Origin": screen.origin},
+            files={"file": ("big.talostool", big)},
+        )
+        assert "FORGE_MANIFEST_TOO_LARGE" in r.text, r.text[-2000:]
+        assert "65,537 bytes or more" in r.text

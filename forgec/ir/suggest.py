@@ -108,6 +108,20 @@ def closest(word: str, choices: Iterable[str], *, cutoff: float = 0.6) -> str | 
     return None
 
 
+MAX_LISTED = 8  # names a message lists before "… and N more"
+
+
+def listed(names: Iterable[str], *, limit: int = MAX_LISTED) -> str:
+    """`a`, `b`, … and N more: a message that lists names the input chose stays short, so the
+    output of a check is linear in its diagnostics, never diagnostics × names (SPEC §24)."""
+    shown = sorted(names)
+    if not shown:
+        return "none"
+    text = ", ".join(f"`{n}`" for n in shown[:limit])
+    more = len(shown) - limit
+    return f"{text} and {more} more" if more > 0 else text
+
+
 def suggest(
     word: str, choices: Iterable[str], prefix: str = "", *, cutoff: float = 0.6
 ) -> str | None:

@@ -530,7 +530,8 @@ class ForgeServer:
                     if getattr(exc, "code", None) != "RUN_FLOW_DENIED" or not ask:
                         raise
                     # the call had no effect: the person's answer replaces the deny
-                    refusal = await self._ask(ctx, entry, f"`{entry.name}`", flow=exc.message)  # type: ignore[attr-defined]
+                    why = getattr(exc, "message", None) or str(exc)
+                    refusal = await self._ask(ctx, entry, f"`{entry.name}`", flow=why)
                     if refusal is not None:
                         return refusal
                     rules = getattr(getattr(host, "config", None), "flow_deny", ())
