@@ -360,7 +360,11 @@ def completion(
             for name, spec in sorted(catalog.capabilities.items())
         ]
     if _EDGE_BEFORE.search(before):
-        return _items(sorted(source.nodes), lsp.CompletionItemKind.Reference, "node")
+        # an edge stays in its scope: the top level's nodes, or the same loop body's
+        node = a.node_at(point) or (known.node_at(point) if known else None)
+        scope = node.loop if node is not None else None
+        here = [n for n, defs in source.nodes.items() if any(d.loop == scope for d in defs)]
+        return _items(sorted(here), lsp.CompletionItemKind.Reference, "node")
     if a.form == "talostool" and _KEY_BEFORE.search(before):
         node = a.node_at(point) or (known.node_at(point) if known else None)
         if node is not None:
