@@ -212,9 +212,21 @@ def test_tools_run_staged_tries_a_stored_tool_that_is_off(tmp_path: Path) -> Non
     with serving(Counting, seen=[]) as server:
         port = server.server_address[1]
         done = forgec(
-            "tools", "run", "staged-demo", "--store", str(store), "--db", str(db), "--yes",
-            "--staged", "--format", "json", "--input", orjson.dumps({"port": port}).decode(),
-            "--resolve", f"hook.example.com:{port}:127.0.0.1",
+            "tools",
+            "run",
+            "staged-demo",
+            "--store",
+            str(store),
+            "--db",
+            str(db),
+            "--yes",
+            "--staged",
+            "--format",
+            "json",
+            "--input",
+            orjson.dumps({"port": port}).decode(),
+            "--resolve",
+            f"hook.example.com:{port}:127.0.0.1",
         )
         assert server.seen == []
     assert done.returncode == 0, done.stdout + done.stderr
