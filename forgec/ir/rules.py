@@ -20,6 +20,7 @@ SCHEMA_ID = "talos.local-tool.v1"
 EXECUTION = "declarative-flow"
 INSTALL_SCOPE = "device"
 NETWORK_MODES = ("forbidden", "allowlist")
+FORBIDDEN, ALLOWLIST = NETWORK_MODES  # the network modes, by name
 PRIVACY = ("local-only", "local-preferred", "remote-allowed")
 EFFORT = ("low", "medium", "high")
 TRIGGER_TYPES = ("manual", "schedule", "app-resume", "task-changed")
