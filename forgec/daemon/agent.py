@@ -20,22 +20,26 @@ A turn of persona P (SPEC §19):
 The model is P's (`[personas.P]` in the host config: a `[providers.NAME]` and/or a model id),
 else the host's `[model]`; a background task's `provider` overrides it.
 
-Each model answer and each tool call is journaled (`forgec.daemon.queue`), so a turn taken
-again after a crash continues where it stopped and never repeats an effect.
+Each model request and each tool call is a step (`Steps`: DBOS's checkpointed steps in the
+daemon, `forgec.daemon.engine`), so a turn run again after a crash replays what was recorded;
+before every tool call a step records the intent, and a call with an intent from an earlier
+run and no recorded result (the crash came during it) is answered "interrupted, not repeated":
+an effect happens at most once. A transient model error (refused connection, timeout, 5xx) is
+asked again with backoff within the turn's deadline; every model answer is held to the deadline
+(its streamed body included) and to `[talond] answer_bytes`.
 """
 
 from __future__ import annotations
 
 import json
-import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 
-from forgec.daemon.queue import LeaseLost, Queue, Work
+from forgec.daemon.tables import Work
 from forgec.host.config import HostConfig, ModelConfig
 from forgec.host.delegation import Persona, load_personas
 from forgec.mcp.listing import ToolEntry, forged_entry, forged_visible, host_entries
@@ -54,7 +58,33 @@ class TurnFailed(Exception):
 
 
 class Stopping(Exception):
-    """The daemon is stopping: hand the work back, its journal keeps what was done."""
+    """The daemon is stopping: hand the work back, its recorded steps keep what was done."""
+
+
+class Cancelled(Exception):
+    """The work's row is no longer running (a background task cancelled): stop, finish nothing."""
+
+
+class Steps(Protocol):
+    """How a turn runs its steps: `run` records FN's output (and replays it when the turn runs
+    again); `token` is different in every run of the turn (an intent recorded under another
+    token was made by an earlier run)."""
+
+    token: str
+
+    def run(self, name: str, fn: Callable[..., Any], *args: Any) -> Any: ...
+
+
+class Direct:
+    """Steps with no engine: each runs once, nothing is recorded (tests, one-off turns)."""
+
+    token = "direct"
+
+    def run(self, name: str, fn: Callable[..., Any], *args: Any) -> Any:
+        return fn(*args)
+
+
+MODEL_BACKOFF_S = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0)  # between tries of a transient model error
 
 
 @attrs.frozen
@@ -132,9 +162,9 @@ class Agents:
     def run(
         self,
         work: Work,
-        queue: Queue,
-        stop: threading.Event,
-        lost: threading.Event | None = None,
+        steps: Steps | None = None,
+        stop: Callable[[], bool] | None = None,
+        cancelled: Callable[[], bool] | None = None,
     ) -> Outcome:
         persona = self.personas.get(work.persona)
         if persona is None:
@@ -143,7 +173,14 @@ class Agents:
             )
         host = self._open_host(persona, work)
         try:
-            return self._turn(persona, work, queue, stop, host, lost)
+            return self._turn(
+                persona,
+                work,
+                steps or Direct(),
+                stop or (lambda: False),
+                cancelled or (lambda: False),
+                host,
+            )
         finally:
             host.close()
 
@@ -216,10 +253,10 @@ class Agents:
         self,
         persona: Persona,
         work: Work,
-        queue: Queue,
-        stop: threading.Event,
+        steps: Steps,
+        stop: Callable[[], bool],
+        cancelled: Callable[[], bool],
         host: Any,
-        lost: threading.Event | None,
     ) -> Outcome:
         labels = persona_labels(persona, self.config)
         offered = self.offered(labels)
@@ -236,20 +273,18 @@ class Agents:
             {"role": "user", "content": self.first_message(persona, work)},
         ]
         tools = [o.function() for o in offered.values()]
-        replay = queue.journal(work.id)
         calls: list[str] = []
         for round_no in range(1, bounds.rounds + 1):
-            if lost is not None and lost.is_set():
-                raise LeaseLost(work.id)  # cancelled, or taken over: stop, finish nothing
-            reply = self._next(replay, "model")
-            if reply is None:
-                if stop.is_set():
-                    raise Stopping
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise TurnFailed(f"over its wall-clock budget of {budget} s")
-                reply = self._ask(provider, model, messages, tools, remaining, host)
-                queue.record(work, "model", reply)
+            if cancelled():
+                raise Cancelled(work.id)
+            if stop():
+                raise Stopping
+            asked = steps.run(
+                "model", self._ask, provider, model, messages, tools, deadline, budget, host
+            )
+            if "error" in asked:
+                raise TurnFailed(asked["error"])
+            reply = asked["reply"]
             messages.append(reply)
             tool_calls = reply.get("tool_calls") or []
             if not tool_calls:
@@ -257,32 +292,37 @@ class Agents:
             for call in tool_calls:
                 name = call["function"]["name"]
                 calls.append(name)
-                content = self._replayed_call(replay, call["id"])
-                if content is None:
-                    queue.record(work, "call", {"id": call["id"], "name": name})
-                    content = self.call_tool(offered, name, call["function"]["arguments"], host)
-                    queue.record(work, "result", {"id": call["id"], "content": content})
+                intent = steps.run("intent", _intent, call["id"], name, steps.token)
+                done = steps.run(
+                    "call",
+                    self._call_step,
+                    intent,
+                    steps.token,
+                    offered,
+                    name,
+                    call["function"]["arguments"],
+                    host,
+                )
+                content = str(done["content"])
                 messages.append({"role": "tool", "tool_call_id": call["id"], "content": content})
             if time.monotonic() > deadline:
                 raise TurnFailed(f"over its wall-clock budget of {budget} s")
         raise TurnFailed(f"over its bound of {bounds.rounds} tool-call rounds")
 
-    @staticmethod
-    def _next(replay: list[tuple[str, Any]], kind: str) -> Any:
-        if replay and replay[0][0] == kind:
-            return replay.pop(0)[1]
-        return None
-
-    @staticmethod
-    def _replayed_call(replay: list[tuple[str, Any]], call_id: str) -> str | None:
-        """The journaled result of this call; INTERRUPTED when it started and never finished;
-        None when it never started (run it now)."""
-        if not replay or replay[0][0] != "call":
-            return None
-        replay.pop(0)
-        if replay and replay[0][0] == "result" and replay[0][1].get("id") == call_id:
-            return str(replay.pop(0)[1]["content"])
-        return json.dumps({"error": INTERRUPTED})
+    def _call_step(
+        self,
+        intent: dict[str, Any],
+        token: str,
+        offered: Mapping[str, Offered],
+        name: str,
+        raw: str,
+        host: Any,
+    ) -> dict[str, Any]:
+        """A tool call as a step. It runs only when its result was not recorded; if its intent
+        was recorded by an earlier run, that run died during the call: not repeated."""
+        if intent.get("token") != token:
+            return {"content": json.dumps({"error": INTERRUPTED})}
+        return {"content": self.call_tool(offered, name, raw, host)}
 
     def _ask(
         self,
@@ -290,15 +330,35 @@ class Agents:
         model: str | None,
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]],
-        remaining: float,
+        deadline: float,
+        budget: float,
         host: Any,
     ) -> dict[str, Any]:
-        try:
-            reply = provider.turn(messages, tools, model=model, timeout_s=remaining)
-        except HostError as exc:
-            raise TurnFailed(host.credentials.scrub(exc.message)) from None
-        out: dict[str, Any] = reply.to_json()
-        return out
+        """One model request as a step: `{"reply": message}` or `{"error": why}`. A transient
+        error is asked again with backoff while the turn's deadline allows."""
+        tries = 0
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return {"error": f"over its wall-clock budget of {budget} s"}
+            try:
+                reply = provider.turn(
+                    messages,
+                    tools,
+                    model=model,
+                    timeout_s=remaining,
+                    max_bytes=self.config.talond.answer_bytes,
+                )
+            except HostError as exc:
+                message = host.credentials.scrub(exc.message)
+                pause = MODEL_BACKOFF_S[min(tries, len(MODEL_BACKOFF_S) - 1)]
+                if not exc.transient or deadline - time.monotonic() <= pause:
+                    return {"error": message}
+                tries += 1
+                time.sleep(pause)
+                continue
+            out: dict[str, Any] = reply.to_json()
+            return {"reply": out}
 
     # --- the model -----------------------------------------------------------------------------
 
@@ -443,18 +503,8 @@ def _error(message: str) -> str:
     return json.dumps({"error": message}, ensure_ascii=False)
 
 
-def keep_leased(
-    queue: Queue, work: Work, period_s: float, done: threading.Event, lost: threading.Event
-) -> None:
-    """Renew WORK's lease every PERIOD_S until DONE (a worker's companion thread); set LOST
-    when the row is no longer this daemon's (a background task cancelled, say)."""
-    while not done.wait(period_s):
-        try:
-            if not queue.heartbeat(work):
-                lost.set()
-                return
-        except Exception:  # a busy database: the next beat tries again, the lease has slack
-            continue
+def _intent(call_id: str, name: str, token: str) -> dict[str, Any]:
+    return {"id": call_id, "name": name, "token": token}
 
 
-__all__ = ["Agents", "LeaseLost", "Outcome", "Stopping", "TurnFailed", "keep_leased"]
+__all__ = ["Agents", "Cancelled", "Direct", "Outcome", "Steps", "Stopping", "TurnFailed"]
