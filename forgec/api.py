@@ -10,26 +10,27 @@ import functools
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from forgec.ir.diagnostics import Diagnostic, sort_key
 from forgec.ir.marks import Marks
 from forgec.ir.nodes import Manifest
-from forgec.ir.records import evolve, field, record
 from forgec.ir.span import SourceMap
 
 DEFAULT_TARGET = "talos"
 
 
-@record(slots=False)
+@attrs.frozen(slots=False)
 class Report:
     path: str | None
     form: str  # "talostool" | "forge"
     diagnostics: tuple[Diagnostic, ...]
     marks: Marks | None
     # the document as read (canonicalised lazily into `manifest`, which most callers never need)
-    raw: Any = field(default=None, repr=False, eq=False)
-    ir: Manifest | None = field(default=None, repr=False, eq=False)
-    facts: Any = field(default=None, repr=False, eq=False)
-    source_map: SourceMap | None = field(default=None, repr=False, eq=False)
+    raw: Any = attrs.field(default=None, repr=False, eq=False)
+    ir: Manifest | None = attrs.field(default=None, repr=False, eq=False)
+    facts: Any = attrs.field(default=None, repr=False, eq=False)
+    source_map: SourceMap | None = attrs.field(default=None, repr=False, eq=False)
     target: str = DEFAULT_TARGET
 
     @functools.cached_property
@@ -125,15 +126,18 @@ def check(source: str | bytes, *, path: str | None = None, target: str = DEFAULT
 
 
 def check_file(path: str | Path, *, target: str = DEFAULT_TARGET) -> Report:
-    p = Path(path)
-    return check(p.read_bytes(), path=str(p), target=target)
+    """Check the file PATH, read by the one bounded reader (SPEC §24): a file that is not a
+    regular one raises `forgec.frontend.reading.ReadError` (an OSError)."""
+    from forgec.frontend.reading import read_tool_file
+
+    return check(read_tool_file(str(path)), path=str(path), target=target)
 
 
 def _locate(d: Diagnostic, source_map: SourceMap) -> Diagnostic:
     if d.span is not None:
         return d
     span = source_map.span(d.path, key=d.key)
-    return evolve(d, span=span) if span is not None else d
+    return attrs.evolve(d, span=span) if span is not None else d
 
 
 def compile_dsl(

@@ -39,9 +39,17 @@ from typing import Any
 from forgec.api import DEFAULT_TARGET, Report, is_forge_source
 from forgec.ir.diagnostics import make
 
-__all__ = ["BUDGET_CODE", "DEFAULT_BUDGET_S", "budget_report", "check_with_budget"]
+__all__ = [
+    "BUDGET_CODE",
+    "DEFAULT_BUDGET_S",
+    "STOPPED_CODE",
+    "budget_report",
+    "check_with_budget",
+    "stopped_report",
+]
 
-BUDGET_CODE = "FORGEC_CHECK_BUDGET"
+BUDGET_CODE = "FORGEC_CHECK_BUDGET"  # only for time (SPEC §24)
+STOPPED_CODE = "FORGEC_CHECK_STOPPED"  # every other way a budgeted check can stop
 DEFAULT_BUDGET_S = 5.0  # SPEC §16
 MEMORY_LIMIT = 1 << 30  # the worker's address space (RLIMIT_AS): 2× the checker's 512 MiB bound
 START_TIMEOUT_S = 60.0  # a worker that cannot start on a loaded machine within this is a failure
@@ -100,33 +108,80 @@ def _budgeted(
     answer = worker.ask((source, path, target, facts), deadline=started + budget_s)
     if answer is None:
         worker.kill()
-        elapsed = time.monotonic() - started
-        if elapsed >= budget_s:
+        if time.monotonic() - started >= budget_s:
             why = f"the check did not finish within {_seconds(budget_s)} (the check budget)"
-        else:
-            why = (
-                "the check stopped before it finished (it needed more memory than a check "
-                "may use, or its worker crashed)"
-            )
-        return budget_report(source, path, target, why)
+            return budget_report(source, path, target, why)
+        why = (
+            "the check stopped before it finished: it needed more memory than a check may "
+            "use, or its worker crashed"
+        )
+        return stopped_report(source, path, target, why)
     _POOL.give(worker)
     status, payload = answer
     if status != "ok":
-        return budget_report(source, path, target, f"the check failed: {payload}")
+        return stopped_report(source, path, target, f"the check stopped: {payload}")
     report: Report = payload
     return report
 
 
 def budget_report(source: str | bytes, path: str | None, target: str, why: str) -> Report:
-    """The report of a check that was stopped: one `FORGEC_CHECK_BUDGET` error, nothing else."""
-    diag = make(
+    """The report of a check stopped by its time budget: one `FORGEC_CHECK_BUDGET` error."""
+    return _stopped(
         BUDGET_CODE,
-        "",
-        f"{why}; the tool was not checked, so it cannot be installed",
-        hint="split the tool into smaller ones, or ask the operator to raise the check budget",
+        source,
+        path,
+        target,
+        why,
+        "split the tool into smaller ones, or ask the operator to raise the check budget",
     )
+
+
+def stopped_report(source: str | bytes, path: str | None, target: str, why: str) -> Report:
+    """The report of a check stopped for anything but time (memory, a crashed worker, a forgec
+    bug): one `FORGEC_CHECK_STOPPED` error saying which (SPEC §24)."""
+    return _stopped(
+        STOPPED_CODE,
+        source,
+        path,
+        target,
+        why,
+        "`forgec check FILE` on the same source shows what the checker says of it",
+    )
+
+
+def _stopped(
+    code: str, source: str | bytes, path: str | None, target: str, why: str, hint: str
+) -> Report:
+    diag = make(code, "", f"{why}; the tool was not checked, so it cannot be installed", hint=hint)
     form = "forge" if is_forge_source(source, path) else "talostool"
     return Report(path=path, form=form, diagnostics=(diag,), marks=None, target=target)
+
+
+def _slim(report: Report) -> Report:
+    """REPORT with only what can always cross to the server: its diagnostics (exactly the
+    check's), path, form and target. Used when the whole report cannot be pickled (a parse
+    tree nested deeper than the pickler's recursion allows: the deep input's report is an
+    error report anyway, so nothing the server shows is lost)."""
+    return Report(
+        path=report.path,
+        form=report.form,
+        diagnostics=report.diagnostics,
+        marks=None,
+        target=report.target,
+    )
+
+
+def _answer(report: Report, facts: bool) -> bytes:
+    """The pickled answer for REPORT: the whole report, else its slim form (`_slim`)."""
+    try:
+        return pickle.dumps(("ok", _complete(report, facts)), protocol=pickle.HIGHEST_PROTOCOL)
+    except MemoryError:
+        raise
+    except Exception as exc:  # RecursionError while pickling, an unpicklable member
+        if report.ok:  # a report a server would install from: all of it, or a stop
+            why = f"its report could not be sent back ({type(exc).__name__})"
+            return pickle.dumps(("error", why), protocol=pickle.HIGHEST_PROTOCOL)
+        return pickle.dumps(("ok", _slim(report)), protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def _seconds(s: float) -> str:
@@ -319,12 +374,12 @@ def _serve() -> None:  # pragma: no cover - runs in the worker process
             if delay and DELAY_MARKER in (source.encode() if isinstance(source, str) else source):
                 time.sleep(delay)
             report = check(source, path=path, target=target)
-            answer: tuple[str, Any] = ("ok", _complete(report, facts))
-            data = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
+            data = _answer(report, facts)
         except MemoryError:
             return  # the parent sees the exit: over the memory a check may use
         except Exception as exc:  # a forgec bug: one line for the caller, never a traceback
-            data = pickle.dumps(("error", f"{type(exc).__name__}: {exc}"[:500]))
+            why = f"the checker failed ({type(exc).__name__}: {exc})"[:500]
+            data = pickle.dumps(("error", why))
         stdout.write(_HEADER.pack(len(data)) + data)
         stdout.flush()
 

@@ -29,6 +29,7 @@ COMMAND_MODULES = (
     "graph",
     "lower",
     "run",
+    "test",
     "tools",
     "mcp",
     "lsp",

@@ -435,3 +435,24 @@ def shape_inputs(shape: Any) -> st.SearchStrategy[dict[str, Any]]:
 def capability_inputs(row: Any) -> st.SearchStrategy[dict[str, Any]]:
     """Inputs for a capability row, from its shape (`shape_inputs`)."""
     return shape_inputs(row.shape)
+
+
+# -- request paths that a browser may read as another origin (the screen's login redirect) ------
+
+# the pieces browsers treat specially when they resolve a path against an origin (WHATWG URL):
+# slashes and backslashes (raw and percent-encoded), tabs, newlines and other C0 characters
+# (removed, or stripped at the ends), spaces, dot segments (raw and encoded), userinfo and port
+# marks, scheme-like prefixes, query and fragment marks, and full-width or ideographic look-alikes
+URL_PIECES = (
+    "/", "\\", "%5C", "%5c", "%2F", "%2f", "\t", "\n", "\r", " ", "\x00", "\x0b", "\x1f", "\x7f",
+    ".", "..", "%2e", "%2E%2E", "@", ":", "http:", "https:", "HTTP:", "javascript:", "//", "?",
+    "#", "%09", "%0a", "%00", "\u3002", "\uff0f", "\uff3c", "evil.example", "127.0.0.1", "x",
+)  # fmt: skip
+
+
+def origin_escapes() -> st.SearchStrategy[str]:
+    """A request path spelled from `URL_PIECES`, starting with `/` as a request target does:
+    `/\\evil.example/`, `/\\t/evil.example`, `/x/..//evil.example`, `/%5C%5Cevil`, ..."""
+    return st.lists(st.sampled_from(URL_PIECES), min_size=1, max_size=8).map(
+        lambda parts: "/" + "".join(parts)
+    )

@@ -13,6 +13,7 @@ small budget.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -309,7 +310,7 @@ def test_the_language_server_takes_its_budget_from_options_and_settings() -> Non
         assert not ls.set_budget(bad) and ls.budget_s == 0.5
 
 
-def test_a_worker_that_dies_mid_check_is_the_budget_error_and_is_replaced(
+def test_a_worker_that_dies_mid_check_is_said_so_not_budget_and_is_replaced(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     import threading
@@ -334,7 +335,8 @@ def test_a_worker_that_dies_mid_check_is_the_budget_error_and_is_replaced(
     os.kill(worker, 9)  # what the kernel does to a worker past RLIMIT_AS, or a crash
     thread.join(30)
     report = got["report"]
-    assert [d.code for d in report.diagnostics] == ["FORGEC_CHECK_BUDGET"]
+    # SPEC §24: FORGEC_CHECK_BUDGET is only for time; a dead worker is said as what it is
+    assert [d.code for d in report.diagnostics] == ["FORGEC_CHECK_STOPPED"]
     assert "stopped before it finished" in report.diagnostics[0].message
     monkeypatch.delenv(DELAY_ENV)
     budget.close_workers()
@@ -387,3 +389,57 @@ def test_a_flood_of_checks_starts_no_more_than_max_workers(
     assert len(reports) == len(threads) and all(r.ok for r in reports)
     monkeypatch.delenv(DELAY_ENV)
     budget.close_workers()
+
+
+# -- SPEC §24: only time is the budget; the same input gets the same diagnostics ------------------
+
+
+def _deep_forge(levels: int) -> str:
+    value = "[" * levels + "1" + "]" * levels
+    return FAST.replace("fast-doc", "deep-doc").replace("return 1", f"return {value}")
+
+
+def test_deep_nesting_through_tool_create_is_the_structure_error_the_cli_gives(
+    tmp_path: Path,
+) -> None:
+    """Issue 30: a `.forge` nested 200 levels (about 1 KB) answered `FORGEC_CHECK_BUDGET …
+    RecursionError … while pickling`; `forgec check` says `FORGE_MANIFEST_STRUCTURE`."""
+    source = _deep_forge(200)
+    path = tmp_path / "deep.forge"
+    path.write_text(source)
+    cli = subprocess.run(
+        [sys.executable, "-m", "forgec", "check", "--format", "json", str(path)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=60,
+        check=False,
+    )
+    expected = [
+        (d["code"], d["message"]) for d in orjson.loads(cli.stdout)["files"][0]["diagnostics"]
+    ]
+    assert expected == [("FORGE_MANIFEST_STRUCTURE", "the manifest nests deeper than 64 levels")]
+    # the budgeted path itself
+    report = check_with_budget(source, path="deep.forge", budget_s=30)
+    assert [(d.code, d.message) for d in report.diagnostics] == expected
+    # and through a real MCP client
+    store = tmp_path / "tools.db"
+    result = run_mcp(
+        store,
+        tmp_path,
+        lambda s: s.call_tool("tool_create", {"source": source}),
+        budget="30",
+    )
+    assert result.is_error
+    got = [(d["code"], d["message"]) for d in result.structured_content["report"]["diagnostics"]]
+    assert got == expected, got
+    assert _versions(store, "deep-doc") == []
+
+
+def test_a_report_that_cannot_be_sent_whole_is_never_called_a_budget() -> None:
+    """Every way a worker can stop but time is FORGEC_CHECK_STOPPED (SPEC §24)."""
+    from forgec import budget
+
+    deep = budget.check_with_budget(_deep_forge(5000), path="d.forge", budget_s=30)
+    assert [d.code for d in deep.diagnostics] != ["FORGEC_CHECK_BUDGET"]
+    assert all(d.code.startswith("FORGE_") for d in deep.diagnostics), deep.diagnostics

@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import attrs
 import orjson
 import pytest
 from hypothesis import given, settings
@@ -23,7 +24,6 @@ from strategies import json_values, manifests, scalars
 from forgec.catalog import get_catalog
 from forgec.frontend.build import build_manifest
 from forgec.frontend.manifest import load_manifest
-from forgec.ir import records
 from forgec.ir.nodes import walk_nodes
 from forgec.passes import PASSES
 from forgec.passes.context import PassContext
@@ -51,7 +51,7 @@ def _run(raw: Any, target: str, *, shortcuts: bool) -> tuple[list[tuple[str, str
             break
         run(ctx)
         if name == "structure" and not shortcuts and ctx.manifest_or_none is not None:
-            ctx.manifest_or_none = records.evolve(
+            ctx.manifest_or_none = attrs.evolve(
                 ctx.manifest_or_none, node_reads=None, credential_nodes=None
             )
     found = sorted((d.code, d.path, d.message) for d in ctx.diagnostics)

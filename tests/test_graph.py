@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import orjson
 import pytest
 from hypothesis import given, settings
@@ -17,7 +18,6 @@ from manifests import manifest_with_nodes
 
 import forgec
 from forgec.catalog import get_catalog
-from forgec.ir import records
 from forgec.ir.codes import REGISTRY
 from forgec.ir.nodes import (
     CapabilityNode,
@@ -68,10 +68,10 @@ def place(nodes: list[Node] | tuple[Node, ...], base: str = "/flow/nodes") -> tu
         pointer = f"{base}/{i}"
         if isinstance(node, ForeachNode):
             out.append(
-                records.evolve(node, pointer=pointer, body=place(node.body, pointer + "/body"))
+                attrs.evolve(node, pointer=pointer, body=place(node.body, pointer + "/body"))
             )
         else:
-            out.append(records.evolve(node, pointer=pointer))
+            out.append(attrs.evolve(node, pointer=pointer))
     return tuple(out)
 
 
@@ -416,7 +416,7 @@ def any_nodes() -> st.SearchStrategy[Node]:
 def test_passes_never_raise_on_a_best_effort_ir(
     nodes: list[Node], entry: str | None, limit: int | None, target: str, network: Network | None
 ) -> None:
-    manifest = records.evolve(
+    manifest = attrs.evolve(
         ir(nodes or [r("done")], entry=entry or "done", max_transitions=limit or 1),
         network=network,
         model_defaults=None,

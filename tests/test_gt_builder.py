@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import attrs
 import orjson
 import pytest
 from hypothesis import example, given, settings
@@ -23,7 +24,6 @@ import forgec
 from forgec.frontend.dsl_format import format_forge
 from forgec.frontend.schema import manifest_json_schema
 from forgec.ir import nodes as ir_nodes
-from forgec.ir import records
 from forgec.ir.rules import (
     MAX_FORGE_BYTES,
     MAX_SAFE_INTEGER,
@@ -254,7 +254,7 @@ def test_every_node_field_is_known_to_every_consumer() -> None:
     for typ, fields in NODE_FIELDS.items():
         # the IR: one attribute per field, in the table's order after `id` and `pointer`
         cls = ir_nodes.NODE_TYPES[typ]
-        assert [a.name for a in records.fields(cls)] == ["id", "pointer", *(f.attr for f in fields)]
+        assert [a.name for a in attrs.fields(cls)] == ["id", "pointer", *(f.attr for f in fields)]
         # the JSON Schema exporter: exactly the table's fields, at the top level
         assert list(definitions[f"{typ}Node"]["properties"]) == list(NODE_ORDER[typ])
         node = _node_with_every_field(typ)

@@ -1,14 +1,16 @@
 """docs/architecture.md: "a new host tool is a row, a shape, a handler and an instruction file".
 
-A throwaway host tool, `probe.echo`, is added exactly so — its row (with its shape) joins the
-rows before anything reads them, as if written in `forgec/ir/capabilities.py`; its handler is
-one module of `forgec.host` (a folder on the package's path plays `forgec/host/probe_echo.py`);
-its instruction file is `tool-instructions/probe.echo.md` — and nothing else is touched. Then
+A throwaway host tool, `probe.echo`, is added exactly so — its row (with its shape and its
+undo pair) joins the rows before anything reads them, as if written in
+`forgec/ir/capabilities.py`; its handler and its undo hook are one module of `forgec.host` (a
+folder on the package's path plays `forgec/host/probe_echo.py`); its instruction file is
+`tool-instructions/probe.echo.md` — and nothing else is touched. Then
 the real CLI and the real MCP client find it everywhere: `check` accepts its valid input and
 refuses one over its limit at the field's pointer, the bridge dispatches a run's call to the
 handler (and refuses an over-limit computed input or a missing label before it runs), and
 `forgec mcp serve` lists it under its grant label with its shape's schema, sends its
-instructions and dispatches a call. Had any other file to be edited, one of these would fail.
+instructions and dispatches a call; a run that fails after the step undoes it through the
+tool's own undo hook. Had any other file to be edited, one of these would fail.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ row = rows.Capability(
     targets=rows.TALON,
     label="probe.echo:own",
     source="private",
+    undo="probe.echo",
     mcp_name="probe_echo",
 )
 rows.ROWS = (*rows.ROWS, row)
@@ -62,6 +65,7 @@ import json
 import os
 
 from forgec.host.handlers import HostCall, handles
+from forgec.ir.hooks import row_hook
 
 
 @handles("probe.echo")
@@ -69,6 +73,13 @@ def echo(call: HostCall) -> dict:
     with open(os.environ["PROBE_CALLS"], "a", encoding="utf-8") as calls:
         calls.write(json.dumps(dict(call.input)) + "\\n")
     return {"echo": call.input["word"]}
+
+
+@row_hook("undo", "probe.echo")
+def unecho(call: HostCall, result: dict) -> dict:
+    with open(os.environ["PROBE_CALLS"], "a", encoding="utf-8") as calls:
+        calls.write(json.dumps({"undo": dict(call.input), "result": result}) + "\\n")
+    return {"unechoed": result["echo"]}
 """
 
 LABEL = "probe.echo:own"
@@ -106,15 +117,18 @@ def _forgec(probe: dict[str, Any], *args: str) -> subprocess.CompletedProcess[st
     )  # fmt: skip
 
 
-def _tool(tmp_path: Path, word: Any) -> str:
+def _tool(tmp_path: Path, word: Any, *, then_fail: bool = False) -> str:
     from manifests import probe as build
     from manifests import step
 
+    first = step("echo", "probe.echo", {"word": word}, target="out", next="done")
+    if then_fail:
+        first["compensation"] = "probe.echo"
+    end: dict[str, Any] = {"id": "done", "type": "return", "value": {"$ref": "out"}}
+    if then_fail:
+        end = {"id": "done", "type": "fail", "code": "GAVE_UP", "message": "after the echo"}
     doc = build(
-        [
-            step("echo", "probe.echo", {"word": word}, target="out", next="done"),
-            {"id": "done", "type": "return", "value": {"$ref": "out"}},
-        ],
+        [first, end],
         tool_id="echo-probe",
         title="Echo probe",
         description="Calls the new host tool.",
@@ -208,3 +222,17 @@ def test_mcp_lists_the_new_tool_under_its_label_and_dispatches_it(
     tools, refused = _over_mcp(probe, tmp_path, "db.query:own", unlisted)
     assert "probe_echo" not in tools and refused.is_error
     assert _calls(probe) == [{"word": "hello"}]
+
+
+def test_a_failed_run_undoes_the_new_tool_through_its_own_hook(
+    tmp_path: Path, probe: dict[str, Any]
+) -> None:
+    path = _tool(tmp_path, {"$ref": "input.w"}, then_fail=True)
+    assert _forgec(probe, "check", path, "--target", "talon").returncode == 0
+    run = ["run", path, "--target", "talon", "--yes", "--format", "json"]
+    run += ["--db", str(tmp_path / "h.db"), "--persona-labels", LABEL, "--input", '{"w": "hi"}']
+    proc = _forgec(probe, *run)
+    answer = json.loads(proc.stdout)
+    assert answer["error"]["code"] == "GAVE_UP", proc
+    assert [(c["node"], c["status"]) for c in answer["compensations"]] == [("echo", "undone")]
+    assert _calls(probe) == [{"word": "hi"}, {"undo": {"word": "hi"}, "result": {"echo": "hi"}}]

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from manifests import manifest_with_nodes
-from strategies import manifests
+from strategies import manifests, origin_escapes
 
 from forgec.render.safe import UNSAFE_CHARACTERS, safe_text
 
@@ -515,7 +516,7 @@ def test_help_imports_nothing_of_the_screen() -> None:
         "import sys\n"
         "from forgec.cli import main\n"
         "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
-        "heavy = ('starlette', 'jinja2', 'uvicorn', 'python_multipart', 'forgec.screen')\n"
+        "heavy = ('starlette', 'jinja2', 'uvicorn', 'python_multipart', 'ada_url', 'forgec.screen')\n"
         "print(sorted(m for m in sys.modules if m.startswith(heavy)))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
@@ -671,3 +672,88 @@ def test_reject_keeps_a_proposal_that_never_becomes_current(
     rows = orjson.loads(versions.stdout)
     assert [r["status"] for r in rows if r["proposal"] == 1] == ["rejected"]
     assert [r["version"] for r in rows if r["current"]] == [1]
+
+
+# -- the login redirect stays on this origin (issue 30) ---------------------------------------------
+
+
+def raw_get(screen: Screen, target: str) -> tuple[int, str | None]:
+    """GET TARGET on a raw socket, spelled exactly as given (httpx would mend it), with this
+    screen's Host: the status and the Location."""
+    import socket
+
+    with socket.create_connection(("127.0.0.1", screen.port), timeout=30) as sock:
+        sock.sendall(
+            b"GET " + target.encode("latin-1") + b" HTTP/1.1\r\n"
+            b"Host: 127.0.0.1:" + str(screen.port).encode() + b"\r\nConnection: close\r\n\r\n"
+        )
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    head = data.split(b"\r\n\r\n", 1)[0].decode("latin-1").split("\r\n")
+    status = int(head[0].split()[1])
+    location = [h.split(":", 1)[1].strip() for h in head[1:] if h.lower().startswith("location:")]
+    return status, location[0] if location else None
+
+
+def as_browser_sends(path: str) -> str:
+    """PATH as a browser puts it on the wire: printable ASCII as it is, every other byte
+    percent-encoded (UTF-8)."""
+    return "".join(
+        c if 0x21 <= ord(c) <= 0x7E else "".join(f"%{b:02X}" for b in c.encode()) for c in path
+    )
+
+
+def test_the_login_redirect_of_a_backslash_path_stays_here(screen: Screen) -> None:
+    # the issue's measurement: `/%5Cevil.example/` was answered `Location: /\evil.example/`,
+    # which a browser reads as http://evil.example/
+    status, location = raw_get(screen, f"/%5Cevil.example/?token={screen.token}&a=1")
+    assert status == 303
+    assert location is not None and "\\" not in location
+    assert location == "/%5Cevil.example/?a=1"  # the same page, as the request spelled it
+    for target in ("/\\evil.example/", "//evil.example/", "/\\\\evil/", "/\\/evil"):
+        assert raw_get(screen, f"{target}?token={screen.token}") == (303, "/"), target
+    # a path that is `//host` only once its dots are resolved is still this origin, as sent
+    assert (
+        raw_get(screen, f"/x/..//evil.example/?token={screen.token}")[1] == "/x/..//evil.example/"
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(path=origin_escapes(), raw=st.booleans())
+def test_no_path_makes_the_login_redirect_leave_the_origin(path: str, raw: bool) -> None:
+    # the guard on any request path, raw or as a browser sends it: the Location it answers
+    # resolves (WHATWG, as a browser resolves it) to this origin; the browser suite asks
+    # Chromium itself the same question of the real server's answers
+    import anyio
+    from ada_url import URL
+
+    from forgec.screen.security import Guard, Secrets
+
+    keys = Secrets(port=4242)
+    sent: list[dict[str, Any]] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        raise AssertionError("the login answers by itself")
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    target = path if raw else as_browser_sends(path)
+    scope = {
+        "type": "http",
+        "method": "GET",
+        "path": urllib.parse.unquote(target),
+        "raw_path": target.encode("utf-8", "surrogatepass"),
+        "query_string": f"token={keys.token}".encode(),
+        "headers": [(b"host", b"127.0.0.1:4242")],
+    }
+    anyio.run(Guard(app, keys), scope, receive, send)
+    assert sent[0]["status"] == 303
+    location = dict(sent[0]["headers"])[b"location"].decode("ascii")
+    assert URL(location, "http://127.0.0.1:4242/").origin == "http://127.0.0.1:4242"
+    if location != "/":
+        assert location == target  # when it stays, it is the very path that was asked for

@@ -152,7 +152,7 @@ def test_r4_tool_asks_every_run_from_the_cli(capsys: Any, env: dict[str, Any]) -
     v1 = env["write"]("web", 1, None, "net.http")
     assert forge(capsys, "tools", "install", v1, *store, "--target", "talon")[0] == 0
     code, out, err = forge(capsys, "tools", "enable", "demo.tool", *store, "--yes")
-    assert code == 0 and "ask before every run" in err
+    assert code == 0 and "This tool is R4" in err and "asks before every run" in err
     code, out, _ = forge(capsys, "tools", "show", "demo.tool", *store, "--format", "json")
     shown = orjson.loads(out)
     assert shown["card"]["alwaysAsks"] is True and shown["enabled"] is True

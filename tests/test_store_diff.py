@@ -168,7 +168,7 @@ def test_the_json_shape_shared_with_the_screen(tmp_path: Path) -> None:
         diff = diff_versions(store, "demo.tool", 1, 2)
         first = diff_versions(store, "demo.tool", None, 1)
         proposal = diff_versions(store, "demo.tool", 2, "p1")
-    assert set(diff) == {"id", "from", "to", "effects", "behaviour", "text", "summary"}
+    assert set(diff) == {"id", "from", "to", "effects", "behaviour", "text", "summary", "verdict"}
     assert set(diff["from"]) == set(diff["to"]) == {"version", "hash", "author"}
     assert set(diff["effects"]) == {"gained", "lost"}
     assert diff["effects"]["gained"] == [{"kind": "operation", "text": "tasks.create"}]

@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 from manifests import manifest_with_nodes
 from test_store import install, open_store, tool
 
-from forgec.ir import records
 from forgec.store import ConsentRequired, Store, StoreDamaged, StoreError, ToolNotFound
 from forgec.store import effects as fx
 from forgec.store.integrity import legacy_hash
@@ -210,7 +209,7 @@ def test_effects_take_the_flows_fact_when_the_checker_has_it(store: Store) -> No
 
     # the flows helper's fact, as it will be: a tuple of objects with string attributes
     facts = SimpleNamespace(
-        **{f.name: getattr(report.facts, f.name) for f in records.fields(type(report.facts))},
+        **{f.name: getattr(report.facts, f.name) for f in attrs.fields(type(report.facts))},
         flows=(
             Flow("private:tasks.list", "egress:api.example.com"),
             Flow("external:news.example.com", "write:notes.create"),
@@ -218,7 +217,7 @@ def test_effects_take_the_flows_fact_when_the_checker_has_it(store: Store) -> No
             Flow("input", "egress:api.example.com"),
         ),
     )
-    effects = fx.effects_from_report(records.evolve(report, facts=facts), "talos")
+    effects = fx.effects_from_report(attrs.evolve(report, facts=facts), "talos")
     assert effects["flows"] == [
         ["external:news.example.com", "write:notes.create"],
         ["private:tasks.list", "egress:api.example.com"],

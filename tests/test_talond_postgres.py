@@ -134,7 +134,8 @@ def test_two_daemons_on_postgres_fire_each_slot_once_and_a_killed_ones_work_is_t
     per_slot = Counter((e["schedule"], e["slot"]) for e in completed())
     assert set(per_slot.values()) == {1}, per_slot  # no firing completed twice
     sent = Counter(
-        r["content"] for r in db_rows(db, "SELECT content FROM messages WHERE channel_id = 'journal'")
+        r["content"]
+        for r in db_rows(db, "SELECT content FROM messages WHERE channel_id = 'journal'")
     )
     # one channel_send per firing (the prompt); the turns killed mid-way did not send again
     assert sent == Counter({f"s{i}": 3 for i in range(6)})

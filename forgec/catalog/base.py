@@ -16,8 +16,9 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import attrs
+
 from forgec.ir.capabilities import Capability, StepMarks
-from forgec.ir.records import field, record
 from forgec.ir.shapes import InputProblem
 
 __all__ = ["CapabilitySpec", "Catalog", "InputProblem", "StepMarks", "spec_of", "suggest"]
@@ -34,7 +35,7 @@ MarksResolver = Callable[[Mapping[str, Any]], StepMarks]
 InputChecker = Callable[[Mapping[str, Any], frozenset[str]], list[InputProblem]]
 
 
-@record
+@attrs.frozen
 class CapabilitySpec:
     name: str
     summary: str
@@ -44,8 +45,8 @@ class CapabilitySpec:
     undo: str | None = None  # the capability that compensates this one
     needs_network: bool = False
     mcp_name: str | None = None  # Talon host tools: the MCP name (memory_access)
-    input_schema: Mapping[str, Any] = field(factory=dict)  # JSON Schema of the input
-    result_schema: Mapping[str, Any] = field(factory=dict)  # JSON Schema of the result
+    input_schema: Mapping[str, Any] = attrs.field(factory=dict)  # JSON Schema of the input
+    result_schema: Mapping[str, Any] = attrs.field(factory=dict)  # JSON Schema of the result
     # Whole-input check at the bridge (every value real data, size included); when None the
     # static checker is used with nothing computed.
     runtime_check: Callable[[Any], list[InputProblem]] | None = None
@@ -80,7 +81,7 @@ def spec_of(row: Capability) -> CapabilitySpec:
     )
 
 
-@record
+@attrs.frozen
 class Catalog:
     name: str
     capabilities: Mapping[str, CapabilitySpec]

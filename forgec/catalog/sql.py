@@ -30,6 +30,8 @@ import logging
 import re
 from typing import Any
 
+from forgec.ir.capabilities import OUTSIDE_COLUMNS, QUERY_TABLES, named_query_tables
+
 # The one SQL policy (SPEC §16): the static check below and the host's authorizer
 # (`forgec.host.dbquery`) both read these two tables, so what `check` accepts the host runs.
 ALLOWED_TABLES = frozenset({"memory_items", "schedules", "messages", "threads"})
@@ -326,3 +328,83 @@ def _table_refusal(node: Any) -> str | None:
         allowed = ", ".join(sorted(ALLOWED_TABLES))
         return f"table `{node.name}` is not allowed (allowed: {allowed})"
     return None
+
+
+# --- lineage (SPEC §21 "origin per field") ------------------------------------------------
+
+
+def query_columns(sql: Any) -> frozenset[tuple[str, str]] | None:
+    """Every (table, column) an allowed SELECT reads, anywhere: what its result columns are
+    computed from and what it filters, joins, groups, orders or windows by. `(table, "*")`
+    stands for every column of the table (`SELECT *`, `t.*`); `count(*)` reads no column.
+    A column whose table cannot be told (unqualified, several tables) counts for each table
+    of the query. None when `sql` is not an allowed SELECT (the host refuses it anyway).
+
+    A query is one SELECT with no subquery (`check_select`), so every column in its tree is a
+    column of one of its own tables: the lineage of the whole result is exactly this set."""
+    if not isinstance(sql, str) or check_select(sql):
+        return None
+    return _columns(sql)
+
+
+_COLUMNS_CACHE: dict[str, frozenset[tuple[str, str]]] = {}
+
+
+def _columns(sql: str) -> frozenset[tuple[str, str]]:
+    cached = _COLUMNS_CACHE.get(sql)
+    if cached is not None:
+        return cached
+    from sqlglot import exp
+
+    tree, _ = _parse(sql)
+    tables: dict[str, str] = {}  # alias or name (lower) → table
+    for table in tree.find_all(exp.Table):
+        name = str(table.name).lower()
+        tables[name] = name
+        if table.alias:
+            tables[str(table.alias).lower()] = name
+    every = frozenset(tables.values())
+    out: set[tuple[str, str]] = set()
+    for node in tree.walk():
+        if isinstance(node, exp.Column):
+            owner = str(node.table).lower() if node.table else None
+            column = "*" if isinstance(node.this, exp.Star) else str(node.name).lower()
+            for table in (tables[owner],) if owner in tables else every:
+                out.add((table, column))
+        elif isinstance(node, exp.Star) and not isinstance(node.parent, (exp.Column, exp.Func)):
+            out.update((table, "*") for table in every)  # `SELECT *`
+    found = frozenset(out)
+    if len(_COLUMNS_CACHE) > 512:  # bounded: a long-lived host sees many queries
+        _COLUMNS_CACHE.clear()
+    _COLUMNS_CACHE[sql] = found
+    return found
+
+
+def query_reads_outside(sql: Any) -> bool:
+    """Whether a `db.query` result holds, by lineage, text people wrote (`OUTSIDE_COLUMNS` of
+    the rows' table: a message's text, a thread's title) — `external:talon` at origin; ids,
+    channels, senders, times and counts are the host's own. SQL that is not known (computed)
+    or not an allowed SELECT: as if it read every such column its text names."""
+    columns = query_columns(sql)
+    if columns is None:
+        return not isinstance(sql, str) or any(
+            t in OUTSIDE_COLUMNS for t in named_query_tables(sql)
+        )
+    for table, column in columns:
+        outside = OUTSIDE_COLUMNS.get(table)
+        if outside and (column == "*" or column in outside):
+            return True
+    return False
+
+
+def query_tables_read(sql: Any) -> tuple[str, ...]:
+    """The tables a `db.query` reads (its FROM and JOINs), every allowed one when not known."""
+    columns = query_columns(sql)
+    if not isinstance(sql, str):
+        return QUERY_TABLES
+    if columns is None:
+        return named_query_tables(sql)
+    tables = {table for table, _ in columns}
+    if not tables:
+        return named_query_tables(sql)  # `SELECT count(*) FROM t`: its rows still count
+    return tuple(t for t in QUERY_TABLES if t in tables)

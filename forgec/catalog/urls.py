@@ -99,3 +99,46 @@ def url_host(url: str) -> str | None:
     """The URL's host: lower-cased, punycode, no port or userinfo; None if not acceptable."""
     parts, _ = parse_url(url)
     return parts.host if parts is not None else None
+
+
+def check_url_template(parts: tuple[object, ...] | list[object]) -> list[str]:
+    """Problems with a `net.http` URL that is a template, from its literal parts alone (SPEC
+    §24: the literal parts of a templated URL are checked like a literal URL's).
+
+    PARTS are the template's pieces, text (`str`) or a placeholder (anything else). What no
+    substitution can change is judged by `parse_url`'s own rules: a character no URL may hold
+    (whitespace, a control character, a backslash) in any text part; and, from the text before
+    the first placeholder, the scheme once it is written out (`ftp://{{h}}/`), and the whole
+    authority — host, port, `user:password@` — once a `/`, `?` or `#` closes it
+    (`http://status.test:99999/{{p}}`). Anything a placeholder may still extend is left to the
+    host at run time, which checks the URL it sends with the same parser.
+    """
+    texts = [p for p in parts if isinstance(p, str)]
+    for text in texts:
+        if any(ch.isspace() or ord(ch) < 0x20 or ord(ch) == 0x7F for ch in text):
+            return ["the URL contains whitespace or control characters (percent-encode them)"]
+        if "\\" in text:
+            return ["the URL contains a backslash"]
+    prefix = parts[0] if parts and isinstance(parts[0], str) else ""
+    if len(prefix) > MAX_URL_LENGTH:
+        return [f"the URL is longer than {MAX_URL_LENGTH} characters"]
+    colon = prefix.find(":")
+    if colon < 0:
+        return []  # the scheme is not written out yet (`{{base}}/x`, `ht{{s}}://`)
+    scheme = prefix[:colon]
+    if not scheme or not scheme[0].isalpha() or not all(c.isalnum() or c in "+-." for c in scheme):
+        return ["the URL does not start with a scheme (expected http:// or https://)"]
+    if scheme.lower() not in SCHEMES:
+        return [f"only http: and https: URLs are allowed, this one has `{scheme}:`"]
+    rest = prefix[colon + 1 :]
+    if len(rest) < 2:
+        return []  # `http:{{x}}` or `http:/{{x}}`: the rest may still make `//host`
+    if not rest.startswith("//"):
+        return ["the URL has no host (expected http://host/... or https://host/...)"]
+    authority = rest[2:]
+    ends = [i for i in (authority.find(c) for c in "/?#") if i >= 0]
+    if not ends:
+        if "@" in authority:  # whatever follows, the userinfo is there
+            return ["a URL may not hold `user:password@` (declare a credential instead)"]
+        return []  # a placeholder may still extend the host or the port
+    return parse_url(prefix[: colon + 3 + min(ends)] + "/")[1]

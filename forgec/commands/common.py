@@ -36,9 +36,16 @@ def expand_paths(paths: list[str], *, force_exclude: bool = False) -> list[str]:
     from forgec.frontend.settings import SettingsError, expand
 
     try:
-        return expand(paths, force_exclude=force_exclude)
+        return expand(paths, force_exclude=force_exclude, skipped=_say_skipped)
     except SettingsError as exc:
         raise UsageError(str(exc)) from None
+
+
+def _say_skipped(path: str, why: str) -> None:
+    """A folder walk left PATH out (SPEC §24): said on standard error, never read."""
+    from forgec.render.safe import safe_text
+
+    print(f"forgec: warning: {safe_text(path)}: skipped: {why}", file=sys.stderr)
 
 
 def target_of(args: argparse.Namespace, path: str | None) -> str:
@@ -63,19 +70,18 @@ def add_format(parser: argparse.ArgumentParser, *choices: str, default: str | No
     )
 
 
-def read_source(path: str) -> bytes:
-    """The bytes of PATH (``-`` for standard input); unreadable → UsageError (exit 2)."""
+def read_source(path: str, *, limit: int | None = None) -> bytes:
+    """The bytes of PATH (``-`` for standard input), at most its limit + 1 (SPEC §24: through
+    `forgec.frontend.reading`, the one reader); unreadable or not a regular file → UsageError
+    (exit 2)."""
+    from forgec.frontend.reading import ReadError, read_tool_file, read_tool_stream
+
     if path == "-":
-        return sys.stdin.buffer.read()
-    p = Path(path)
+        return read_tool_stream(sys.stdin.buffer)
     try:
-        return p.read_bytes()
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise UsageError(f"{path}: is a directory") from None
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        return read_tool_file(path, limit=limit)
+    except ReadError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def read_path(arg: str) -> tuple[bytes, str | None]:
@@ -218,3 +224,30 @@ def serve_in_foreground(banner: str) -> None:
         on_terminal = False
     if on_terminal:
         print(banner, file=sys.stderr, flush=True)
+
+
+def refuse_typos(policy: Any, store_path: Any, personas_dir: Path | None) -> None:
+    """SPEC §21: at start, a consent policy naming a forged tool the store does not hold, or
+    a persona's `labels.txt` naming a label no tool needs, is a one-line error (exit 2): a
+    typo must never silently allow a flow or seem to grant a tool. (The host config's own
+    labels and flows, and the policy's tools and flows, are checked as they are read.)"""
+    from forgec.host.config import unknown_label
+    from forgec.host.delegation import load_personas
+    from forgec.mcp.policy import unknown_forged
+    from forgec.store import Store, StoreError
+
+    if policy.forged_ids():
+        try:
+            with Store(store_path) as store:
+                ids = [tool.id for tool in store.tools(on_problem=lambda _line: None)]
+        except StoreError as exc:
+            raise UsageError(str(exc)) from None
+        problem = unknown_forged(policy, ids)
+        if problem is not None:
+            raise UsageError(problem)
+    for persona in load_personas(personas_dir).values():
+        for label in persona.labels:
+            problem = unknown_label(label)
+            if problem is not None:
+                where = persona.folder / "labels.txt" if persona.folder else persona.name
+                raise UsageError(f"{where}: {problem}")

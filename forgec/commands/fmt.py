@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from forgec.commands.common import add_force_exclude
 
@@ -60,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
 def _format_one(args: argparse.Namespace, arg_path: str) -> int:
     from forgec.api import is_forge_source, load
     from forgec.commands import EXIT_ERRORS, EXIT_OK, UsageError
-    from forgec.commands.common import print_diagnostics, read_path, write_text
+    from forgec.commands.common import print_diagnostics, read_path, read_source, write_text
     from forgec.frontend.canonical import dumps_canonical
     from forgec.frontend.dsl_format import FormatError, format_forge, same_text
     from forgec.frontend.dsl_trivia import trivia_of
@@ -104,7 +103,7 @@ def _format_one(args: argparse.Namespace, arg_path: str) -> int:
         return EXIT_OK
     if args.write:
         assert path is not None
-        if not same_text(Path(path).read_bytes().decode("utf-8", errors="replace"), text):
+        if not same_text(read_source(path).decode("utf-8", errors="replace"), text):
             write_text(path, text)
         return EXIT_OK
     write_text(None, text)

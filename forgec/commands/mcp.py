@@ -46,6 +46,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "with forgec for the host tools)",
     )
     s.add_argument(
+        "--session-labels",
+        choices=("on", "off"),
+        default="on",
+        help="SPEC §21: carry the labels of every result this session returned into its "
+        "later calls, under the host config's [flows] deny rules (default on)",
+    )
+    s.add_argument(
         "--check-budget",
         metavar="SECONDS",
         type=seconds,
@@ -68,16 +75,14 @@ def seconds(text: str) -> float:
 
 def known_label(label: str) -> bool:
     """A label some tool can need: a capability row's (a channel's too), or `tool.create`."""
-    from forgec.ir.capabilities import known_label as row_label
-    from forgec.mcp.listing import TOOL_CREATE_LABEL
+    from forgec.ir.capabilities import known_persona_label
 
-    return label == TOOL_CREATE_LABEL or row_label(label)
+    return known_persona_label(label)
 
 
 def label_words() -> str:
     """Every label a tool can need, for help and warnings (from the rows)."""
-    from forgec.ir.capabilities import label_list
-    from forgec.mcp.listing import TOOL_CREATE_LABEL
+    from forgec.ir.capabilities import TOOL_CREATE_LABEL, label_list
 
     return ", ".join([*label_list(), TOOL_CREATE_LABEL])
 
@@ -118,12 +123,19 @@ def serve(args: argparse.Namespace) -> int:
         policy=policy,
         templates=Path(args.templates) if args.templates else None,
         check_budget=args.check_budget,
+        session_labels=args.session_labels == "on",
     )
+    from forgec.commands.common import refuse_typos
+    from forgec.host import ConfigError, load_config
+
     try:
-        Store(args.store).close()  # refuse a foreign or damaged store before serving
-    except StoreError as exc:
+        # refuse a foreign or damaged store before serving, and a policy naming a tool it
+        # does not hold
+        Store(args.store).close()
+        config = load_config(args.host_config) if args.host_config else None
+        refuse_typos(policy, args.store, config.personas_dir if config is not None else None)
+    except (StoreError, ConfigError) as exc:
         raise UsageError(str(exc)) from None
-    from forgec.host import ConfigError
 
     try:
         # a bad host config or a database the host cannot use is refused now, in one line,

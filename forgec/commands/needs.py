@@ -19,7 +19,7 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "host": ("httpx", "httpcore", "platformdirs", "markdown_it", "sqlglot", "croniter"),
     "mcp": ("mcp", "mcp_types", "anyio", "jsonschema"),
     "lsp": ("pygls", "lsprotocol"),
-    "screen": ("starlette", "jinja2", "uvicorn", "python_multipart"),
+    "screen": ("starlette", "jinja2", "uvicorn", "python_multipart", "ada_url"),
 }
 EXTRA_WHAT = {
     "compiler": "the compiler",
@@ -39,6 +39,7 @@ COMMAND_NEEDS: dict[str, tuple[str, ...]] = {
     "graph": ("compiler",),
     "lower": ("compiler",),
     "run": ("compiler", "host"),
+    "test": ("compiler", "host"),
     "tools": ("compiler", "host"),
     "mcp": ("compiler", "host", "mcp"),
     "lsp": ("compiler", "lsp"),

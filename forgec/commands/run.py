@@ -56,9 +56,14 @@ def read_input(spec: str | None) -> Any:
     text: str | bytes = spec
     if spec.startswith("@"):
         from forgec.commands.common import read_source
+        from forgec.frontend.reading import INPUT_BYTES
 
         where = spec[1:]
-        text = read_source(spec[1:])
+        text = read_source(spec[1:], limit=INPUT_BYTES)
+        if len(text) > INPUT_BYTES:
+            raise UsageError(
+                f"{where}: over {INPUT_BYTES // 1024} KiB, the largest input a run takes"
+            )
     try:
         return orjson.loads(text)
     except orjson.JSONDecodeError:

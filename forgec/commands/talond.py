@@ -148,6 +148,11 @@ def run(args: argparse.Namespace) -> int:
         policy = load_policy(config.talond.consent_policy)
     except PolicyError as exc:
         raise UsageError(str(exc)) from None
+    from forgec.commands.common import refuse_typos
+
+    refuse_typos(
+        policy, Path(args.store) if args.store else default_store_path(), config.personas_dir
+    )
     try:
         connect(db).close()  # refuse a database the host cannot use, in one line
     except DatabaseError as exc:

@@ -323,7 +323,7 @@ def cmd_versions(args: argparse.Namespace) -> int:
     for v in reversed(versions):
         parent = "-" if v.parent_version is None else f"v{v.parent_version}"
         mark = "*" if v.current else " "
-        consent = v.consent or "no consent"
+        consent = v.consent_words
         author = "model" + (f" ({v.author_name})" if v.author_name else "")
         by = author if v.author == "model" else "person"
         state = "" if v.status in ("current", "previous") else f"  {v.status.upper()}"
@@ -421,7 +421,8 @@ def _consent_diff(store: Any, stored: Any, status: Any) -> dict[str, Any] | None
 
 @_guard
 def cmd_enable(args: argparse.Namespace) -> int:
-    from forgec.render.diff import render_diff
+    from forgec.render.consent import always_asks_banner
+    from forgec.render.diff import render_diff, render_verdict
 
     diff = None
     with _open(args) as store:
@@ -432,11 +433,14 @@ def cmd_enable(args: argparse.Namespace) -> int:
             diff = _consent_diff(store, stored, status)
             # what the person is agreeing to goes to stderr so --format json stays parseable
             out = sys.stderr
+            # the verdict first (SPEC §23): what this version can do that the agreed one could not
+            if diff is not None and diff.get("verdict"):
+                print(render_verdict(diff["verdict"]) + "\n", file=out)
             print(_card(stored), file=out)
             who = safe_text(f"{stored.name} v{stored.version}, written by {stored.author_words}")
             if diff is not None:
                 print(f"{who}, has no consent of yours yet.", file=out)
-                print(render_diff(diff), file=out)
+                print(render_diff(diff, verdict=False), file=out)
             elif status.basis == stored.version:  # R4: turned on before, and it asks again
                 print(f"You turned {who}, on before; nothing changed since.", file=out)
             else:
@@ -445,8 +449,9 @@ def cmd_enable(args: argparse.Namespace) -> int:
                     "the card above is everything it may do.",
                     file=out,
                 )
-            if status.always_asks:
-                print("This tool is R4: it will also ask before every run.", file=out)
+            banner = always_asks_banner(stored.marks)
+            if status.always_asks and banner:
+                print(banner, file=out)
             if not consent:
                 if sys.stdin.isatty() and sys.stderr.isatty():
                     consent = _ask(f"Turn on {stored.name} v{stored.version}?")
@@ -463,6 +468,7 @@ def cmd_enable(args: argparse.Namespace) -> int:
                 "version": stored.version,
                 "enabled": True,
                 "consent": status.to_json(),
+                "verdict": diff.get("verdict") if diff is not None else None,
                 "diff": diff,
             }
         )
@@ -474,7 +480,7 @@ def cmd_enable(args: argparse.Namespace) -> int:
 
 @_guard
 def cmd_review(args: argparse.Namespace) -> int:
-    from forgec.render.diff import render_diff
+    from forgec.render.diff import render_diff, render_verdict
     from forgec.store import StoreError
     from forgec.store.diff import diff_versions
 
@@ -495,17 +501,22 @@ def cmd_review(args: argparse.Namespace) -> int:
             {
                 "current": _show_json(current, _shown_only(current)),
                 "proposal": _show_json(proposal, status),
+                "verdict": diff.get("verdict"),
                 "diff": diff,
             }
         )
         return 0
+    # the answer first (SPEC §23): what can the proposal do that the current version could not?
+    if diff.get("verdict"):
+        print(render_verdict(diff["verdict"]))
+        print()
     print(f"current: v{current.version} ({'on' if current.enabled else 'off'})")
     print(_card(current))
     print()
     print(f"{proposal.label} ({_status_word(proposal)})")
     print(_card(proposal))
     print()
-    print(render_diff(diff))
+    print(render_diff(diff, verdict=False))
     if proposal.status == "proposed":
         print(
             f"accept: `forgec tools accept {proposal.tool_id} {proposal.proposal}` (it becomes "

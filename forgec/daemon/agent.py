@@ -27,6 +27,17 @@ run and no recorded result (the crash came during it) is answered "interrupted, 
 an effect happens at most once. A transient model error (refused connection, timeout, 5xx) is
 asked again with backoff within the turn's deadline; every model answer is held to the deadline
 (its streamed body included) and to `[talond] answer_bytes`.
+
+**Labels** (SPEC §21, `forgec.daemon.turnlabels`): a turn starts with the labels of what
+started it, joins those of every result the model reads, and hands them to the bridge with
+every call (the `[flows] deny` rules refuse a call as a forged tool's step, `RUN_FLOW_DENIED` to
+the model); what the turn writes keeps them. A result's labels are journaled with it, so a turn
+run again carries what it had read.
+
+**Planned work** (SPEC §21): a schedule, A2A task or background task that names a forged tool
+runs that tool (enabled, offered to the persona, consented as any call of it) with its stored
+input, instead of a turn: no model decides a call, and §15's per-value labels decide what
+outside text may reach. Its run is a step behind an intent step, like a turn's call.
 """
 
 from __future__ import annotations
@@ -40,11 +51,13 @@ from typing import Any, Protocol
 import attrs
 
 from forgec.daemon.tables import Work
+from forgec.daemon.turnlabels import failed_call_labels, failed_run_labels, turn_labels
+from forgec.host.agentcall import AgentContext, call_as_agent
 from forgec.host.config import HostConfig, ModelConfig
 from forgec.host.delegation import Persona, load_personas
 from forgec.mcp.listing import ToolEntry, forged_entry, forged_visible, host_entries
 from forgec.mcp.policy import ConsentPolicy
-from forgec.runtime.host import CallContext, HostError
+from forgec.runtime.host import HostError
 
 INTERRUPTED = (
     "interrupted: the daemon stopped while this call was running, so whether it took effect "
@@ -92,9 +105,15 @@ class Outcome:
     answer: str
     rounds: int
     calls: tuple[str, ...]
+    labels: tuple[str, ...] = ()  # the turn's context labels at its end (SPEC §21)
 
     def to_json(self) -> dict[str, Any]:
-        return {"answer": self.answer, "rounds": self.rounds, "toolCalls": list(self.calls)}
+        return {
+            "answer": self.answer,
+            "rounds": self.rounds,
+            "toolCalls": list(self.calls),
+            "labels": list(self.labels),
+        }
 
 
 @attrs.define
@@ -172,11 +191,14 @@ class Agents:
                 f"persona {work.persona!r} is not loaded (no {work.persona}/persona.md)"
             )
         host = self._open_host(persona, work)
+        steps = steps or Direct()
         try:
+            if work.tool is not None:
+                return self._planned(persona, work, steps, host)
             return self._turn(
                 persona,
                 work,
-                steps or Direct(),
+                steps,
                 stop or (lambda: False),
                 cancelled or (lambda: False),
                 host,
@@ -274,6 +296,7 @@ class Agents:
         ]
         tools = [o.function() for o in offered.values()]
         calls: list[str] = []
+        turn = AgentContext.start(work.labels)
         for round_no in range(1, bounds.rounds + 1):
             if cancelled():
                 raise Cancelled(work.id)
@@ -288,7 +311,8 @@ class Agents:
             messages.append(reply)
             tool_calls = reply.get("tool_calls") or []
             if not tool_calls:
-                return Outcome(str(reply.get("content") or ""), round_no, tuple(calls))
+                answer = str(reply.get("content") or "")
+                return Outcome(answer, round_no, tuple(calls), turn_labels(turn.labels()))
             for call in tool_calls:
                 name = call["function"]["name"]
                 calls.append(name)
@@ -302,7 +326,9 @@ class Agents:
                     name,
                     call["function"]["arguments"],
                     host,
+                    turn,
                 )
+                turn.join(tuple(done.get("labels") or ()))  # recorded with it: a replay reads them
                 content = str(done["content"])
                 messages.append({"role": "tool", "tool_call_id": call["id"], "content": content})
             if time.monotonic() > deadline:
@@ -317,12 +343,16 @@ class Agents:
         name: str,
         raw: str,
         host: Any,
+        turn: AgentContext,
     ) -> dict[str, Any]:
-        """A tool call as a step. It runs only when its result was not recorded; if its intent
-        was recorded by an earlier run, that run died during the call: not repeated."""
+        """A tool call as a step: its content and the labels its result added to the turn.
+        It runs only when its result was not recorded; if its intent was recorded by an
+        earlier run, that run died during the call: not repeated."""
         if intent.get("token") != token:
-            return {"content": json.dumps({"error": INTERRUPTED})}
-        return {"content": self.call_tool(offered, name, raw, host)}
+            return {"content": json.dumps({"error": INTERRUPTED}), "labels": []}
+        before = turn.labels()
+        content = self.call_tool(offered, name, raw, host, turn)
+        return {"content": content, "labels": sorted(turn.labels() - before)}
 
     def _ask(
         self,
@@ -352,8 +382,10 @@ class Agents:
             except HostError as exc:
                 message = host.credentials.scrub(exc.message)
                 pause = MODEL_BACKOFF_S[min(tries, len(MODEL_BACKOFF_S) - 1)]
-                if not exc.transient or deadline - time.monotonic() <= pause:
+                if not exc.transient:
                     return {"error": message}
+                if deadline - time.monotonic() <= pause:
+                    return {"error": f"over its wall-clock budget of {budget} s: {message}"}
                 tries += 1
                 time.sleep(pause)
                 continue
@@ -398,18 +430,32 @@ class Agents:
 
     # --- a tool call, through the bridge ---------------------------------------------------
 
-    def call_tool(self, offered: Mapping[str, Offered], name: str, raw: str, host: Any) -> str:
-        """The tool message content for one call: the result as JSON, or `{"error": ...}`."""
+    def call_tool(
+        self,
+        offered: Mapping[str, Offered],
+        name: str,
+        raw: str,
+        host: Any,
+        turn: AgentContext | None = None,
+    ) -> str:
+        """One call of the model's, through the bridge, carrying TURN's labels (SPEC §21;
+        what its result carries joins TURN): the tool message content, the result as JSON or
+        `{"error": ...}`."""
+        turn = turn if turn is not None else AgentContext.start()
         try:
-            result = self._call(offered, name, raw, host)
+            result = self._call(offered, name, raw, host, turn)
         except HostError as exc:
-            return _error(f"{exc.code}: {host.credentials.scrub(exc.message)}")
+            content = _error(f"{exc.code}: {host.credentials.scrub(exc.message)}")
         except Refused as exc:
-            return _error(str(exc))
-        text = json.dumps(result, ensure_ascii=False, default=str)
-        return text if len(text) <= MAX_RESULT_CHARS else text[:MAX_RESULT_CHARS] + " …"
+            content = _error(str(exc))
+        else:
+            text = json.dumps(result, ensure_ascii=False, default=str)
+            content = text if len(text) <= MAX_RESULT_CHARS else text[:MAX_RESULT_CHARS] + " …"
+        return content
 
-    def _call(self, offered: Mapping[str, Offered], name: str, raw: str, host: Any) -> Any:
+    def _call(
+        self, offered: Mapping[str, Offered], name: str, raw: str, host: Any, turn: AgentContext
+    ) -> Any:
         from forgec.mcp.prechecks import forged_problem, host_call_problem
 
         tool = offered.get(name)
@@ -431,19 +477,39 @@ class Agents:
             if problem is not None:
                 raise Refused(problem)
             self._consent_host(entry, args)
-            context = CallContext(
-                tool_id="talond",
-                tool_version=1,
-                node_id=entry.name,
-                allowed_hosts=tuple(self.config.allow_hosts),
-            )
-            return host.call(entry.internal, args, context)
+            return self._call_host(entry, args, host, turn)
         stored = tool.stored
         problem = forged_problem(stored, host)
         if problem is not None:
             raise Refused(problem)
         self._consent_forged(entry, stored)
-        return self._run_forged(tool, args, host)
+        tool_input = args.get("input") if entry.wraps_input else args
+        return self._run_forged(entry, stored, tool_input, host, turn.labels(), turn)
+
+    def _call_host(self, entry: ToolEntry, args: Any, host: Any, turn: AgentContext) -> Any:
+        """The bridge call of one host tool, carrying the turn's labels; its result's labels
+        (or its failure's) join the turn (SPEC §21)."""
+        try:
+            outcome = call_as_agent(
+                host,
+                entry.internal,
+                args,
+                turn,
+                caller="talond",
+                name=entry.name,
+                allowed_hosts=tuple(self.config.allow_hosts),
+                allowed_flows=self._flows_allowed((entry.name, entry.internal)),
+            )
+        except HostError as exc:
+            turn.join(failed_call_labels(entry.internal, args, exc.code))
+            raise
+        turn.join(outcome.labels)
+        return outcome.result
+
+    def _flows_allowed(self, names: tuple[str, ...], **pin: Any) -> frozenset[str]:
+        """The flows the consent policy's `[[allow]]` entries allow this tool (SPEC §21)."""
+        allowed = getattr(self.policy, "flows_allowed", None)
+        return frozenset(allowed(names, **pin)) if allowed is not None else frozenset()
 
     def _consent_host(self, entry: ToolEntry, args: Any) -> None:
         from forgec.catalog import get_catalog
@@ -476,19 +542,118 @@ class Agents:
                     f"turn it on with `forgec tools enable {stored.tool_id}`"
                 )
 
-    def _run_forged(self, tool: Offered, args: Any, host: Any) -> Any:
+    def _run_forged(
+        self,
+        entry: ToolEntry,
+        stored: Any,
+        tool_input: Any,
+        host: Any,
+        input_labels: Any,
+        turn: AgentContext,
+    ) -> Any:
+        """Run a forged tool whose INPUT carries INPUT_LABELS (the turn's context, or a
+        planned task's stored labels); its output's labels join TURN (SPEC §21)."""
         from forgec.store.running import run_stored
 
-        tool_input = args.get("input") if tool.entry.wraps_input else args
-        # consent was settled above (recorded by a person, or the policy for an R4 tool)
-        result = run_stored(tool.stored, tool_input, host=host, consent=_yes)
+        # consent was settled by the caller (recorded by a person, or the policy for R4)
+        result = run_stored(
+            stored,
+            tool_input,
+            host=host,
+            consent=_yes,
+            input_labels=turn_labels(input_labels),
+            allowed_flows=self._flows_allowed(
+                (stored.name, entry.name), version=stored.version, hash=stored.hash
+            ),
+        )
         out = result.to_json()
         if not result.ok:
+            turn.join(failed_run_labels(stored.marks))
             error = out.get("error") or {}
             raise Refused(
-                f"{tool.stored.name} failed: {error.get('code', '')}: {error.get('message', '')}"
+                f"{stored.name} failed: {error.get('code', '')}: {error.get('message', '')}"
             )
+        turn.join(turn_labels(result.output_labels))
         return out.get("output")
+
+    # --- planned work (SPEC §21) ----------------------------------------------------------
+
+    def _planned(self, persona: Persona, work: Work, steps: Steps, host: Any) -> Outcome:
+        """Run the forged tool WORK names with its stored input, its input carrying the
+        labels stored with the work; no model decides a call. A step behind an intent step,
+        like a turn's call, so a run taken again after a crash is never repeated."""
+        offered = self.offered(persona_labels(persona, self.config))
+        tool = planned_tool(offered, str(work.tool))
+        if tool is None:
+            raise TurnFailed(
+                f"the planned tool {work.tool!r} is not available to {persona.name}: there is "
+                "no such forged tool, it is off, or this persona's labels do not cover it"
+            )
+        try:
+            tool_input = json.loads(work.tool_input) if work.tool_input else {}
+        except ValueError:
+            raise TurnFailed(
+                f"the stored input of the planned tool {work.tool!r} is not JSON"
+            ) from None
+        turn = AgentContext.start(work.labels)
+        intent = steps.run("intent", _intent, "planned", tool.entry.name, steps.token)
+        done = steps.run(
+            "call", self._planned_step, intent, steps.token, tool, tool_input, host, turn
+        )
+        if "error" in done:
+            raise TurnFailed(done["error"])
+        turn.join(tuple(done.get("labels") or ()))
+        return Outcome(done["content"], 0, (tool.entry.name,), turn_labels(turn.labels()))
+
+    def _planned_step(
+        self,
+        intent: dict[str, Any],
+        token: str,
+        tool: Offered,
+        tool_input: Any,
+        host: Any,
+        turn: AgentContext,
+    ) -> dict[str, Any]:
+        if intent.get("token") != token:
+            return {"content": json.dumps({"error": INTERRUPTED}), "labels": []}
+        try:
+            content = self._run_planned(tool, tool_input, host, turn)
+        except TurnFailed as exc:
+            return {"error": str(exc), "labels": sorted(turn.labels())}
+        return {"content": content, "labels": sorted(turn_labels(turn.labels()))}
+
+    def _run_planned(self, tool: Offered, tool_input: Any, host: Any, turn: AgentContext) -> str:
+        from forgec.mcp.prechecks import forged_problem
+
+        stored = tool.stored
+        problem = forged_problem(stored, host)
+        if problem is None and tool.entry.wraps_input:
+            problem = tool.problem({"input": tool_input})
+        elif problem is None:
+            problem = tool.problem(tool_input)
+        if problem is not None:
+            raise TurnFailed(problem)
+        try:
+            self._consent_forged(tool.entry, stored)
+            output = self._run_forged(tool.entry, stored, tool_input, host, turn.labels(), turn)
+        except Refused as exc:
+            raise TurnFailed(str(exc)) from None
+        text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
+        return text if len(text) <= MAX_RESULT_CHARS else text[:MAX_RESULT_CHARS] + " …"
+
+
+def planned_tool(offered: Mapping[str, Offered], name: str) -> Offered | None:
+    """The offered forged tool a planned task names: by its MCP name or its tool id."""
+    tool = offered.get(name)
+    if tool is not None and tool.stored is not None:
+        return tool
+    for candidate in offered.values():
+        if candidate.stored is not None and name in (
+            candidate.stored.tool_id,
+            candidate.stored.name,
+        ):
+            return candidate
+    return None
 
 
 class Refused(Exception):

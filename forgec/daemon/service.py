@@ -377,7 +377,7 @@ class Talond:
             result: Any = None
             if outcome is not None:
                 result = outcome.answer if kind == "a2a" else outcome.to_json()
-            labels = list(getattr(outcome, "labels", ()) or ())
+            labels = list(outcome.labels) if outcome is not None else []
             eng.step("finish", tables.finish, data, result, error, labels)
             elapsed = f"{time.monotonic() - started:.2f}s"
             if error is not None:

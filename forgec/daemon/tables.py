@@ -34,6 +34,7 @@ import attrs
 from forgec.catalog.cron import validate_cron
 from forgec.daemon.clock import Clock, iso, parse_iso
 from forgec.host import db as dbm
+from forgec.host import labels as rowlabels
 
 _NEVER = _dt.datetime.max.replace(tzinfo=_dt.UTC)
 KINDS = ("firing", "a2a", "background")
@@ -58,7 +59,11 @@ class Work:
     provider: str | None = None
     timeout_minutes: int | None = None
     schedule: dict[str, Any] | None = attrs.field(default=None, eq=False)  # a firing's row
-    labels: tuple[str, ...] = ()  # the labels of what started the turn (SPEC §21)
+    # SPEC §21: the labels the turn starts with (stored with the schedule, or with the task by
+    # the turn that queued it), and planned work: a forged tool and its input (JSON text)
+    labels: tuple[str, ...] = ()
+    tool: str | None = None
+    tool_input: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         out = attrs.asdict(self)
@@ -242,7 +247,7 @@ class Tables:
                 )
                 row = conn.execute(
                     "SELECT f.id, f.slot, f.status, f.schedule_id, s.persona, s.thread_id,"
-                    " s.prompt, s.prompt_file, s.label, s.cron_expr, s.labels"
+                    " s.prompt, s.prompt_file, s.label, s.cron_expr, s.labels, s.tool, s.input"
                     " FROM schedule_firings f"
                     " LEFT JOIN schedules s ON s.id = f.schedule_id WHERE f.id = ?",
                     (key,),
@@ -267,6 +272,8 @@ class Tables:
                 schedule_id=row["schedule_id"],
                 slot=row["slot"],
                 labels=_labels(row["labels"]),
+                tool=row["tool"],
+                tool_input=row["input"],
             ).to_json()
         table = _TASK_TABLE[kind]
         with self._tx() as conn:
@@ -289,8 +296,7 @@ class Tables:
             row = conn.execute(f"SELECT * FROM {table} WHERE id = ?", (key,)).fetchone()
         if row is None or row["status"] != "running":
             return None
-        names = row.keys()
-        labels = _labels(row["labels"]) if "labels" in names else ()
+        labels = _labels(row["labels"])
         if kind == "a2a":
             return Work(
                 kind="a2a",
@@ -301,6 +307,8 @@ class Tables:
                 depth=row["depth"],
                 from_persona=row["from_persona"],
                 labels=labels,
+                tool=row["tool"],
+                tool_input=row["input"],
             ).to_json()
         return Work(
             kind="background",
@@ -313,6 +321,8 @@ class Tables:
             provider=row["provider"],
             timeout_minutes=row["timeout_minutes"],
             labels=labels,
+            tool=row["tool"],
+            tool_input=row["input"],
         ).to_json()
 
     def still_running(self, kind: str, key: str) -> bool:
@@ -349,8 +359,10 @@ class Tables:
                     now=now,
                     labels=labels,
                 )
+            if done and kind in ("a2a", "background"):
+                rowlabels.add(conn, table, key, labels)  # the answer a sender reads back
             if done and kind == "background":
-                self._post_completion(conn, key, result, error, now, labels)
+                self._post_completion(conn, key, result, error, now)
         return done
 
     @staticmethod
@@ -360,9 +372,9 @@ class Tables:
         result: Any,
         error: str | None,
         now: str,
-        labels: Iterable[str] = (),
     ) -> None:
-        """A background task's end goes into the thread it was spawned from (SPEC §19)."""
+        """A background task's end goes into the thread it was spawned from (SPEC §19), with
+        the labels the task's row carries (SPEC §21)."""
         row = conn.execute(
             "SELECT persona, thread_id FROM background_tasks WHERE id = ?", (wid,)
         ).fetchone()
@@ -374,7 +386,7 @@ class Tables:
             f"Background task `{wid}` {summary}",
             channel="background",
             now=now,
-            labels=labels,
+            labels=rowlabels.stored(conn, "background_tasks", wid),
         )
 
     # --- deliveries ----------------------------------------------------------------------------
@@ -647,12 +659,12 @@ class Tables:
         return [{k: r[k] for k in r.keys()} for r in reversed(rows)]  # noqa: SIM118
 
 
-def _labels(text: str | None) -> tuple[str, ...]:
+def _labels(text: Any) -> tuple[str, ...]:
     try:
-        value = json.loads(text or "[]")
+        value = json.loads(text) if isinstance(text, str) else []
     except ValueError:
         return ()
-    return tuple(sorted(str(x) for x in value)) if isinstance(value, list) else ()
+    return tuple(sorted(x for x in value if isinstance(x, str))) if isinstance(value, list) else ()
 
 
 def _answer_text(result: Any) -> str:
@@ -682,7 +694,8 @@ def post_message(
     mid = new_id("msg")
     conn.execute(
         "INSERT INTO messages (id, thread_id, persona, channel_id, connector, content, markdown,"
-        " created_at, labels) VALUES (?, ?, ?, ?, 'outbox', ?, ?, ?, ?)",
-        (mid, thread, persona, channel, text, text, now, json.dumps(sorted(set(labels)))),
+        " created_at) VALUES (?, ?, ?, ?, 'outbox', ?, ?, ?)",
+        (mid, thread, persona, channel, text, text, now),
     )
+    rowlabels.add(conn, "messages", mid, labels)
     return mid

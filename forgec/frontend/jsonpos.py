@@ -19,8 +19,9 @@ import json
 import re
 from typing import Any
 
+import attrs
+
 from forgec.ir.pointer import escape, parent
-from forgec.ir.records import record
 from forgec.ir.span import Span
 
 _WS = " \t\n\r"
@@ -31,7 +32,7 @@ _TOKEN = re.compile(
 )
 
 
-@record(frozen=False)
+@attrs.define
 class PositionIndex:
     # pointer → (key_start, key_end, value_start, value_end), character offsets, end
     # exclusive; key_start is -1 for array items and the root

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
+
 from forgec.ir.diagnostics import Diagnostic
-from forgec.ir.records import record
 from forgec.ir.span import SourceMap
 
 
-@record(frozen=False)
+@attrs.define
 class Loaded:
     # The manifest as a JSON value (for `.forge`, the compiled manifest), or None when the
     # source could not be read as one (the diagnostics say why).

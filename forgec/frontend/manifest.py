@@ -90,7 +90,9 @@ def load_manifest(data: bytes | str, *, path: str | None = None) -> Loaded:
         diag = make(
             TOO_LARGE,
             "",
-            f"the manifest is {size:,} bytes; the limit is {MAX_MANIFEST_BYTES:,} bytes (64 KiB)",
+            # "or more": a file is read only up to the limit + 1 bytes (SPEC §24)
+            f"the manifest is {size:,} bytes or more; the limit is {MAX_MANIFEST_BYTES:,} bytes "
+            "(64 KiB)",
             hint="split the tool, or move long texts out of the manifest",
         )
         return Loaded(None, _NoText(path), [diag], "talostool")

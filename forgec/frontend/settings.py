@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -88,9 +89,17 @@ DEFAULT = Settings()
 def _read(path: Path, *, pyproject: bool) -> Settings | None:
     import tomllib
 
+    from forgec.frontend.reading import SETTINGS_BYTES, ReadError, read_regular
+
     try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
+        data = read_regular(str(path), limit=SETTINGS_BYTES)
+    except ReadError as exc:
+        raise SettingsError(str(exc)) from None
+    if len(data) > SETTINGS_BYTES:
+        raise SettingsError(f"{path}: over {SETTINGS_BYTES // 1024} KiB; not read")
+    try:
+        doc = tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
         raise SettingsError(f"{path}: cannot read: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise SettingsError(f"{path}: not valid TOML: {exc}") from None
@@ -142,10 +151,22 @@ def settings_for(path: str | Path | None) -> Settings:
     return _for_folder(p if p.is_dir() else p.parent)
 
 
-def expand(paths: list[str], *, force_exclude: bool = False) -> list[str]:
+def expand(
+    paths: list[str],
+    *,
+    force_exclude: bool = False,
+    skipped: Callable[[str, str], None] | None = None,
+) -> list[str]:
     """PATHS with each folder replaced by its `.forge` and `.talostool` files (recursively,
     sorted, excluded globs left out). A file named outright is kept unless FORCE_EXCLUDE (as
-    pre-commit passes every staged file by name). A folder with no tool file is an error."""
+    pre-commit passes every staged file by name). A folder with no tool file is an error.
+
+    A walk never leaves its folder (SPEC §24): a symbolic link — to a file or a folder — whose
+    target lies outside the walked folder is not followed, and a tool-named entry that is not a
+    regular file (a FIFO, a device, a link to one, a dangling link) is not handed on; each is
+    passed to SKIPPED(path, why) for the caller to name. Links are never followed into folders
+    (`os.walk`'s default), so a link loop cannot make a walk endless; a link to a file inside
+    the folder is read as any file is."""
     out: list[str] = []
     for arg in paths:
         if arg == "-" or not os.path.isdir(arg):
@@ -153,26 +174,63 @@ def expand(paths: list[str], *, force_exclude: bool = False) -> list[str]:
                 continue
             out.append(arg)
             continue
+        root = os.path.realpath(arg)
         found: list[str] = []
         for folder, dirs, files in os.walk(arg):
             # hidden folders (.git, .venv) are never walked, nor a folder whose every file is
             # excluded (`tests/corpus/**`, `**/node_modules/**`)
-            dirs[:] = sorted(
-                d
-                for d in dirs
-                if not d.startswith(".")
-                and not settings_for(os.path.join(folder, d)).excluded(Path(folder, d, "_"))
-            )
+            kept = []
+            for d in sorted(dirs):
+                if d.startswith(".") or settings_for(os.path.join(folder, d)).excluded(
+                    Path(folder, d, "_")
+                ):
+                    continue
+                link = os.path.join(folder, d)
+                if os.path.islink(link) and not _inside(link, root):
+                    if skipped is not None:
+                        skipped(os.path.normpath(link), f"a link to a folder outside {arg}")
+                    continue
+                kept.append(d)
+            dirs[:] = kept
             for name in sorted(files):
                 if not name.endswith(SUFFIXES):
                     continue
                 file = os.path.join(folder, name)
-                if not settings_for(file).excluded(Path(file)):
-                    found.append(os.path.normpath(file))
+                if settings_for(file).excluded(Path(file)):
+                    continue
+                why = _unreadable(file, root, arg)
+                if why is not None:
+                    if skipped is not None:
+                        skipped(os.path.normpath(file), why)
+                    continue
+                found.append(os.path.normpath(file))
         if not found:
             raise SettingsError(f"{arg}: a folder with no .forge or .talostool file")
         out.extend(found)
     return out
+
+
+def _inside(path: str, root: str) -> bool:
+    """PATH, every link resolved, lies in ROOT (itself resolved)."""
+    real = os.path.realpath(path)
+    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _unreadable(file: str, root: str, arg: str) -> str | None:
+    """Why a walk must not hand FILE to the reader, or None (a regular file inside ROOT)."""
+    from forgec.frontend.reading import is_regular
+
+    if os.path.islink(file) and not _inside(file, root):
+        return f"a link to outside {arg}; not read"
+    if not is_regular(file):
+        try:
+            kind = os.stat(file).st_mode
+        except OSError:
+            return "a dangling link; not read"
+        from forgec.frontend.reading import describe_mode
+
+        return f"{describe_mode(kind)}; not read"
+    return None
 
 
 def clear_cache() -> None:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import forgec.catalog  # noqa: F401  (registers the cron, SQL and URL rules the rows' shapes name)
-from forgec.host import delegation, memory_access, records, schedules
+from forgec.host import delegation, records
 from forgec.host import labels as rowlabels
 from forgec.host import validate as v
 from forgec.host.config import HostConfig
@@ -37,6 +37,7 @@ from forgec.host.db import DatabaseError, connect
 from forgec.host.handlers import HANDLERS, HostCall
 from forgec.host.models import ModelRouter
 from forgec.ir import capabilities as rows
+from forgec.ir.hooks import hook_of
 from forgec.runtime import flowlabels
 from forgec.runtime.host import CallContext, HostError
 from forgec.runtime.undo import undo_input
@@ -95,11 +96,14 @@ def visible_tools(labels: frozenset[str] | set[str] | tuple[str, ...]) -> list[s
 
 
 def apply_caps(capability: str, input: Any) -> Any:
-    """The input with computed values above a host cap lowered to it (SPEC §12)."""
-    if capability == "persona.list" and input is None:
-        return {}
+    """The input with computed values above a host cap lowered to it (SPEC §12); an omitted
+    input is the empty object for a tool whose shape takes no field (`persona.list`)."""
     row = rows.BY_NAME.get(capability)
-    if row is None or not isinstance(input, Mapping):
+    if row is None:
+        return input
+    if input is None and not row.shape.fields:
+        return {}
+    if not isinstance(input, Mapping):
         return input
     out = None
     for field, cap in row.caps.items():
@@ -235,9 +239,7 @@ class ReferenceHost:
         rules = self.config.flow_deny
         if not rules:
             return
-        reason = flowlabels.denied(
-            rules, flowlabels.call_sink(capability, input), context.all_labels()
-        )
+        reason = flowlabels.call_denied(rules, capability, input, context)
         if reason is not None:
             raise HostError("RUN_FLOW_DENIED", f"{capability} at `{context.node_id}`: {reason}")
 
@@ -302,6 +304,16 @@ class ReferenceHost:
         stack = self._memory_journal.setdefault((context.tool_id, context.node_id), [])
         stack.append(undo)
         del stack[:-JOURNAL_DEPTH]  # a long-lived host must not grow without bound
+
+    def take_memory_undo(
+        self, context: CallContext, key: Any
+    ) -> tuple[str, dict[str, Any] | None] | None:
+        """The latest record kept for `key` by this step (removed), None when there is none."""
+        stack = self._memory_journal.get((context.tool_id, context.node_id)) or []
+        for i in range(len(stack) - 1, -1, -1):
+            if stack[i][0] == key:
+                return stack.pop(i)
+        return None
 
     # --- the rest of the protocol ------------------------------------------------------------
 
@@ -373,47 +385,13 @@ class ReferenceHost:
         if step_capability in TALOS_UNDO:
             undo = undo_input(step_capability, res)
             if undo is None:
-                v.fail("notes.update: the step's result has no `previous` content to restore")
+                v.fail(f"{step_capability}: the step's result does not say what to put back")
             return self._call(capability, undo, context)
-        # the Talon pairs undo through the host directly, behind the same label
+        # the Talon pairs undo through the host directly (the row's `undo` hook, registered
+        # beside its handler), behind the same label
+        hook = hook_of("undo", step_capability)
+        if hook is None:
+            v.fail(f"{step_capability} has no undo hook on this host")
         self.check_call(capability, inp)
         with self._lock:
-            return self._undo_talon(step_capability, inp, res, context)
-
-    def _undo_talon(
-        self,
-        step_capability: str,
-        inp: Mapping[str, Any],
-        res: Mapping[str, Any],
-        context: CallContext,
-    ) -> Any:
-        if step_capability == "schedule.manage":
-            action = inp.get("action")
-            if action == "create":
-                schedules.remove(self.conn, self.persona, str(res.get("scheduleId")))
-                return {"scheduleId": res.get("scheduleId"), "deleted": True}
-            if action in ("update", "cancel", "delete"):
-                prev = res.get("previous")
-                if not isinstance(prev, Mapping):
-                    v.fail("schedule.manage: the step's result has no `previous` schedule")
-                schedules.restore(self.conn, self.persona, dict(prev))
-                return {"scheduleId": prev["scheduleId"], "restored": True}
-            return {"undone": False, "reason": f"{action} changes nothing"}
-        # memory.access
-        stack = self._memory_journal.get((context.tool_id, context.node_id))
-        if inp.get("operation") not in ("write", "delete"):
-            return {"undone": False, "reason": f"{inp.get('operation')} changes nothing"}
-        # the latest record for this step's key (steps are undone last first)
-        index = next(
-            (
-                i
-                for i in range(len(stack or []) - 1, -1, -1)
-                if stack and stack[i][0] == res.get("key")
-            ),
-            None,
-        )
-        if stack is None or index is None:
-            v.fail("memory.access: this host did not record the item's prior value; cannot undo")
-        key, before = stack.pop(index)
-        memory_access.put_back(self.conn, self.persona, self.thread, key, before)
-        return {"key": key, "restored": before is not None, "deleted": before is None}
+            return hook(HostCall(step_capability, inp, context, self), res)

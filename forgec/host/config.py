@@ -160,6 +160,17 @@ def _path(value: Any, where: str, base: Path) -> Path:
     return p if p.is_absolute() else base / p
 
 
+def unknown_label(label: str) -> str | None:
+    """SPEC §21: a persona label no tool can need is a typo, refused at start (it would
+    grant nothing, and a person reading the config would believe it grants something)."""
+    from forgec.ir.capabilities import TOOL_CREATE_LABEL, known_persona_label, label_list
+
+    if known_persona_label(label):
+        return None
+    known = ", ".join([*label_list(), TOOL_CREATE_LABEL])
+    return f"unknown label {label!r} (known: {known})"
+
+
 def load_config(path: Path | str) -> HostConfig:
     """Read and validate a host configuration file."""
     import tomllib
@@ -198,6 +209,10 @@ def parse_config(data: Mapping[str, Any], *, base: Path) -> HostConfig:
             kw["personas_dir"] = _path(persona["folder"], "persona.folder", base)
         if "labels" in persona:
             kw["labels"] = _strs(persona["labels"], "persona.labels")
+            for label in kw["labels"]:
+                problem = unknown_label(label)
+                if problem is not None:
+                    raise ConfigError(f"persona.labels: {problem}")
     if "channels" in top:
         channels = top["channels"]
         if not isinstance(channels, Mapping):

@@ -256,7 +256,20 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE threads ADD COLUMN labels TEXT NOT NULL DEFAULT '[]';
     ALTER TABLE tool_state ADD COLUMN labels TEXT NOT NULL DEFAULT '{}';
     """,
-    # 6: the daemon runs on DBOS Transact (docs/talond.md): leases, attempts and the turn
+    # 6: SPEC §21: the labels of the turn that queued an A2A or background task (the task's turn
+    # starts with them), and planned work: a forged tool and its input (JSON) in place of a
+    # prompt, for a schedule, an A2A task or a background task
+    """
+    ALTER TABLE a2a_tasks ADD COLUMN labels TEXT NOT NULL DEFAULT '[]';
+    ALTER TABLE background_tasks ADD COLUMN labels TEXT NOT NULL DEFAULT '[]';
+    ALTER TABLE schedules ADD COLUMN tool TEXT;
+    ALTER TABLE schedules ADD COLUMN input TEXT;
+    ALTER TABLE a2a_tasks ADD COLUMN tool TEXT;
+    ALTER TABLE a2a_tasks ADD COLUMN input TEXT;
+    ALTER TABLE background_tasks ADD COLUMN tool TEXT;
+    ALTER TABLE background_tasks ADD COLUMN input TEXT;
+    """,
+    # 7: the daemon runs on DBOS Transact (docs/talond.md): leases, attempts and the turn
     # journal move into the engine's system database; a firing row is the host's record of a
     # slot (running, completed, failed, or skipped while the previous one still ran); a task
     # notes when it was handed to the engine; a message its delivery round (a re-send is a new

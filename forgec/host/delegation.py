@@ -516,7 +516,11 @@ def background(
         if action == "status":
             out.pop("result", None)
         return out
-    prompt = f["prompt"]
+    # SPEC §21 planned work: a forged tool and its input in place of the prompt (the daemon
+    # runs it; an in-process runner runs prompts only)
+    tool = f.get("tool")
+    tool_input = _planned_input(f, runner is not None, BG)
+    prompt = f.get("prompt") or f"run the forged tool {tool}"
     provider = f.get("provider")
     profile = f.get("profile")
     workdir = f.get("workingDirectory")
@@ -536,8 +540,8 @@ def background(
     with Tx(conn):
         conn.execute(
             "INSERT INTO background_tasks (id, persona, thread_id, prompt, provider, profile,"
-            " working_directory, timeout_minutes, status, created_at, updated_at, deadline)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " working_directory, timeout_minutes, tool, input, status, created_at, updated_at,"
+            " deadline) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 task_id,
                 ctx.persona,
@@ -547,6 +551,8 @@ def background(
                 profile,
                 workdir,
                 minutes,
+                tool,
+                tool_input,
                 "running" if runner is not None else "queued",
                 now_iso(),
                 now_iso(),
@@ -581,6 +587,17 @@ def background(
 # --- A2A -------------------------------------------------------------------------------------
 
 TERMINAL = ("completed", "failed")
+
+
+def _planned_input(f: Mapping[str, Any], in_process: bool, cap: str) -> str | None:
+    """A planned task's input as stored (JSON text), None for a prompt; refused where the
+    work would run in-process (only `forgec talond` runs planned work, SPEC §21)."""
+    tool = f.get("tool")
+    if tool is None:
+        return None
+    if in_process:
+        v.fail(f"{cap}: a planned task (`tool`) runs in forgec talond, not in this process")
+    return json.dumps(f.get("input", {}), ensure_ascii=False, separators=(",", ":"))
 
 
 def _a2a_json(row: Any) -> dict[str, Any]:
@@ -659,7 +676,8 @@ def persona_send(
     cap = "persona.send"
     f = inp  # checked at the bridge by the row's shape
     target = f["target_persona"]
-    message = f["message"]
+    tool = f.get("tool")
+    message = f.get("message") or f"run the forged tool {tool}"
     await_reply = bool(f.get("await_reply", False))
     if target == ctx.persona:
         v.fail(f"{cap}: a persona cannot send a task to itself")
@@ -667,6 +685,7 @@ def persona_send(
         known = ", ".join(sorted((set(personas) | set(handlers)) - {ctx.persona})) or "none"
         v.fail(f"{cap}: unknown persona {target!r} (available: {known})")
     handler = handlers.get(target)
+    tool_input = _planned_input(f, handler is not None, cap)
     task_id = new_id("a2a")
     now = now_iso()
     depth = ctx.a2a_depth + 1
@@ -679,13 +698,16 @@ def persona_send(
     )
     with Tx(conn):
         conn.execute(
-            "INSERT INTO a2a_tasks (id, from_persona, target_persona, message, status, error,"
-            " depth, thread_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO a2a_tasks (id, from_persona, target_persona, message, tool, input,"
+            " status, error, depth, thread_id, created_at, updated_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 task_id,
                 ctx.persona,
                 target,
                 message,
+                tool,
+                tool_input,
                 "failed" if too_deep else "queued",
                 error,
                 depth,

@@ -8,8 +8,8 @@ from. Which tables a capability writes and reads, and which result field names a
 `forgec.runtime.flowlabels`' tables (the flow pass reads the same ones).
 
 `db.query` cannot be attributed row by row (any SELECT may combine rows), so its result
-carries the labels of every row of every table its SQL names, and `external:talon` for
-`messages` and `threads` (text other people wrote). A row updated keeps its earlier labels
+carries the labels of every row of every table its SQL reads, and `external:talon` when its
+SQL reads a column other people wrote (SPEC §21: by the query's lineage, not by table). A row updated keeps its earlier labels
 too: labels only grow, which can only over-report.
 
 The labels are written right after the call's own transaction (the bridge holds the
@@ -34,6 +34,8 @@ KEY_COLUMNS = {
     "memory_items": "key",
     "schedules": "id",
     "messages": "id",
+    "a2a_tasks": "id",
+    "background_tasks": "id",
 }
 
 
@@ -65,15 +67,7 @@ def keep(
             if column is None:
                 continue
             for key in fl.row_keys(table, result):
-                rows = conn.execute(
-                    f"SELECT labels FROM {table} WHERE {column} = ?", (key,)
-                ).fetchall()
-                merged = set(labels)
-                for row in rows:
-                    merged |= _decode(row[0])
-                conn.execute(
-                    f"UPDATE {table} SET labels = ? WHERE {column} = ?", (_encode(merged), key)
-                )
+                add(conn, table, key, labels)
     if capability == "db.query":
         read_into.update(query_labels(conn, input))
         return
@@ -91,13 +85,36 @@ def keep(
                 read_into.update(_decode(row[0]))
 
 
+def add(conn: sqlite3.Connection, table: str, key: str, labels: Iterable[str]) -> None:
+    """Join LABELS to the stored labels of the row of TABLE whose key is KEY (labels only
+    grow)."""
+    labels = set(labels)
+    if not labels:
+        return
+    column = KEY_COLUMNS[table]
+    rows = conn.execute(f"SELECT labels FROM {table} WHERE {column} = ?", (key,)).fetchall()
+    for row in rows:
+        labels |= _decode(row[0])
+    conn.execute(f"UPDATE {table} SET labels = ? WHERE {column} = ?", (_encode(labels), key))
+
+
+def stored(conn: sqlite3.Connection, table: str, key: str) -> frozenset[str]:
+    """The labels stored with one row (none when it has none, or no such row)."""
+    column = KEY_COLUMNS[table]
+    row = conn.execute(f"SELECT labels FROM {table} WHERE {column} = ?", (key,)).fetchone()
+    return frozenset(_decode(row[0])) if row is not None else frozenset()
+
+
 def query_labels(conn: sqlite3.Connection, input: Any) -> set[str]:
-    """What a `db.query` result carries: every label stored in the tables its SQL names,
-    and `external:talon` for the tables whose rows other people write."""
-    out: set[str] = set()
-    for table in fl.tables_read("db.query", input):
-        if table in fl.UNTRUSTED_TABLES:
-            out.add(fl.TALON)
+    """What a `db.query` result carries (SPEC §21 "origin per field"): `external:talon` when
+    its SQL reads, by lineage, a column people wrote (`forgec.catalog.sql.query_reads_outside`:
+    `count(*)` grouped by channel does not, the same filtered on `content` does), and every
+    label stored with the rows of the tables it reads."""
+    from forgec.catalog.sql import query_reads_outside, query_tables_read
+
+    sql = input.get("sql") if type(input) is dict else None
+    out: set[str] = {fl.TALON} if query_reads_outside(sql) else set()
+    for table in query_tables_read(sql):
         for row in conn.execute(f"SELECT DISTINCT labels FROM {table}"):
             out.update(_decode(row[0]))
     return out

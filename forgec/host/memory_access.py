@@ -21,6 +21,7 @@ from typing import Any
 from forgec.host import validate as v
 from forgec.host.db import Tx, new_id, now_iso
 from forgec.host.handlers import HostCall, handles
+from forgec.ir.hooks import row_hook
 
 CAP = "memory.access"
 TYPES = ("fact", "summary", "note")
@@ -137,3 +138,17 @@ def handle(call: HostCall) -> dict[str, Any]:
     if undo is not None:
         call.host.record_memory_undo(call.context, undo)
     return result
+
+
+@row_hook("undo", CAP)
+def undo(call: HostCall, result: Mapping[str, Any]) -> dict[str, Any]:
+    """A write or delete is undone by putting the item back as it was before this step (the
+    latest record the host kept for the step's key; steps are undone last first)."""
+    if call.input.get("operation") not in ("write", "delete"):
+        return {"undone": False, "reason": f"{call.input.get('operation')} changes nothing"}
+    kept = call.host.take_memory_undo(call.context, result.get("key"))
+    if kept is None:
+        v.fail(f"{CAP}: this host did not record the item's prior value; cannot undo")
+    key, before = kept
+    put_back(call.conn, call.persona, call.thread, key, before)
+    return {"key": key, "restored": before is not None, "deleted": before is None}

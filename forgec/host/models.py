@@ -332,30 +332,63 @@ def parse_turn(message: Mapping[str, Any]) -> TurnReply:
 
 
 class ReplayProvider:
-    """Answers from a recorded JSON file, consuming matching records in order."""
+    """Answers from recorded `{"node"?, "op"?, "input"?, "output"}` records (a JSON file, or
+    `records` given directly: `forgec test`'s `[[case.model]]`), consuming matching records
+    in order."""
 
     local = True
 
-    def __init__(self, path: Path | str, *, name: str = "replay") -> None:
+    def __init__(
+        self,
+        path: Path | str | None = None,
+        *,
+        name: str = "replay",
+        records: Sequence[Mapping[str, Any]] | None = None,
+    ) -> None:
         self.name = name
-        self.path = Path(path)
+        self.path = Path(path) if path is not None else None
+        if records is None:
+            if self.path is None:
+                raise HostError(FAILED, "a replay needs a file or records")
+            records = self._read(self.path)
+        self._records: list[dict[str, Any]] = [dict(r) for r in records]
+        self._used = [False] * len(self._records)
+
+    @staticmethod
+    def _read(path: Path) -> list[dict[str, Any]]:
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
+            data = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
-            raise HostError(FAILED, f"replay file {self.path} does not exist") from None
+            raise HostError(FAILED, f"replay file {path} does not exist") from None
         except (OSError, ValueError) as exc:
-            raise HostError(
-                FAILED, f"replay file {self.path} is not readable JSON: {exc}"
-            ) from None
+            raise HostError(FAILED, f"replay file {path} is not readable JSON: {exc}") from None
         records = data.get("answers") if isinstance(data, dict) else data
         if not isinstance(records, list) or not all(
             isinstance(r, dict) and "output" in r for r in records
         ):
             raise HostError(
-                FAILED, f'replay file {self.path}: expected a list of {{..., "output"}} records'
+                FAILED, f'replay file {path}: expected a list of {{..., "output"}} records'
             )
-        self._records: list[dict[str, Any]] = records
-        self._used = [False] * len(records)
+        return records
+
+    @property
+    def unused(self) -> list[dict[str, Any]]:
+        """The records no step has taken (a test reports them)."""
+        return [r for r, used in zip(self._records, self._used, strict=True) if not used]
+
+    def find(self, op: str, input: Any, node: str) -> int | None:
+        """The index of the first unused record matching the step, or None."""
+        for i, rec in enumerate(self._records):
+            if self._used[i]:
+                continue
+            if "node" in rec and rec["node"] != node:
+                continue
+            if "op" in rec and rec["op"] != op:
+                continue
+            if "input" in rec and rec["input"] != input:
+                continue
+            return i
+        return None
 
     def complete(
         self,
@@ -365,21 +398,14 @@ class ReplayProvider:
         output_schema: Mapping[str, Any] | None,
         context: CallContext,
     ) -> Any:
-        for i, rec in enumerate(self._records):
-            if self._used[i]:
-                continue
-            if "node" in rec and rec["node"] != context.node_id:
-                continue
-            if "op" in rec and rec["op"] != op:
-                continue
-            if "input" in rec and rec["input"] != input:
-                continue
-            self._used[i] = True
-            return validate_output(rec["output"], output_schema)
-        raise HostError(
-            FAILED,
-            f"replay file {self.path} has no unused answer for node {context.node_id!r} (op {op})",
-        )
+        i = self.find(op, input, context.node_id)
+        if i is None:
+            where = f"replay file {self.path} has" if self.path else "the recorded answers have"
+            raise HostError(
+                FAILED, f"{where} no unused answer for node {context.node_id!r} (op {op})"
+            )
+        self._used[i] = True
+        return validate_output(self._records[i]["output"], output_schema)
 
 
 class ModelRouter:

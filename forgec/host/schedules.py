@@ -18,6 +18,7 @@ before under `previous`, which is what the compensation restores (SPEC §5: `sch
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import re
 import sqlite3
 from collections.abc import Mapping
@@ -28,6 +29,7 @@ from forgec.catalog.cron import normalize_cron, validate_cron
 from forgec.host import validate as v
 from forgec.host.db import Tx, new_id, now_iso
 from forgec.host.handlers import HostCall, handles
+from forgec.ir.hooks import row_hook
 
 CAP = "schedule.manage"
 _BASENAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}(\.(md|txt))?$")
@@ -76,11 +78,27 @@ def row_json(row: sqlite3.Row) -> dict[str, Any]:
         "enabled": bool(row["enabled"]),
         "prompt": row["prompt"],
         "promptFile": row["prompt_file"],
+        "tool": row["tool"],
+        "input": _input(row["input"]),
         "threadId": row["thread_id"],
         "nextRun": next_run(row["cron_expr"]) if row["enabled"] else None,
         "createdAt": row["created_at"],
         "updatedAt": row["updated_at"],
     }
+
+
+def _input(text: Any) -> Any:
+    """A planned schedule's stored input (JSON text), None for a prompt schedule."""
+    if not isinstance(text, str):
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _input_text(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def _get(conn: sqlite3.Connection, persona: str, sid: str) -> sqlite3.Row:
@@ -107,6 +125,10 @@ def manage(
     label = f.get("label")
     prompt = f.get("prompt")
     prompt_file = f.get("promptFile")
+    # SPEC §21 planned turns: a forged tool and its input in place of a prompt (the row's shape
+    # keeps `tool` apart from `prompt`/`promptFile`, and `input` with its `tool`)
+    tool = f.get("tool")
+    tool_input = f.get("input", {} if tool is not None else None)
     if cron is not None:
         cron = normalize_cron(cron)  # the row's shape has checked it with the one cron rule
     if prompt_file is not None:
@@ -123,9 +145,21 @@ def manage(
         with Tx(conn):
             conn.execute(
                 "INSERT INTO schedules (id, persona, thread_id, cron_expr, label, prompt,"
-                " prompt_file, enabled, created_at, updated_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?)",
-                (new, persona, thread, cron, label, prompt, prompt_file, now, now),
+                " prompt_file, tool, input, enabled, created_at, updated_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)",
+                (
+                    new,
+                    persona,
+                    thread,
+                    cron,
+                    label,
+                    prompt,
+                    prompt_file,
+                    tool,
+                    _input_text(tool_input),
+                    now,
+                    now,
+                ),
             )
         return row_json(_get(conn, persona, new))
     assert sid is not None
@@ -141,18 +175,24 @@ def manage(
             )
         else:  # update
             new_prompt, new_file = before["prompt"], before["prompt_file"]
+            new_tool, new_input = before["tool"], before["input"]
             if prompt is not None:
-                new_prompt, new_file = prompt, None
+                new_prompt, new_file, new_tool, new_input = prompt, None, None, None
             elif prompt_file is not None:
-                new_prompt, new_file = None, prompt_file
+                new_prompt, new_file, new_tool, new_input = None, prompt_file, None, None
+            elif tool is not None:
+                new_prompt, new_file, new_tool = None, None, tool
+                new_input = _input_text(tool_input)
             conn.execute(
                 "UPDATE schedules SET cron_expr = ?, label = ?, prompt = ?, prompt_file = ?,"
-                " updated_at = ? WHERE id = ?",
+                " tool = ?, input = ?, updated_at = ? WHERE id = ?",
                 (
                     cron or before["cron_expr"],
                     label if label is not None else before["label"],
                     new_prompt,
                     new_file,
+                    new_tool,
+                    new_input,
                     now_iso(),
                     sid,
                 ),
@@ -174,20 +214,23 @@ def restore(conn: sqlite3.Connection, persona: str, previous: dict[str, Any]) ->
             previous["label"],
             previous["prompt"],
             previous["promptFile"],
+            previous.get("tool"),
+            _input_text(previous.get("input")),
             1 if previous["enabled"] else 0,
             previous["threadId"],
             now_iso(),
         )
         if exists is None:
             conn.execute(
-                "INSERT INTO schedules (cron_expr, label, prompt, prompt_file, enabled, thread_id,"
-                " updated_at, id, persona, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO schedules (cron_expr, label, prompt, prompt_file, tool, input,"
+                " enabled, thread_id, updated_at, id, persona, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (*values, sid, persona, previous["createdAt"]),
             )
         else:
             conn.execute(
                 "UPDATE schedules SET cron_expr = ?, label = ?, prompt = ?, prompt_file = ?,"
-                " enabled = ?, thread_id = ?, updated_at = ? WHERE id = ?",
+                " tool = ?, input = ?, enabled = ?, thread_id = ?, updated_at = ? WHERE id = ?",
                 (*values, sid),
             )
 
@@ -220,3 +263,20 @@ def handle(call: HostCall) -> dict[str, Any]:
         thread=call.thread,
         prompts_dir=call.host.prompts_dir,
     )
+
+
+@row_hook("undo", CAP)
+def undo(call: HostCall, result: Mapping[str, Any]) -> dict[str, Any]:
+    """A created schedule is removed; an updated, cancelled or deleted one put back as the
+    step's result says it was (`previous`); a list changed nothing."""
+    action = call.input.get("action")
+    if action == "create":
+        remove(call.conn, call.persona, str(result.get("scheduleId")))
+        return {"scheduleId": result.get("scheduleId"), "deleted": True}
+    if action in ("update", "cancel", "delete"):
+        prev = result.get("previous")
+        if not isinstance(prev, Mapping):
+            v.fail(f"{CAP}: the step's result has no `previous` schedule")
+        restore(call.conn, call.persona, dict(prev))
+        return {"scheduleId": prev["scheduleId"], "restored": True}
+    return {"undone": False, "reason": f"{action} changes nothing"}

@@ -23,7 +23,8 @@ from collections.abc import Iterable, Mapping
 from datetime import date
 from typing import Any
 
-from forgec.ir.records import field, record
+import attrs
+
 from forgec.ir.shapes import (
     Field,
     Nested,
@@ -53,7 +54,7 @@ HOST_TOOL_LIMIT = 64 * KIB
 CHANNEL_NAME_MAX = 64
 
 
-@record
+@attrs.frozen
 class StepMarks:
     """The marks of one call: power, risk and the Talon label it needs (None: TALOS)."""
 
@@ -62,13 +63,13 @@ class StepMarks:
     label: str | None
 
 
-@record
+@attrs.frozen
 class OpMarks:
     power: str
     risk: str
 
 
-@record
+@attrs.frozen
 class Capability:
     name: str
     summary: str
@@ -79,7 +80,7 @@ class Capability:
     label: str | None = None  # the grant label; `<family>:*` when `label_param` is set
     label_param: str | None = None  # the input field that names the label's parameter
     selector: str | None = None  # the field that selects the operation (`action`)
-    op_marks: Mapping[str, OpMarks] = field(factory=dict)
+    op_marks: Mapping[str, OpMarks] = attrs.field(factory=dict)
     source: str | None = None  # private | external | None
     sink: str | None = None  # write | egress | None
     writing: frozenset[str] | None = None  # with a selector: the operations that are the sink
@@ -92,6 +93,12 @@ class Capability:
     reads: str | None = None
     # its answers are also text other people wrote (another persona, a sub-agent)
     outside_text: bool = False
+    # SPEC §21 "origin per field": with `outside_text`, the result fields the host itself
+    # decides (ids, statuses): they carry no outside label; every other field does
+    host_fields: tuple[str, ...] = ()
+    # SPEC §21 "destinations": the input fields that say where the data goes or which item
+    # changes (a URL field — its `validate` is "url" — by its host only); the rest is content
+    destinations: tuple[str, ...] = ()
 
     @property
     def input_limit(self) -> int:
@@ -139,6 +146,11 @@ class Capability:
         op = self.operation(literal)
         marks = self.op_marks.get(op, self.marks) if op is not None else self.marks
         return StepMarks(power=marks.power, risk=marks.risk, label=self.label_needed(literal))
+
+    def url_destination(self, name: str) -> bool:
+        """Whether destination `name` is a URL, whose destination is its host alone."""
+        field = self.shape.fields.get(name)
+        return field is not None and field.validate == "url"
 
     def writes(self, operation: Any) -> bool:
         """Whether a call with this operation (None: unknown/computed) is this row's sink."""
@@ -280,6 +292,15 @@ _QUERY = string("case-insensitive text to look for", max_length=QUERY_MAX)
 _NAME = 128  # a sub-agent, persona, provider or profile name
 
 
+# SPEC §21 planned turns: a forged tool (and its input) run in place of a prompt
+PLANNED_TOOL = string(
+    "a forged tool (its id, or its MCP name) the work runs in place of a prompt: a planned turn",
+    min_length=1,
+    max_length=_NAME,
+)
+PLANNED_INPUT = obj("the planned tool's input (with `tool`)")
+
+
 def _status(description: str) -> Field:
     return enum(description, *TASK_STATUSES)
 
@@ -325,6 +346,10 @@ SUBAGENT_SHAPES: Mapping[str, Shape] = {
         required=("task",),
     ),
 }
+
+# the fields of a delegated answer the host decides (SPEC §21 "origin per field"): the task's
+# id and status, the persona it went to; its `result` and `error` are text others wrote
+_HOST_FIELDS = ("taskId", "status", "targetPersona")
 
 _READ_R1 = OpMarks("Read", "R1")
 _WRITE_R2 = OpMarks("Write", "R2")
@@ -389,6 +414,7 @@ ROWS: tuple[Capability, ...] = (
         undo="tasks.setStatus",
         stores=("tasks",),
         reads="tasks",
+        destinations=("id",),
     ),
     Capability(
         "notes.list",
@@ -428,6 +454,7 @@ ROWS: tuple[Capability, ...] = (
         undo="notes.update",
         stores=("notes",),
         reads="notes",
+        destinations=("id",),
     ),
     Capability(
         "memory.search",
@@ -482,6 +509,8 @@ ROWS: tuple[Capability, ...] = (
                     max_length=100,
                     validate=check_prompt_file,
                 ),
+                "tool": PLANNED_TOOL,
+                "input": PLANNED_INPUT,
             },
             limit=HOST_TOOL_LIMIT,
             required=("action",),
@@ -494,10 +523,11 @@ ROWS: tuple[Capability, ...] = (
                     "action",
                     ("update",),
                     "cronExpr",
-                    alternatives=("label", "prompt", "promptFile"),
+                    alternatives=("label", "prompt", "promptFile", "tool", "input"),
                 ),
             ),
-            exclusive=(("prompt", "promptFile"),),
+            exclusive=(("prompt", "promptFile"), ("prompt", "tool"), ("promptFile", "tool")),
+            needs=(("input", "tool"),),
         ),
         _WRITE_R3,
         {
@@ -522,6 +552,7 @@ ROWS: tuple[Capability, ...] = (
         mcp_name="schedule_manage",
         stores=("schedules",),
         reads="schedules",
+        destinations=("scheduleId", "tool"),
     ),
     Capability(
         "channel.send",
@@ -549,6 +580,7 @@ ROWS: tuple[Capability, ...] = (
         sink="egress",
         mcp_name="channel_send",
         stores=("messages", "threads"),
+        destinations=("channelId", "replyTo"),
     ),
     Capability(
         "memory.access",
@@ -605,6 +637,7 @@ ROWS: tuple[Capability, ...] = (
         mcp_name="memory_access",
         stores=("memory_items",),
         reads="memory_items",
+        destinations=("key", "namespace"),
     ),
     Capability(
         "net.http",
@@ -650,6 +683,7 @@ ROWS: tuple[Capability, ...] = (
         sink="egress",
         mcp_name="net_http",
         needs_network=True,
+        destinations=("url",),
     ),
     Capability(
         "db.query",
@@ -710,6 +744,8 @@ ROWS: tuple[Capability, ...] = (
         sink="egress",
         mcp_name="subagent_invoke",
         outside_text=True,
+        host_fields=_HOST_FIELDS,
+        destinations=("name",),
     ),
     Capability(
         "subagent.background",
@@ -727,13 +763,17 @@ ROWS: tuple[Capability, ...] = (
                 "timeoutMinutes": number(
                     "timeout override (spawn); under 15 is raised to 15", minimum=0
                 ),
+                "tool": PLANNED_TOOL,
+                "input": PLANNED_INPUT,
             },
             limit=HOST_TOOL_LIMIT,
             required=("action",),
             required_when=(
-                RequiredWhen("action", ("spawn",), "prompt"),
+                RequiredWhen("action", ("spawn",), "prompt", alternatives=("tool",)),
                 RequiredWhen("action", ("status", "cancel", "result"), "taskId"),
             ),
+            exclusive=(("prompt", "tool"),),
+            needs=(("input", "tool"),),
         ),
         OpMarks("Delegate", "R4"),
         _DELEGATED,
@@ -744,6 +784,10 @@ ROWS: tuple[Capability, ...] = (
         sink="egress",
         mcp_name="background_agent",
         outside_text=True,
+        stores=("background_tasks",),
+        reads="background_tasks",
+        host_fields=_HOST_FIELDS,
+        destinations=("taskId", "provider", "profile", "workingDirectory", "tool"),
     ),
     Capability(
         "persona.send",
@@ -753,9 +797,14 @@ ROWS: tuple[Capability, ...] = (
                 "target_persona": string("destination persona", min_length=1, max_length=_NAME),
                 "message": string("the task or message", min_length=1, max_length=HOST_TOOL_LIMIT),
                 "await_reply": boolean("wait for the reply inline"),
+                "tool": PLANNED_TOOL,
+                "input": PLANNED_INPUT,
             },
             limit=HOST_TOOL_LIMIT,
-            required=("target_persona", "message"),
+            required=("target_persona",),
+            exclusive=(("message", "tool"),),
+            one_of=(("message", "tool"),),
+            needs=(("input", "tool"),),
         ),
         OpMarks("Delegate", "R3"),
         _DELEGATED,
@@ -765,6 +814,10 @@ ROWS: tuple[Capability, ...] = (
         sink="egress",
         mcp_name="persona_send",
         outside_text=True,
+        stores=("a2a_tasks",),
+        reads="a2a_tasks",
+        host_fields=_HOST_FIELDS,
+        destinations=("target_persona", "tool"),
     ),
     Capability(
         "persona.task_status",
@@ -786,6 +839,8 @@ ROWS: tuple[Capability, ...] = (
         source="private",
         mcp_name="persona_task_status",
         outside_text=True,
+        reads="a2a_tasks",
+        host_fields=_HOST_FIELDS,
     ),
     Capability(
         "persona.list",
@@ -798,8 +853,28 @@ ROWS: tuple[Capability, ...] = (
         source="private",
         mcp_name="persona_list",
         outside_text=True,
+        host_fields=_HOST_FIELDS,
     ),
 )
+
+# the host tables `db.query` may read, and (SPEC §21 "origin per field") the columns of each
+# that hold text people wrote — a message's text, a thread's title: `external:talon` at origin.
+# Every other column (ids, the channel, the sender, times, counts) is the host's own fact.
+QUERY_TABLES = ("memory_items", "messages", "schedules", "threads")
+OUTSIDE_COLUMNS: Mapping[str, frozenset[str]] = {
+    "messages": frozenset({"content", "markdown"}),
+    "threads": frozenset({"title"}),
+}
+
+
+def named_query_tables(sql: Any) -> tuple[str, ...]:
+    """The tables a `db.query` may read: those named in its SQL text (a word match, which
+    can only over-count), every allowed table when the SQL is not known."""
+    if type(sql) is not str:
+        return QUERY_TABLES
+    lowered = sql.lower()
+    return tuple(t for t in QUERY_TABLES if re.search(rf"(?<![a-z0-9_]){t}(?![a-z0-9_])", lowered))
+
 
 BY_NAME: dict[str, Capability] = {row.name: row for row in ROWS}
 # the families of parameterised labels: `channel.send` → its row
@@ -863,6 +938,15 @@ def known_label(label: str) -> bool:
     family, sep, param = label.rpartition(":")
     row = _PARAM_FAMILIES.get(family) if sep else None
     return row is not None and row.label_needed({row.label_param: param}) == label
+
+
+# the label that lets an MCP client forge tools (`tool_create`): no capability row needs it
+TOOL_CREATE_LABEL = "tool.create"
+
+
+def known_persona_label(label: str) -> bool:
+    """A label a persona may hold: one a capability can need, or `tool.create`."""
+    return label == TOOL_CREATE_LABEL or known_label(label)
 
 
 def label_list() -> list[str]:

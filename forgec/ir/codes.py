@@ -8,18 +8,20 @@ that every registered check code is triggered by some test.
 
 from __future__ import annotations
 
+import attrs
+
 from forgec.ir.diagnostics import Severity
-from forgec.ir.records import record
 from forgec.ir.rules import NODE_ID_PATTERN, TOOL_ID_PATTERN
 
 
-@record
+@attrs.frozen
 class CodeDoc:
     code: str
     severity: Severity
     summary: str
     doc: str
-    kind: str = "check"  # "check" (compile time), "run" (run time), "server" (around a check)
+    # "check" (compile time), "run" (run time), "server" (around a check), "test" (a tests file)
+    kind: str = "check"
 
 
 E, W = Severity.ERROR, Severity.WARNING
@@ -469,12 +471,73 @@ _SERVER: list[tuple[str, str, str]] = [
         "The check did not finish within the server's check budget.",
         "The MCP server, the language server and the Tool Forge screen check a tool off their "
         "event loop, in a worker process with a time budget (default 5 s; `--check-budget "
-        "SECONDS`) and a memory cap. A check that overruns either is stopped and reported as "
+        "SECONDS`) and a memory cap. A check that overruns its time is stopped and reported as "
         "this error: the tool is not installed and nothing is written, and every other request "
         "is answered meanwhile. Every pass is bounded (SPEC §16: any input within the limits "
         "checks within 2 s), so this means a forgec bug or a machine far slower than expected; "
         "`forgec check FILE` on the same file shows how long it takes. Example: `tool_create` "
-        "of a manifest whose check takes 8 s under a 5 s budget.",
+        "of a manifest whose check takes 8 s under a 5 s budget. Only time gives this code "
+        "(SPEC §24); any other stop is `FORGEC_CHECK_STOPPED`.",
+    ),
+    (
+        "FORGEC_CHECK_STOPPED",
+        "A server's check stopped in its worker for a reason other than time.",
+        "The worker that checks for the MCP server, the language server and the Tool Forge "
+        "screen needed more memory than a check may use (1 GiB), crashed, or could not send its "
+        "report back; the message says which. The tool is not installed. Time alone is "
+        "`FORGEC_CHECK_BUDGET`. A report that cannot be sent whole (a source nested deeper than "
+        "the limits) is sent as its diagnostics alone, so the same input gets the same "
+        "diagnostics as `forgec check`. Example: a checker bug that raises in the worker.",
+    ),
+]
+
+# A `NAME.tests.toml` file that cannot be run (`forgec test`, SPEC §22): exit status 2.
+_TEST: list[tuple[str, str, str]] = [
+    (
+        "FORGEC_TEST_TOML",
+        "The tests file is not valid TOML.",
+        "A `NAME.tests.toml` file is read with Python's TOML parser; a syntax error (or text "
+        "that is not UTF-8) is reported at its line and column and no case of the file runs. "
+        'Example: `input = {title = "x"` (the inline table is not closed).',
+    ),
+    (
+        "FORGEC_TEST_KEY",
+        "A key of the tests file is unknown, missing or of the wrong type.",
+        "Every table of a tests file has a fixed set of keys (SPEC §22: `[[case]]` with `name`, "
+        "`input`, `host`, `mock`, `model`, `expect`, `params`); anything else is refused rather "
+        "than ignored, so a misspelt expectation can never pass silently. Example: "
+        "`[case.expect] outptu = {...}` → did you mean `output`?",
+    ),
+    (
+        "FORGEC_TEST_STEP_UNKNOWN",
+        "A mock or model answer names a step the tool does not have.",
+        "`[[case.mock]] step` and `[[case.model]] node` must name a node of the tool under test "
+        '(the hint suggests the closest id). Example: `step = "fecth"` in a tool whose step is '
+        "`fetch`.",
+    ),
+    (
+        "FORGEC_TEST_NOT_A_CAPABILITY",
+        "A mock names a step that is not a capability call (or a model answer one that is "
+        "not a model step).",
+        "Only capability steps call the host, so only they can be mocked; only `llm` steps take "
+        "model answers. Example: a `[[case.mock]]` for an `if` node.",
+    ),
+    (
+        "FORGEC_TEST_FIXTURE",
+        "A fixture the real host could never produce.",
+        "Mock results are checked against the capability's result shape, an input against the "
+        "tool's `inputSchema` (unless the case expects `RUN_INPUT_INVALID`), seeded records "
+        "against the records the host keeps, model answers against the step's output schema "
+        "and expected codes, capabilities and nodes against the tool: a test built on a value "
+        "the host cannot return would pass for a world that does not exist. Example: a "
+        "`tasks.list` mock returning `{items = [{title = 1}]}`.",
+    ),
+    (
+        "FORGEC_TEST_TOOL",
+        "The tool under test cannot be found or does not check.",
+        "A tests file tests `NAME.forge` or `NAME.talostool` beside it (or the file its `tool` "
+        "key names); the tool must check without errors under the file's target before any "
+        'case runs. Example: `tool = "missing.forge"`.',
     ),
 ]
 
@@ -487,6 +550,8 @@ REGISTRY.update(
 REGISTRY.update(
     {code: CodeDoc(code, E, summary, doc or summary, kind="run") for code, summary, doc in _RUN}
 )
+
+REGISTRY.update({code: CodeDoc(code, E, summary, doc, kind="test") for code, summary, doc in _TEST})
 
 CHECK_CODES: tuple[str, ...] = tuple(c for c, d in REGISTRY.items() if d.kind == "check")
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from forgec.ir.records import record
+import attrs
+
 from forgec.ir.span import Span
 
 
@@ -26,7 +27,7 @@ class Severity(StrEnum):
     WARNING = "warning"
 
 
-@record
+@attrs.frozen
 class Fix:
     """One repair. `replace`: the value at `pointer` becomes `value` (with `key`, the member's
     name at `pointer` becomes `value`); `insert`: the object at `pointer` gains the member
@@ -53,7 +54,7 @@ class Fix:
         return out
 
 
-@record
+@attrs.frozen
 class Related:
     """Another place a diagnostic involves (the other duplicate, a node of the cycle)."""
 
@@ -86,7 +87,7 @@ def suggestion(
     return f"did you mean `{name}`?", (replace_fix(pointer, name, key=key),)
 
 
-@record
+@attrs.frozen
 class Diagnostic:
     code: str
     severity: Severity

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from forgec.ir.records import record
+import attrs
 
 RISK_ORDER = ("R0", "R1", "R2", "R3", "R4")
 
@@ -16,7 +16,7 @@ def risk_rank(risk: str) -> int:
     return RISK_ORDER.index(risk)
 
 
-@record
+@attrs.frozen
 class ModelNeeds:
     """The strictest model requirements of the reachable `llm` steps."""
 
@@ -34,7 +34,7 @@ class ModelNeeds:
         }
 
 
-@record
+@attrs.frozen
 class Marks:
     powers: tuple[str, ...] = ()  # sorted set: Read, Write, Send, Network, Delegate
     risk: str = "R0"

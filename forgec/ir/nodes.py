@@ -1,6 +1,6 @@
 """The typed IR of a forged tool: what both frontends (JSON manifest, `.forge`) produce.
 
-Frontends build these frozen records (`forgec.ir.records`); passes read them; the backend lowers them.
+Frontends build these frozen attrs classes; passes read them; the backend lowers them.
 Nothing here knows about JSON parsing or text positions: every node carries the JSON Pointer
 of the manifest object it came from (`pointer`), and a `SourceMap` turns that into a line when
 a diagnostic or a run error needs one.
@@ -17,29 +17,45 @@ expression in it is one `Literal`; an object or list holding an expression somew
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, TypeAlias, TypeVar
 
-from forgec.ir.records import field, record
+import attrs
+
 from forgec.ir.rules import NODE_FIELDS
+
+_C = TypeVar("_C", bound=type)
 
 
 def _node_fields(typ: str) -> tuple[str, ...]:
-    """A node record's fields: `id`, `pointer`, then the node table's, in its order (so the
-    record and `NODE_FIELDS` cannot disagree: a difference fails at import)."""
+    """A node class's fields: `id`, `pointer`, then the node table's, in its order."""
     return ("id", "pointer", *(f.attr for f in NODE_FIELDS[typ]))
+
+
+def _table(typ: str) -> Callable[[_C], _C]:
+    """Hold a node class to its `NODE_FIELDS` row: the class and the table cannot disagree (a
+    difference fails at import)."""
+
+    def check(cls: _C) -> _C:
+        names = tuple(a.name for a in attrs.fields(cls))
+        if names != _node_fields(typ):
+            raise TypeError(f"{cls.__qualname__}: fields {names} differ from the table's")
+        return cls
+
+    return check
 
 
 # A path segment: a NAME (str) or an INDEX (int). The first segment is the ROOT.
 Segment: TypeAlias = str | int
 
 
-@record(hashable=False)
+@attrs.frozen(unsafe_hash=False)
 class Literal:
     value: Any  # plain JSON (dict/list/str/int/float/bool/None), no expression inside
     pointer: str
 
 
-@record(hashable=False)
+@attrs.frozen(unsafe_hash=False)
 class Ref:
     """``{"$ref": "input.items[0].title"}``: the value at a safe path."""
 
@@ -52,7 +68,7 @@ class Ref:
         return str(self.segments[0])
 
 
-@record(hashable=False)
+@attrs.frozen(unsafe_hash=False)
 class Template:
     """``{"$template": "Due in {{input.days}} days"}``: parts are text or a `Ref`."""
 
@@ -61,7 +77,7 @@ class Template:
     pointer: str
 
 
-@record(hashable=False)
+@attrs.frozen(unsafe_hash=False)
 class CredentialRef:
     """``{"$credential": "github"}``: resolved by the host at the bridge, never by the flow."""
 
@@ -69,13 +85,13 @@ class CredentialRef:
     pointer: str
 
 
-@record(hashable=False)
+@attrs.frozen(unsafe_hash=False)
 class ObjectExpr:
     fields: tuple[tuple[str, Value], ...]
     pointer: str
 
 
-@record(hashable=False)
+@attrs.frozen(unsafe_hash=False)
 class ListExpr:
     items: tuple[Value, ...]
     pointer: str
@@ -84,14 +100,14 @@ class ListExpr:
 Value: TypeAlias = Literal | Ref | Template | CredentialRef | ObjectExpr | ListExpr
 
 
-@record(hashable=False)
+@attrs.frozen(unsafe_hash=False)
 class Retry:
     attempts: int | None
     backoff_ms: int | None
     pointer: str
 
 
-@record(hashable=False)
+@attrs.frozen(unsafe_hash=False)
 class ModelRequirements:
     structured_output: bool | None = None
     context: int | None = None
@@ -100,7 +116,8 @@ class ModelRequirements:
     pointer: str = ""
 
 
-@record(hashable=False, table=_node_fields("set"))
+@_table("set")
+@attrs.frozen(unsafe_hash=False)
 class SetNode:
     id: str
     pointer: str
@@ -109,7 +126,8 @@ class SetNode:
     next: str | None
 
 
-@record(hashable=False, table=_node_fields("capability"))
+@_table("capability")
+@attrs.frozen(unsafe_hash=False)
 class CapabilityNode:
     id: str
     pointer: str
@@ -121,7 +139,8 @@ class CapabilityNode:
     next: str | None
 
 
-@record(hashable=False, table=_node_fields("llm"))
+@_table("llm")
+@attrs.frozen(unsafe_hash=False)
 class LlmNode:
     id: str
     pointer: str
@@ -133,7 +152,7 @@ class LlmNode:
     next: str | None
 
 
-@record(hashable=False)
+@attrs.frozen(unsafe_hash=False)
 class Condition:
     op: str | None  # eq neq truthy exists contains gt gte lt lte
     left: Value | None
@@ -141,7 +160,8 @@ class Condition:
     pointer: str
 
 
-@record(hashable=False, table=_node_fields("if"))
+@_table("if")
+@attrs.frozen(unsafe_hash=False)
 class IfNode:
     id: str
     pointer: str
@@ -150,7 +170,8 @@ class IfNode:
     else_: str | None
 
 
-@record(hashable=False, table=_node_fields("foreach"))
+@_table("foreach")
+@attrs.frozen(unsafe_hash=False)
 class ForeachNode:
     id: str
     pointer: str
@@ -162,14 +183,16 @@ class ForeachNode:
     next: str | None
 
 
-@record(hashable=False, table=_node_fields("return"))
+@_table("return")
+@attrs.frozen(unsafe_hash=False)
 class ReturnNode:
     id: str
     pointer: str
     value: Value | None
 
 
-@record(hashable=False, table=_node_fields("fail"))
+@_table("fail")
+@attrs.frozen(unsafe_hash=False)
 class FailNode:
     id: str
     pointer: str
@@ -205,14 +228,14 @@ def successors(node: Node) -> tuple[str, ...]:
     return (nxt,) if nxt is not None else ()
 
 
-@record(hashable=False)
+@attrs.frozen(unsafe_hash=False)
 class Network:
     mode: str | None  # forbidden | allowlist
     hosts: tuple[str, ...]
     pointer: str = "/network"
 
 
-@record(hashable=False)
+@attrs.frozen(unsafe_hash=False)
 class CredentialRequirement:
     id: str | None
     purpose: str | None
@@ -220,7 +243,7 @@ class CredentialRequirement:
     pointer: str
 
 
-@record(hashable=False)
+@attrs.frozen(unsafe_hash=False)
 class Flow:
     entry: str | None
     max_transitions: int | None
@@ -228,21 +251,21 @@ class Flow:
     pointer: str = "/flow"
 
 
-@record(hashable=False)
+@attrs.frozen(unsafe_hash=False)
 class StateDecl:
     fields: dict[str, dict[str, Any]]  # name → JSON Schema subset
     max_bytes: int | None
     pointer: str = "/state"
 
 
-@record(hashable=False)
+@attrs.frozen(unsafe_hash=False)
 class Trigger:
     type: str | None
     cron: str | None
     pointer: str
 
 
-@record(hashable=False)
+@attrs.frozen(unsafe_hash=False)
 class UiValue:
     label: str | None
     path: str | None
@@ -250,14 +273,14 @@ class UiValue:
     pointer: str
 
 
-@record(hashable=False)
+@attrs.frozen(unsafe_hash=False)
 class Ui:
     title: str | None
     values: tuple[UiValue, ...]
     pointer: str = "/ui"
 
 
-@record(hashable=False)
+@attrs.frozen(unsafe_hash=False)
 class Manifest:
     schema: str | None
     id: str | None
@@ -280,9 +303,9 @@ class Manifest:
     # Facts the builder records while it walks the values anyway, so passes need not walk them
     # again. None when the IR was built by other means (then passes walk the values themselves):
     # node pointer → every read of that node (`$ref`s and template placeholders, field order)
-    node_reads: dict[str, list[Ref]] | None = field(default=None, eq=False, repr=False)
+    node_reads: dict[str, list[Ref]] | None = attrs.field(default=None, eq=False, repr=False)
     # pointers of the nodes whose values hold a `$credential`
-    credential_nodes: frozenset[str] | None = field(default=None, eq=False, repr=False)
+    credential_nodes: frozenset[str] | None = attrs.field(default=None, eq=False, repr=False)
 
     @property
     def name(self) -> str:

@@ -39,8 +39,9 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import attrs
+
 from forgec.ir import rules
-from forgec.ir.records import field, record
 from forgec.ir.suggest import closest
 
 EXPRESSION_KEYS = frozenset(rules.EXPRESSION_KEYS)
@@ -66,7 +67,7 @@ def _run_validator(validate: Validator | str, value: Any) -> list[str]:
     return validate(value)
 
 
-@record
+@attrs.frozen
 class InputProblem:
     """One thing wrong with a capability input; `path` is relative to the input (tokens)."""
 
@@ -167,7 +168,7 @@ def _fmt_num(n: float | int) -> str:
     return str(int(n)) if float(n).is_integer() else str(n)
 
 
-@record
+@attrs.frozen
 class Field:
     """One input field: its JSON type and the constraints on its value."""
 
@@ -187,7 +188,7 @@ class Field:
     # a host cap (SPEC §12): a literal above `maximum` is an error, a computed value above it
     # is lowered to it at the bridge
     host_cap: bool = False
-    schema_extra: Mapping[str, Any] = field(factory=dict)
+    schema_extra: Mapping[str, Any] = attrs.field(factory=dict)
 
     def problems(
         self, value: Any, path: tuple[str | int, ...], runtime: bool
@@ -391,7 +392,7 @@ def any_value(description: str = "") -> Field:
     return Field("any", description)
 
 
-@record
+@attrs.frozen
 class RequiredWhen:
     """`field` (or one of its `alternatives`) is required when `selector` is literally one of
     `values` (`cronExpr` on create; `prompt` or `promptFile` on create)."""
@@ -402,7 +403,7 @@ class RequiredWhen:
     alternatives: tuple[str, ...] = ()  # any one of `field` and these satisfies the rule
 
 
-@record
+@attrs.frozen
 class Nested:
     """The value of `field` has its own shape, chosen by the literal value of `selector`
     (`subagent.invoke`: `name` picks the built-in sub-agent whose shape `input` must fit).
@@ -460,7 +461,7 @@ class Nested:
         return [InputProblem((self.selector,), message, meant, code=self.unknown_code)]
 
 
-@record
+@attrs.frozen
 class Shape:
     """A capability input: its fields, required-ness rules and size limit."""
 
@@ -470,6 +471,10 @@ class Shape:
     required_when: tuple[RequiredWhen, ...] = ()
     exclusive: tuple[tuple[str, str], ...] = ()
     nested: tuple[Nested, ...] = ()  # fields whose own shape another field's value chooses
+    # at least one field of each group is given (`persona.send`: `message` or `tool`)
+    one_of: tuple[tuple[str, ...], ...] = ()
+    # (field, the field it needs): `input` means nothing without the `tool` it is for
+    needs: tuple[tuple[str, str], ...] = ()
 
     def check(
         self, literal: Any, computed: frozenset[str] = frozenset(), *, runtime: bool = False
@@ -526,6 +531,13 @@ class Shape:
                         f"`{first}` and `{second}` are mutually exclusive: give one of them",
                     )
                 )
+        for group in self.one_of:
+            if not any(name in present for name in group):
+                names = " or ".join(f"`{n}`" for n in group)
+                out.append(InputProblem((group[0],), f"missing one of the fields {names}"))
+        for name, needed in self.needs:
+            if name in present and needed not in present:
+                out.append(InputProblem((name,), f"`{name}` needs `{needed}`: give both"))
         for nested in self.nested:
             out.extend(nested.problems(literal, computed, runtime))
         if not computed:
@@ -604,6 +616,10 @@ class Shape:
                 )
         for first, second in self.exclusive:
             conditions.append({"not": {"required": [first, second]}})
+        for group in self.one_of:
+            conditions.append({"anyOf": [{"required": [n]} for n in group]})
+        if self.needs:
+            out["dependencies"] = {name: [needed] for name, needed in self.needs}
         if conditions:
             out["allOf"] = conditions
         return out

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from forgec.ir.records import record
+import attrs
 
 
-@record
+@attrs.frozen
 class Span:
     file: str | None
     line: int

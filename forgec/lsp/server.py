@@ -51,9 +51,37 @@ class ForgeLanguageServer(LanguageServer):
     # -- documents -----------------------------------------------------------------------
 
     def text_of(self, uri: str) -> str | None:
+        """The text of URI: as the editor sent it when the document is open, else the file on
+        disk read by the one bounded reader (SPEC §24; pygls' own fallback would read any file
+        whole, a FIFO or `/dev/zero` included). A file that is not a regular one, is over its
+        limit or is not UTF-8 has no text here."""
+        from urllib.parse import unquote
+
+        from pygls.uris import to_fs_path
+
         try:
-            return self.workspace.get_text_document(uri).source
+            opened = self.workspace.text_documents.get(unquote(uri))
+        except Exception:  # not initialized yet
+            opened = None
+        if opened is not None:
+            return str(opened.source)
+        try:
+            path = to_fs_path(uri)
         except Exception:
+            return None
+        if not path:
+            return None
+        from forgec.frontend.reading import ReadError, read_tool_file, source_limit
+
+        try:
+            data = read_tool_file(path)
+        except ReadError:
+            return None
+        if len(data) > source_limit(path):
+            return None
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
             return None
 
     def encoding(self) -> str:

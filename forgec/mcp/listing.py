@@ -40,7 +40,6 @@ from forgec.ir.marks import Marks
 from forgec.mcp.names import MAX_MCP_NAME, mcp_name
 
 TOOL_CREATE = "tool_create"
-TOOL_CREATE_LABEL = "tool.create"
 # powers whose operations change something (write, delete, cancel, send) — SPEC §17
 DESTRUCTIVE_POWERS = frozenset({"Write", "Send", "Network", "Delegate"})
 # powers that reach outside the device: the network, or another agent

@@ -29,13 +29,26 @@ def _steps(nodes: Any) -> Iterator[Mapping[str, Any]]:
             yield from _steps(node.get("body"))
 
 
+def _network_urls(capability: Any) -> tuple[str, ...]:
+    """The URL fields of a capability that reaches the network (its row: `needs_network`, and
+    the destinations whose rule is a URL), in field order; () for any other."""
+    from forgec.ir.capabilities import BY_NAME
+
+    row = BY_NAME.get(capability) if isinstance(capability, str) else None
+    if row is None or not row.needs_network:
+        return ()
+    return tuple(d for d in row.destinations if row.url_destination(d))
+
+
 def literal_urls(manifest: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """(node id, url) of every `net.http` step whose `url` is a literal string."""
+    """(node id, url) of every literal URL a step that reaches the network calls."""
     out: list[tuple[str, str]] = []
     for node in _steps((manifest.get("flow") or {}).get("nodes")):
         data = node.get("input")
-        if node.get("capability") == "net.http" and isinstance(data, Mapping):
-            url = data.get("url")
+        if not isinstance(data, Mapping):
+            continue
+        for field in _network_urls(node.get("capability")):
+            url = data.get(field)
             if isinstance(url, str):
                 out.append((str(node.get("id")), url))
     return out
@@ -84,8 +97,8 @@ def host_call_problem(
             check(internal, dict(args))
         except HostError as exc:
             return f"`{mcp_name}` was not run: {exc.code}: {exc.message}"
-    if internal == "net.http":
-        name = url_host(str(args.get("url", "")))
+    for field in _network_urls(internal):
+        name = url_host(str(args.get(field, "")))
         allow = _host_allow(host)
         if name is None or name not in allow:
             listed = ", ".join(allow) or "none"

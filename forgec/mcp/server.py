@@ -22,6 +22,14 @@ A `tools/call` goes through, in order:
    below R4 needs the consent recorded when a person turned it on;
 5. **run** — on the reference host, in a worker thread (`forgec.mcp.results` shapes the answer).
 
+**Session labels** (SPEC §21): each client session keeps one `AgentContext` — the labels of every
+result the server returned in it. A later host-tool call carries them as data and control
+through `forgec.host.agentcall` (the bridge's one deny check: `[flows] deny`, the consent
+policy's `flows`), and a forged tool's run starts with them on `input`. A host-tool call the
+rules refuse has had no effect: where the client can ask, the person's answer replaces the deny
+for that one call. The server sees only its own results, never the rest of the client's
+context: the labels are a lower bound on what steered the call. `--session-labels off`.
+
 Refusals and failed runs are tool results with `isError: true` and a message a model can act
 on, never protocol errors. Nothing is written to stdout but protocol messages; warnings go to
 stderr.
@@ -30,6 +38,7 @@ stderr.
 from __future__ import annotations
 
 import sys
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -38,8 +47,9 @@ from typing import Any
 import attrs
 import orjson
 
+from forgec.host.agentcall import AgentContext
+from forgec.ir.capabilities import TOOL_CREATE_LABEL
 from forgec.mcp.listing import (
-    TOOL_CREATE_LABEL,
     ToolEntry,
     create_entry,
     forged_entry,
@@ -62,6 +72,8 @@ class ServeOptions:
     templates: Path | None = None  # the folder holding `tool-instructions/`; None: the defaults
     # seconds a `tool_create` check may take, in a worker process (SPEC §16; forgec.budget)
     check_budget: float = 5.0
+    # SPEC §21: keep a context of labels per session (`--session-labels off`: none)
+    session_labels: bool = True
 
 
 @attrs.define
@@ -170,6 +182,24 @@ class ForgeServer:
         self._listing: Listing | None = None
         self._announced: bytes | None = None
         self._fixed = self._fixed_visible()
+        # SPEC §21: session → the labels of every result returned in it
+        self._contexts: weakref.WeakKeyDictionary[Any, AgentContext] = weakref.WeakKeyDictionary()
+        self._shared_context = AgentContext()  # for a request without a session object
+
+    def context(self, ctx: Any) -> AgentContext | None:
+        """The session's label context (None: `--session-labels off`)."""
+        if not self.options.session_labels:
+            return None
+        session = getattr(ctx, "session", None)
+        if session is None:
+            return self._shared_context
+        # the SDK builds a `ServerSession` per request around the connection it keeps for the
+        # client's whole session: the connection is the key (the session object, failing that)
+        key = getattr(session, "_connection", None) or session
+        try:
+            return self._contexts.setdefault(key, AgentContext())
+        except TypeError:  # a session object that cannot be weakly referenced
+            return self._shared_context
 
     def close(self) -> None:
         self.hosts.close()
@@ -307,18 +337,28 @@ class ForgeServer:
                 f"it on with `forgec tools enable {stored.tool_id}`"
             )
         program = visible.program()
+        session = self.context(ctx)
+        labels = _Labels(
+            session.labels() if session is not None else frozenset(),
+            self.options.policy.flows_allowed(
+                (stored.name, entry.name), version=stored.version, hash=stored.hash
+            ),
+        )
         try:
             if asks:
-                result = await self._asked_run(ctx, visible, program, tool_input)
+                result = await self._asked_run(ctx, visible, program, tool_input, labels)
             else:
                 # nobody is asked: one trip to a worker thread opens the host, checks, runs
-                result = await _in_thread(self._checked_run, stored, program, tool_input)
+                result = await _in_thread(self._checked_run, stored, program, tool_input, labels)
         except Exception as exc:  # the host could not be opened (bad db, config): say so
             return _refusal(f"{stored.name} could not run: {exc}")
         if isinstance(result, str):
             return _refusal(result)
         if not isinstance(result, RunResult):
             return result  # consent refused, or its 2026-07-28 `input_required` round
+        if session is not None:
+            # what the run returned enters the client's context (a failed run: its message)
+            session.join(result.output_labels or labels.input)
         out = result.to_json()
         if result.ok:
             fields = forged_ok(out, wraps_output=entry.wraps_output, ui=entry.ui)
@@ -326,13 +366,17 @@ class ForgeServer:
             fields = forged_failed(stored.name, out)
         return types.CallToolResult(**fields)
 
-    def _checked_run(self, stored: Any, program: Any, tool_input: Any) -> Any:
+    def _checked_run(self, stored: Any, program: Any, tool_input: Any, labels: _Labels) -> Any:
         """In a worker: the run result, or the message of a check that refused it."""
         with self.hosts.lend() as host:
             problem = _forged_problem(stored, host)
-            return problem if problem is not None else _run(stored, program, tool_input, host)
+            if problem is not None:
+                return problem
+            return _run(stored, program, tool_input, host, labels)
 
-    async def _asked_run(self, ctx: Any, visible: Visible, program: Any, tool_input: Any) -> Any:
+    async def _asked_run(
+        self, ctx: Any, visible: Visible, program: Any, tool_input: Any, labels: _Labels
+    ) -> Any:
         """An R4 tool: every check first, then the question, then the run — one host."""
         stored = visible.stored
         host = await _in_thread(self.hosts.take)
@@ -345,7 +389,7 @@ class ForgeServer:
                 if refusal is not None:
                     result = refusal
                 else:
-                    result = await _in_thread(_run, stored, program, tool_input, host)
+                    result = await _in_thread(_run, stored, program, tool_input, host, labels)
         except BaseException:  # cancelled while asking, or the host broke: never reuse it
             self.hosts.give(host, reusable=False)
             raise
@@ -371,8 +415,11 @@ class ForgeServer:
             return None
         return await self._ask(ctx, entry, f"{stored.name} v{stored.version}", stored)
 
-    async def _ask(self, ctx: Any, entry: ToolEntry, who: str, stored: Any = None) -> Any:
-        """R4: ask through elicitation, or refuse. Returns None when the person said yes."""
+    async def _ask(
+        self, ctx: Any, entry: ToolEntry, who: str, stored: Any = None, flow: str | None = None
+    ) -> Any:
+        """R4 (or, with FLOW, a call the `[flows] deny` rules refused): ask through
+        elicitation, or refuse. Returns None when the person said yes."""
         if not _can_elicit(ctx):
             return _refusal(
                 f"{who} is R4 and asks a person before every run, but this MCP client cannot "
@@ -387,6 +434,12 @@ class ForgeServer:
             else f"{entry.title}: {entry.description}"
         )
         message = f"Allow this run of {who}? It is R4 and asks every time.\n\n{card}"
+        if flow is not None:
+            message = (
+                f"Allow this call of {who}? The host's flow rules refuse it: {flow}. What this "
+                "session read earlier would reach it.\n\n"
+                f"{entry.title}: {entry.description}"
+            )
         schema = {
             "type": "object",
             "properties": {
@@ -454,14 +507,32 @@ class ForgeServer:
                 return _refusal(problem)
             # the row's risk decides, as for a forged tool: R4 asks every time; an R3 tool
             # (subagent_invoke, persona_send) runs on the persona's labels alone
+            asked = False
             if _host_risk(entry) == "R4":
                 names = (entry.name, entry.internal)
                 if not self.options.policy.allows(names):
                     refusal = await self._ask(ctx, entry, f"`{entry.name}`")
                     if refusal is not None:
                         return refusal
+                    asked = True
+            session = self.context(ctx)
+            allowed = self.options.policy.flows_allowed((entry.name, entry.internal))
             try:
-                result = await _in_thread(_call_host_tool, entry, args, host)
+                try:
+                    result = await _in_thread(_call_host_tool, entry, args, host, session, allowed)
+                except Exception as exc:
+                    # (a 2026-07-28 client answers one question per call: an R4 tool it was
+                    # just asked about keeps the deny)
+                    ask = _can_elicit(ctx) and not (asked and _modern(ctx))
+                    if getattr(exc, "code", None) != "RUN_FLOW_DENIED" or not ask:
+                        raise
+                    # the call had no effect: the person's answer replaces the deny
+                    refusal = await self._ask(ctx, entry, f"`{entry.name}`", flow=exc.message)  # type: ignore[attr-defined]
+                    if refusal is not None:
+                        return refusal
+                    rules = getattr(getattr(host, "config", None), "flow_deny", ())
+                    allowed = allowed | frozenset(rules)
+                    result = await _in_thread(_call_host_tool, entry, args, host, session, allowed)
             except Exception as exc:
                 code = getattr(exc, "code", None)
                 message = getattr(exc, "message", None) or str(exc)
@@ -655,25 +726,58 @@ def _host_problem(entry: ToolEntry, args: dict[str, Any], host: Any) -> str | No
     return host_call_problem(entry.internal, entry.name, args, host)
 
 
-def _run(stored: Any, program: Any, tool_input: Any, host: Any) -> Any:
+@attrs.frozen
+class _Labels:
+    """What a forged run of a session starts with (SPEC §21): the session's labels on
+    `input`, and the flows the consent policy allows the tool."""
+
+    input: frozenset[str]
+    allowed: frozenset[str]
+
+
+def _run(stored: Any, program: Any, tool_input: Any, host: Any, labels: _Labels) -> Any:
     from forgec.store.running import run_stored
 
     # consent was settled before (recorded, elicited or allowed by policy)
-    return run_stored(stored, tool_input, host=host, consent=lambda request: True, program=program)
+    return run_stored(
+        stored,
+        tool_input,
+        host=host,
+        consent=lambda request: True,
+        program=program,
+        input_labels=labels.input,
+        allowed_flows=labels.allowed,
+    )
 
 
-def _call_host_tool(entry: ToolEntry, args: dict[str, Any], host: Any) -> Any:
-    from forgec.runtime.host import CallContext
+def _call_host_tool(
+    entry: ToolEntry,
+    args: dict[str, Any],
+    host: Any,
+    session: AgentContext | None,
+    allowed_flows: frozenset[str],
+) -> Any:
+    """One host-tool call of a session, through the bridge's call API for a model's own calls
+    (`forgec.host.agentcall`): the session's labels ride it; its result's labels join them."""
+    from forgec.host.agentcall import call_as_agent
 
     direct = getattr(host, "call_tool", None)
     if direct is not None:
         return direct(entry.internal, args)
     # a direct call has no manifest: the host config's allowlist is the only one, and
     # an empty one allows no host (deny by default)
-    config = getattr(host, "config", None)
-    allowed = tuple(getattr(config, "allow_hosts", ()) or ())
-    context = CallContext(tool_id="mcp", tool_version=1, node_id=entry.name, allowed_hosts=allowed)
-    return host.call(entry.internal, args, context)
+    outcome = call_as_agent(
+        host,
+        entry.internal,
+        args,
+        session if session is not None else AgentContext(),
+        caller="mcp",
+        name=entry.name,
+        allowed_flows=allowed_flows,
+    )
+    if session is not None:
+        session.join(outcome.labels)
+    return outcome.result
 
 
 def open_reference_host(options: ServeOptions) -> Any:

@@ -43,6 +43,7 @@ from forgec.ir.nodes import (
     nodes_of_type,
 )
 from forgec.ir.pointer import join
+from forgec.ir.shapes import InputProblem
 from forgec.passes.context import PassContext
 from forgec.passes.graph import shown
 
@@ -151,6 +152,8 @@ def _check_input(ctx: PassContext, node: CapabilityNode, spec: CapabilitySpec) -
         )
     if spec.row is not None and spec.row.shape.nested:
         problems = [*problems, *spec.row.shape.unchosen(literal)]
+    if computed and type(value) is ObjectExpr and spec.row is not None:
+        problems = [*problems, *_template_url_problems(value, spec)]
     for problem in problems:
         at = join(base, *problem.path)
         ctx.report(
@@ -162,6 +165,27 @@ def _check_input(ctx: PassContext, node: CapabilityNode, spec: CapabilitySpec) -
             if problem.suggestion is not None
             else (),
         )
+
+
+def _template_url_problems(value: ObjectExpr, spec: CapabilitySpec) -> list[InputProblem]:
+    """A URL field written as a template: its literal parts checked like a literal URL's
+    (`forgec.catalog.urls.check_url_template`; SPEC §24). One pass over the template's parts."""
+    assert spec.row is not None
+    fields = spec.row.shape.fields
+    out: list[InputProblem] = []
+    for key, member in value.fields:
+        if type(member) is not Template:
+            continue
+        declared = fields.get(key)
+        if declared is None or declared.validate != "url":
+            continue
+        from forgec.catalog.urls import check_url_template
+
+        out.extend(
+            InputProblem((key,), f"`{key}`: {message}")
+            for message in check_url_template(member.parts)
+        )
+    return out
 
 
 # stands for an expression inside a member's literal part: every check skips it as computed

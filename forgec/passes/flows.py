@@ -44,6 +44,9 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import attrs
+
+from forgec.catalog.sql import query_reads_outside
 from forgec.ir.nodes import (
     CapabilityNode,
     FailNode,
@@ -63,7 +66,6 @@ from forgec.ir.nodes import (
     nodes_of_type,
 )
 from forgec.ir.pointer import join
-from forgec.ir.records import field, record
 from forgec.passes.capabilities import literal_fields
 from forgec.passes.context import PassContext
 from forgec.passes.network import static_host, url_of
@@ -102,7 +104,7 @@ def _or(a: frozenset[str], b: frozenset[str]) -> frozenset[str]:
     return out
 
 
-@record
+@attrs.frozen
 class Flow:
     source: str  # a label: input, private:<capability>, private:state, external:<host>, model
     sink: str  # egress:<host|capability>, write:<capability>, output
@@ -347,20 +349,20 @@ def _same_env(a: Env, b: Env) -> bool:
     return a.keys() == b.keys() and all(_same(v, b[k]) for k, v in a.items())
 
 
-@record(frozen=False)
+@attrs.define
 class FlowJoins:
     """What the VM needs to mirror control dependence (lowered into the Program)."""
 
     # if-node id → the node id where its branches join; None: the end of the run (top level)
     # or of the iteration (in a body)
-    joins: dict[str, str | None] = field(factory=dict)
+    joins: dict[str, str | None] = attrs.field(factory=dict)
     # loops whose body may return/fail: their source and body conditions steer the rest
-    exit_loops: list[str] = field(factory=list)
+    exit_loops: list[str] = attrs.field(factory=list)
     # nodes that may fail depending on labelled data (SPEC §15 "Failure is control"): the
     # VM adds what they evaluated to the control labels of the rest of the run
     # node id → the paths of its reads that may fail (their labels at the node's entry);
     # capability and model steps also depend on their whole input, which the VM knows
-    may_fail: dict[str, list[list[str | int]]] = field(factory=dict)
+    may_fail: dict[str, list[list[str | int]]] = attrs.field(factory=dict)
 
 
 def check_flows(ctx: PassContext) -> None:
@@ -468,10 +470,9 @@ class _Analysis:
         name = node.capability or ""
         host = static_host(url_of(node)[0]) if name == fl.HTTP else None
         out = set(fl.source_labels(name, host))
-        if name == "db.query":
-            sql = literal_fields(node.input).get("sql")
-            if any(t in fl.UNTRUSTED_TABLES for t in fl.query_tables(sql)):
-                out.add(fl.TALON)
+        # SPEC §21: a query's outside text by its lineage (a computed query: any)
+        if name == "db.query" and query_reads_outside(literal_fields(node.input).get("sql")):
+            out.add(fl.TALON)
         return frozenset(out)
 
     def spent(self) -> bool:
@@ -860,7 +861,9 @@ class _Analysis:
             if type(node) is CapabilityNode:
                 labels |= self.sources_of(node)
                 name = node.capability or ""
-                tables = fl.QUERY_TABLES if name == "db.query" else (fl.STORE_READS.get(name),)
+                tables = (
+                    fl.query_tables(None) if name == "db.query" else (fl.STORE_READS.get(name),)
+                )
                 for table in tables:
                     stored = self.cells.get(f"table:{table}")
                     if stored is not None:

@@ -39,6 +39,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+import attrs
 import orjson
 
 from forgec.ir.nodes import (
@@ -58,7 +59,6 @@ from forgec.ir.nodes import (
     node_type,
     walk_nodes,
 )
-from forgec.ir.records import record
 from forgec.ir.rules import NODE_TYPE_NAMES
 from forgec.passes.context import Facts
 from forgec.runtime.limits import VALUE_LIMIT
@@ -89,7 +89,7 @@ UNKNOWN: Any = _Unknown()
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-@record
+@attrs.frozen
 class FoldedTemplate:
     node: Node  # the step where the string is formed
     template: Template
@@ -625,7 +625,7 @@ def _condition_values(node: Node) -> list[Value | None]:
     return [] if cond is None else [cond.left, cond.right]
 
 
-@record
+@attrs.frozen
 class _NodeRule:
     writes: Callable[[_Environment, Any], _Writes]
     values: Callable[[Node], list[Value | None]]  # the value slots that may hold templates

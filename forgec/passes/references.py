@@ -35,7 +35,10 @@ import re
 from collections.abc import Callable
 from typing import Any, cast
 
+import attrs
+
 from forgec.frontend.names import NAME_RE, RESERVED, parse_path
+from forgec.ir.capabilities import BY_NAME
 from forgec.ir.diagnostics import Fix, insert_fix
 from forgec.ir.nodes import (
     NODE_TYPES,
@@ -57,7 +60,6 @@ from forgec.ir.nodes import (
     node_values,
 )
 from forgec.ir.pointer import join
-from forgec.ir.records import record
 from forgec.ir.suggest import closest, suggest
 from forgec.passes.context import PassContext
 from forgec.passes.graph import shown
@@ -273,14 +275,13 @@ def _walk_value(
 
 
 def credential_allowed(node: Node, slot: str, keys: Keys) -> bool:
-    """A credential may stand only as one header value of a `net.http` step."""
-    return (
-        isinstance(node, CapabilityNode)
-        and node.capability == "net.http"
-        and slot == "input"
-        and len(keys) == 2
-        and keys[0] == "headers"
-    )
+    """A credential may stand only as one value of an input field whose shape takes
+    credential values (its row: `net.http`'s `headers`)."""
+    if not (isinstance(node, CapabilityNode) and slot == "input" and len(keys) == 2):
+        return False
+    row = BY_NAME.get(node.capability or "")
+    field = row.shape.fields.get(keys[0]) if row is not None and type(keys[0]) is str else None
+    return field is not None and field.credential_values
 
 
 def _check_credentials(
@@ -608,7 +609,7 @@ def _input_slot(node: CapabilityNode | LlmNode) -> list[tuple[str, Value]]:
     return [("input", node.input)] if node.input is not None else []
 
 
-@record
+@attrs.frozen
 class NodeRefs:
     """What this pass needs of a node type: whether it writes a target, declares loop
     variables, where its values are, and its dataflow transfer."""

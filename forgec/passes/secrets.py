@@ -31,10 +31,10 @@ import re
 from typing import Any
 
 import ahocorasick_rs
+import attrs
 import orjson
 
 from forgec.ir.pointer import escape
-from forgec.ir.records import record
 from forgec.passes.context import PassContext
 from forgec.secretscan.rules import (
     HEADER_USE,
@@ -93,7 +93,7 @@ def check_secrets(ctx: PassContext) -> None:
 FOLDED_SCAN_BUDGET = 256
 
 
-@record
+@attrs.frozen
 class FoldedSecret:
     pointer: str  # the step's JSON Pointer: where the secret is formed
     step: str  # the step's id

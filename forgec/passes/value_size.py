@@ -17,8 +17,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import attrs
+
 from forgec.ir import nodes as ir
-from forgec.ir.records import field, record
 from forgec.runtime.jsontext import compact as json_dumps
 from forgec.runtime.limits import INPUT_LIMIT, RESULT_LIMIT, VALUE_LIMIT
 
@@ -26,14 +27,14 @@ from forgec.runtime.limits import INPUT_LIMIT, RESULT_LIMIT, VALUE_LIMIT
 _OVER = VALUE_LIMIT + 1
 
 
-@record(frozen=False)
+@attrs.define
 class _Facts:
     """What the nodes say about sizes: each write, each value read, the loops' sources."""
 
-    writes: list[tuple[str, ir.Value | int]] = field(factory=list)  # (variable, bound)
-    values: list[ir.Value] = field(factory=list)
-    loops: dict[str, ir.Value] = field(factory=dict)  # item variable → loop source
-    indexes: set[str] = field(factory=set)
+    writes: list[tuple[str, ir.Value | int]] = attrs.field(factory=list)  # (variable, bound)
+    values: list[ir.Value] = attrs.field(factory=list)
+    loops: dict[str, ir.Value] = attrs.field(factory=dict)  # item variable → loop source
+    indexes: set[str] = attrs.field(factory=set)
 
 
 def _set(f: _Facts, node: ir.SetNode) -> None:

@@ -126,3 +126,16 @@ def render_consent_card(
     lines += [f"│  {label.ljust(width)}  {safe_text(value)}" for label, value in rows]
     lines.append("└─")
     return "\n".join(lines)
+
+
+def always_asks_banner(marks: Marks) -> str | None:
+    """The one sentence every face (the enable prompt, the run prompt, the screen's banners)
+    says of a tool that asks before every run, naming its real reason (SPEC §23): its risk
+    (R4), or its data flows (§15) for a tool below R4 — never "R4" for an R3 tool. None when
+    the tool does not ask every run."""
+    if not marks.always_asks:
+        return None
+    if marks.risk == "R4":
+        return f"This tool is R4: it {RISK_WORDS['R4']}, so it asks before every run."
+    because = marks.asks_because or "of what its steps may do"
+    return f"This tool asks before every run: {because} (it is {marks.risk})."

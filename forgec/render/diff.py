@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from forgec.render.safe import safe_text
+from forgec.runtime.jsontext import dumps_text
 
 AUTHOR_WORDS = {"person": "a person", "model": "a model"}
 MARKS = {"added": "+", "removed": "-", "changed": "~"}
@@ -23,9 +24,28 @@ def _who(side: dict[str, Any]) -> str:
     return f"{'v' + str(number) if number is not None else 'the proposal'} ({author})"
 
 
-def render_diff(diff: dict[str, Any], *, indent: str = "") -> str:
-    """The diff in lines; `indent` prefixes every line (the enable prompt nests it)."""
+def render_verdict(verdict: dict[str, Any] | None, *, indent: str = "") -> str:
+    """The verdict (SPEC §23, `forgec.store.verdict`) in lines: the headline, then each gain
+    in one sentence, with the input that showed it when there is one. Empty for None."""
+    if not verdict:
+        return ""
+    lines = [str(verdict["headline"])]
+    for gain in verdict["gains"]:
+        lines.append(f"  + {gain['sentence']}")
+        witness = gain.get("witness")
+        if witness:
+            shown = dumps_text(witness.get("input"))
+            lines.append(f"      e.g. input {shown} (from {witness.get('from')})")
+    return "\n".join(indent + safe_text(line) for line in lines)
+
+
+def render_diff(diff: dict[str, Any], *, indent: str = "", verdict: bool = True) -> str:
+    """The diff in lines, the verdict first (unless VERDICT is false: the caller printed it
+    already); `indent` prefixes every line (the enable prompt nests it)."""
     lines: list[str] = []
+    if verdict and diff.get("verdict"):
+        head = render_verdict(diff["verdict"], indent=indent)
+        return head + "\n\n" + render_diff(diff, indent=indent, verdict=False)
     to = diff["to"]
     if diff.get("from") is None:
         lines.append(f"What {_who(to)} does (nothing agreed to before):")

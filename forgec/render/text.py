@@ -17,8 +17,9 @@ line.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable
-from typing import Any, TextIO
+from typing import Any, ClassVar, TextIO
 
 from forgec.ir.diagnostics import Diagnostic, Severity
 from forgec.render.safe import safe_text
@@ -68,22 +69,48 @@ def render_diagnostic(
     return "\n".join(lines)
 
 
+# SPEC §24: an excerpt is at most this many columns, whatever the line's length
+EXCERPT_COLUMNS = 200
+_BEFORE = 60  # columns shown before the caret when the line is cut
+# characters scanned for secrets on each side of the shown window, so a secret cut by the
+# window's edge is still recognised whole (the longest provider token is far below this)
+_SECRET_MARGIN = 512
+
+
 def _snippet(d: Diagnostic, source: str | None) -> tuple[str, int, int] | None:
-    """The source line (tabs expanded), where the caret starts and how long it is."""
+    """The source line (tabs expanded), where the caret starts and how long it is.
+
+    Bounded per diagnostic whatever the source (SPEC §24): the line is found through a line
+    index built once per source, only a window of about `EXCERPT_COLUMNS` characters around the
+    caret (plus `_SECRET_MARGIN` on each side for the secret scan) is ever worked on, and the
+    printed line is at most `EXCERPT_COLUMNS` columns (plus an ellipsis at a cut end).
+    Whatever looks like a secret in that window is blanked (SPEC §14: no output carries a
+    secret, an excerpt included), and for `FORGE_SECRET_FOUND` the flagged span is blanked
+    even when the scanner needs more context than the line to recognise it.
+    """
     if d.span is None or source is None:
         return None
-    # lines as spans count them: at "\n" only (`splitlines` also breaks at \x1c, \x85, U+2028…)
-    all_lines = source.split("\n")
-    if not 1 <= d.span.line <= len(all_lines):
+    raw_line = _line(source, d.span.line)
+    if raw_line is None:
         return None
-    raw = all_lines[d.span.line - 1].removesuffix("\r")
-    start = max(d.span.column - 1, 0)
+    full_len = len(raw_line)
+    start = min(max(d.span.column - 1, 0), full_len)
     if d.span.end_line == d.span.line:
         end = max(d.span.end_column - 1, start + 1)
     else:
-        end = len(raw)  # a multi-line construct: underline to the end of its first line
-    if d.code == "FORGE_SECRET_FOUND":
-        raw = _mask_secrets(raw, start, end)
+        end = full_len  # a multi-line construct: underline to the end of its first line
+    # the window shown, in characters of the line
+    lo = max(start - _BEFORE, 0) if full_len > EXCERPT_COLUMNS else 0
+    hi = min(full_len, lo + EXCERPT_COLUMNS)
+    wide_lo, wide_hi = max(lo - _SECRET_MARGIN, 0), min(full_len, hi + _SECRET_MARGIN)
+    wide = _mask_secrets(
+        raw_line[wide_lo:wide_hi],
+        start - wide_lo,
+        min(end, wide_hi) - wide_lo,
+        flagged=d.code == "FORGE_SECRET_FOUND",
+    )
+    raw = wide[lo - wide_lo : hi - wide_lo]
+    start, end = start - lo, min(end, hi) - lo
     # expand tabs before measuring so the caret lines up with what the terminal shows
     expanded = raw.expandtabs()
     visible_start = len(raw[:start].expandtabs())
@@ -93,34 +120,83 @@ def _snippet(d: Diagnostic, source: str | None) -> tuple[str, int, int] | None:
     inside = safe_text(expanded[visible_start:visible_end])
     line = before + inside + safe_text(expanded[visible_end:])
     visible_start, visible_end = len(before), len(before) + len(inside)
-    if len(line) > 200:  # minified JSON: show a window around the caret
-        left = max(visible_start - 60, 0)
-        line = (
-            ("…" if left else "")
-            + line[left : left + 160]
-            + ("…" if left + 160 < len(line) else "")
-        )
-        shift = left - (1 if left else 0)
-        visible_start -= shift
-        visible_end -= shift
+    cut_left, cut_right = lo > 0, hi < full_len
+    if len(line) > EXCERPT_COLUMNS:  # escapes and tabs widened it: cut around the caret again
+        left = max(min(visible_start - _BEFORE, len(line) - EXCERPT_COLUMNS), 0)
+        cut_left = cut_left or left > 0
+        cut_right = cut_right or left + EXCERPT_COLUMNS < len(line)
+        line = line[left : left + EXCERPT_COLUMNS]
+        visible_start -= left
+        visible_end -= left
+    if cut_left:
+        line = "…" + line
+        visible_start += 1
+        visible_end += 1
+    if cut_right:
+        line += "…"
+    visible_start = min(max(visible_start, 0), len(line))
     length = max(min(visible_end, len(line)) - visible_start, 1)
     return line, visible_start, length
 
 
-def _mask_secrets(line: str, start: int, end: int) -> str:
+class _Lines:
+    """Where each line of one source starts (at "\n" only, as spans count lines), built once
+    per source text and kept for the next diagnostic of the same text."""
+
+    text: ClassVar[str | None] = None
+    starts: ClassVar[list[int]] = []
+
+
+def _line(source: str, number: int) -> str | None:
+    """Line NUMBER (1-based) of SOURCE without its end of line, or None past the end."""
+    if _Lines.text is not source:
+        _Lines.starts = [0, *(m.end() for m in re.finditer("\n", source))]
+        _Lines.text = source
+    starts = _Lines.starts
+    if not 1 <= number <= len(starts):
+        return None
+    begin = starts[number - 1]
+    stop = starts[number] - 1 if number < len(starts) else len(source)
+    return source[begin:stop].removesuffix("\r")
+
+
+def _mask_secrets(line: str, start: int, end: int, *, flagged: bool = False) -> str:
     """The source line with what looks like a secret blanked out, same length (so the caret
-    still lines up): a diagnostic must never print the secret it warns about."""
+    still lines up): a diagnostic must never print a secret, the one it warns about or any
+    other on the line (SPEC §14). The scan is the scanner's own (`scan_text`), linear in the
+    (bounded) window."""
     from forgec.secretscan.rules import scan_text
 
     spans = [(f.start, f.end) for f in scan_text(line)]
-    if not spans:  # the scanner needs the value's context: blank the whole flagged span
+    spans.extend(_assigned_secrets(line))
+    if flagged and not spans:  # the scanner needs the value's context: blank the flagged span
         spans = [(start, end)]
+    if not spans:
+        return line
     chars = list(line)
     for lo, hi in spans:
         for i in range(max(lo, 0), min(hi, len(chars))):
             if chars[i] not in ' "':
                 chars[i] = "•"
     return "".join(chars)
+
+
+def _assigned_secrets(line: str) -> list[tuple[int, int]]:
+    """`NAME=value`, `NAME: value` and `"NAME": "value"` pairs of the line whose NAME means a
+    secret (`API_KEY`, `token`, `passwd`, …: the scanner's own name rule), the value's span:
+    an environment dump or a credentials file read as a tool prints its values as excerpts."""
+    from forgec.secretscan.rules import is_secret_name
+
+    out = []
+    for m in _PAIR.finditer(line):
+        if is_secret_name(m.group(1)) and len(m.group(2)) >= 4:
+            out.append((m.start(2), m.end(2)))
+    return out
+
+
+_PAIR = re.compile(
+    r"""["']?([A-Za-z_][A-Za-z0-9_.-]{0,63})["']?\s{0,4}[:=]\s{0,4}["']?([^\s"'\x00,;&]{1,4096})"""
+)
 
 
 def render_report(report: object, *, color: bool = False) -> str:

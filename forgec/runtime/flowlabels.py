@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from forgec.ir.capabilities import ROWS
+from forgec.ir.capabilities import OUTSIDE_COLUMNS, ROWS, named_query_tables
 
 INPUT = "input"
 MODEL = "model"
@@ -53,17 +53,29 @@ WRITE_WHEN: dict[str, tuple[str, frozenset[str]]] = {
 # the capability whose source and sink are named by the URL's host (`external:<host>`)
 (HTTP,) = (row.name for row in ROWS if row.source == "external")
 TALON = "external:talon"
-# the capabilities whose answers are also other people's text (`external:talon`)
+_TALON_SET = frozenset({TALON})
+# the capabilities whose answers are also other people's text (`external:talon`), and the
+# fields of those answers the host decides (SPEC §21 "origin per field")
 _OUTSIDE_TEXT = frozenset(row.name for row in ROWS if row.outside_text)
+_HOST_FIELDS = {row.name: frozenset(row.host_fields) for row in ROWS if row.outside_text}
+# the capabilities whose result's origin labels depend on the call (`origin_labels`): the one
+# labelled by its URL's host, and those whose answers may hold outside text per field
+ORIGIN_BY_CALL = frozenset(row.name for row in ROWS if row.source == "external" or row.outside_text)
+# SPEC §21 "destinations": capability → the input fields naming where data goes / what changes,
+# and those that are URLs (their destination is the host alone)
+DESTINATIONS: dict[str, tuple[str, ...]] = {row.name: row.destinations for row in ROWS}
+URL_DESTINATIONS: dict[str, frozenset[str]] = {
+    row.name: frozenset(d for d in row.destinations if row.url_destination(d)) for row in ROWS
+}
 
 # capability → the host table its writes go to (memory.access and schedule.manage only when
 # their operation writes, as WRITE_WHEN says)
 STORE_WRITES: dict[str, tuple[str, ...]] = {row.name: row.stores for row in ROWS if row.stores}
 # capability → the host table its result reads (db.query: the tables its SQL reads)
 STORE_READS: dict[str, str] = {row.name: row.reads for row in ROWS if row.reads is not None}
-# the tables db.query may read, and those whose rows other people write (untrusted at origin)
-QUERY_TABLES = ("memory_items", "messages", "schedules", "threads")
-UNTRUSTED_TABLES = frozenset({"messages", "threads"})
+# the tables db.query may read, and those holding text people wrote (SPEC §21: which
+# columns, `OUTSIDE_COLUMNS`, is the rows' table)
+UNTRUSTED_TABLES = frozenset(OUTSIDE_COLUMNS)
 # table → the result field that names a row (in a result, or in each of its `items` /
 # `schedules`): how a host finds the rows a call wrote or read
 ROW_KEYS = {
@@ -73,11 +85,20 @@ ROW_KEYS = {
     "memory_items": "key",
     "schedules": "scheduleId",
     "messages": "messageId",
+    "a2a_tasks": "taskId",
+    "background_tasks": "taskId",
 }
 _LISTS = ("items", "schedules")
 
-# `[flows] deny` rules of the reference host: rule → (label test, sink kind)
-DENY_RULES = ("private->egress", "untrusted->write", "untrusted->egress")
+# `[flows] deny` rules of the reference host: `<label kind>-><sink kind>`; `destination` is
+# the finer sink of SPEC §21: a destination argument's own data (control does not count)
+DESTINATION = "destination"
+DENY_RULES = (
+    "private->egress",
+    "untrusted->write",
+    "untrusted->egress",
+    "untrusted->destination",
+)
 
 
 def is_private(label: str) -> bool:
@@ -109,6 +130,28 @@ def source_labels(capability: str, host: str | None) -> frozenset[str]:
     return frozenset({label})
 
 
+def result_origin(capability: str, result: Any) -> frozenset[str]:
+    """SPEC §21 "origin per field": `external:talon` when the answer of a capability whose
+    answers are other people's text holds a field the host does not decide (a delegated
+    task's `result`, `error`); nothing for an answer of host facts alone (`taskId`, `status`)."""
+    if capability not in _OUTSIDE_TEXT:
+        return frozenset()
+    if type(result) is dict and _HOST_FIELDS[capability].issuperset(result):
+        return frozenset()
+    return _TALON_SET
+
+
+def origin_labels(capability: str, input: Any, result: Any) -> frozenset[str]:
+    """The labels a call's result carries by where it came from, at run time: its source
+    label (`net.http` by the URL's host) and the outside text among its fields."""
+    host = None
+    if capability == HTTP:
+        host = host_of_url(input.get("url") if type(input) is dict else None)
+    label = source_label(capability, host)
+    out = result_origin(capability, result)
+    return out | {label} if label is not None else out
+
+
 def tables_written(capability: str, operation: Any, known: bool = True) -> tuple[str, ...]:
     """The tables a call writes, given its operation field (`known` False: computed, so a
     capability that may write counts as writing)."""
@@ -128,14 +171,8 @@ def tables_read(capability: str, input: Any) -> tuple[str, ...]:
 
 
 def query_tables(sql: Any) -> tuple[str, ...]:
-    """The tables a `db.query` may read: those named in its SQL text (a word match, which
-    can only over-count), every allowed table when the SQL is not known."""
-    if type(sql) is not str:
-        return QUERY_TABLES
-    import re
-
-    lowered = sql.lower()
-    return tuple(t for t in QUERY_TABLES if re.search(rf"(?<![a-z0-9_]){t}(?![a-z0-9_])", lowered))
+    """The tables a `db.query` may read, by a word match of its SQL text (the rows' rule)."""
+    return named_query_tables(sql)
 
 
 def row_keys(table: str, result: Any) -> list[str]:
@@ -205,6 +242,51 @@ def denied(rules: Iterable[str], sink: str | None, labels: Iterable[str]) -> str
             if test(label):
                 return f"the host's [flows] rule {rule!r} refuses {label} reaching {sink}"
     return None
+
+
+def destination_labels(capability: str, input: Any, context: Any) -> frozenset[str]:
+    """SPEC §21: the labels a call's destination arguments carry by data (`context` is the
+    call's `CallContext`: its per-argument labels). A URL destination whose host the checked
+    manifest wrote literally (`context.fixed_destinations`) carries none: its labels fill
+    the path or query, which are content. An input that is not an object is all destination."""
+    names = DESTINATIONS.get(capability, ())
+    labels = context.labels
+    if not names or not labels:
+        return frozenset()
+    if type(input) is not dict:
+        return frozenset(labels.get("*", ()))
+    fixed = context.fixed_destinations
+    out: set[str] = set()
+    for name in names:
+        if name in fixed:
+            continue
+        out.update(labels.get(name, ()))
+    return frozenset(out)
+
+
+def call_denied(rules: Iterable[str], capability: str, input: Any, context: Any) -> str | None:
+    """The one run-time deny check (SPEC §15, §21), for a forged tool's step and a model's
+    own call alike: why the call is refused by `rules` (less the flows the caller allowed
+    for it, `context.allowed_flows`: the consent policy, a person's answer), or None.
+
+    The coarse rules test every label of the call (its arguments' and its control labels);
+    `untrusted->destination` tests the destination arguments' data labels only."""
+    allowed = context.allowed_flows
+    active = [r for r in rules if r not in allowed] if allowed else list(rules)
+    if not active:
+        return None
+    sink = call_sink(capability, input)
+    if sink is None:
+        return None
+    coarse = [r for r in active if not r.endswith("->" + DESTINATION)]
+    reason = denied(coarse, sink, context.all_labels()) if coarse else None
+    if reason is not None or len(coarse) == len(active):
+        return reason
+    fine = [r for r in active if r.endswith("->" + DESTINATION)]
+    dest = destination_labels(capability, input, context)
+    if not dest:
+        return None
+    return denied(fine, f"{DESTINATION}:{capability}", dest)
 
 
 def call_sink(capability: str, input: Any) -> str | None:

@@ -54,6 +54,12 @@ class CallContext:
     # note, memory item, message, …) the call read; the VM adds them to the result's labels.
     # Mutable on purpose (the one thing a host hands back beside the result); not compared.
     read_labels: set[str] = attrs.field(factory=set, eq=False)
+    # SPEC §21: the destination arguments whose destination the checked manifest fixed (a
+    # `net.http` URL whose host is literal): their labels fill content, not where data goes
+    fixed_destinations: frozenset[str] = frozenset()
+    # SPEC §21 "Policy": the `[flows] deny` rules the run's caller allowed for this call (the
+    # consent policy's `[[allow]] flows`, a person's answer): never set by the tool itself
+    allowed_flows: frozenset[str] = frozenset()
 
     def all_labels(self) -> frozenset[str]:
         """Every label of the call: its arguments' and its control labels."""

@@ -10,6 +10,22 @@ status; `notes.update` → the previous title and body).
 For tests it records every call, can be told to fail the next calls of a capability (transient
 or not), answers model steps from a script, and keeps per-tool state in `states`. Ids are
 sequential (`task-1`, `note-1`, `mem-1`) and the clock is injectable, so runs are repeatable.
+
+Seeding (the documented way to give it data; `forgec test`'s `[case.host]` uses the same):
+
+    host = MemoryHost()
+    host.seed(
+        tasks=[{"title": "Pay rent", "due": "2026-12-01"}],    # the rest takes its default
+        notes=[{"title": "Ideas", "body": "…"}],
+        memories=[{"text": "Ana prefers mornings", "tags": ["ana"]}],
+        state={"my-tool": {"seen": 3}},                        # tool id → its saved state
+    )
+
+Each record is shaped as the capability rows' results say (SPEC §5: a task is `{id, title,
+notes, due, status, createdAt, updatedAt}`); a field left out takes its default (a fresh
+sequential id, `""` notes, `null` due, `open` status, the clock's time, no tags). A field the
+shape does not have, or a value of the wrong type, raises `SeedError` naming the record and
+the field: a seed the real host could never hold is refused, never stored.
 """
 
 from __future__ import annotations
@@ -21,12 +37,27 @@ from typing import Any
 import attrs
 import orjson
 
-from forgec.ir.capabilities import BY_NAME
+from forgec.ir.capabilities import BY_NAME, MEMORY, NOTE, TASK
 from forgec.runtime import flowlabels
 from forgec.runtime.host import CallContext, HostError
 from forgec.runtime.undo import TALOS_UNDO, undo_input
 
 FAILED = "RUN_CAPABILITY_FAILED"
+
+# the tables `seed` fills: name → (id prefix, the row schema a record must satisfy)
+SEED_TABLES: dict[str, tuple[str, Mapping[str, Any]]] = {
+    "tasks": ("task", TASK),
+    "notes": ("note", NOTE),
+    "memories": ("mem", MEMORY),
+}
+
+
+class SeedError(ValueError):
+    """A seed record the host could never hold; `where` is (table, index, field | None)."""
+
+    def __init__(self, message: str, where: tuple[str, int | None, str | None]) -> None:
+        super().__init__(message)
+        self.where = where
 
 
 @attrs.frozen
@@ -109,6 +140,35 @@ class MemoryHost:
         """
         self._failures.setdefault(capability, []).append(_Injected(code, message, transient, times))
 
+    def seed(
+        self,
+        *,
+        tasks: Iterable[Mapping[str, Any]] = (),
+        notes: Iterable[Mapping[str, Any]] = (),
+        memories: Iterable[Mapping[str, Any]] = (),
+        state: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> MemoryHost:
+        """Add records (fields left out take their defaults) and saved states; returns the
+        host. Raises `SeedError` for a record the row's shape refuses (nothing is added)."""
+        staged: list[tuple[str, dict[str, Any]]] = []
+        seq = self._seq
+        for table, records in (("tasks", tasks), ("notes", notes), ("memories", memories)):
+            for index, record in enumerate(records):
+                full, seq = _seed_record(table, index, record, seq, self.clock)
+                staged.append((table, full))
+        states: dict[str, dict[str, Any]] = {}
+        for tool_id, value in (state or {}).items():
+            if not isinstance(value, Mapping):
+                raise SeedError(
+                    f"the state of {tool_id!r} must be an object", ("state", None, tool_id)
+                )
+            states[str(tool_id)] = orjson.loads(orjson.dumps(dict(value)))
+        self._seq = seq
+        for table, full in staged:
+            getattr(self, table)[full["id"]] = full
+        self.states.update(states)
+        return self
+
     def script_model(self, *answers: Any) -> None:
         """Answers for the next model steps, in order."""
         self.model_answers.extend(answers)
@@ -138,7 +198,7 @@ class MemoryHost:
         labels = context.all_labels()
         if sink is not None:
             self.flows.update((label, sink) for label in labels)
-        reason = flowlabels.denied(self.flow_deny, sink, labels)
+        reason = flowlabels.call_denied(self.flow_deny, capability, input, context)
         if reason is not None:
             raise HostError("RUN_FLOW_DENIED", f"{capability} at `{context.node_id}`: {reason}")
         self._maybe_fail(capability)
@@ -227,6 +287,69 @@ class MemoryHost:
         if undo is None:  # nothing to put back: the update's own check refuses the empty fields
             undo = {"id": result.get("id"), "title": None, "body": None}
         return self._dispatch(capability, undo)
+
+
+# --- seeding ---------------------------------------------------------------------------------
+
+
+def _seed_record(
+    table: str, index: int, record: Mapping[str, Any], seq: int, clock: Callable[[], str]
+) -> tuple[dict[str, Any], int]:
+    prefix, schema = SEED_TABLES[table]
+    if not isinstance(record, Mapping):
+        raise SeedError(f"{table}[{index}] must be a table of fields", (table, index, None))
+    known = schema["properties"]
+    for name in record:
+        if name not in known:
+            raise SeedError(
+                f"{table}[{index}]: `{name}` is not a field of the record "
+                f"(fields: {', '.join(known)})",
+                (table, index, str(name)),
+            )
+    now = clock()
+    full: dict[str, Any] = {}
+    if "id" not in record:
+        seq += 1
+    defaults: dict[str, Any] = {
+        "id": f"{prefix}-{seq}",
+        "notes": "",
+        "due": None,
+        "status": "open",
+        "createdAt": now,
+        "updatedAt": now,
+        "tags": [],
+    }
+    for name in known:
+        if name in record:
+            full[name] = record[name]
+        elif name in defaults:
+            full[name] = defaults[name]
+        else:
+            raise SeedError(
+                f"{table}[{index}] needs `{name}` (it has no default)", (table, index, name)
+            )
+    full = orjson.loads(orjson.dumps(full))
+    problem = _schema_problem(schema, full)
+    if problem is not None:
+        raise SeedError(f"{table}[{index}]: {problem}", (table, index, None))
+    return full, seq
+
+
+def _schema_problem(schema: Mapping[str, Any], value: Any) -> str | None:
+    import fastjsonschema
+
+    validator = _VALIDATORS.get(id(schema))
+    if validator is None:
+        validator = fastjsonschema.compile(dict(schema), use_formats=False)
+        _VALIDATORS[id(schema)] = validator
+    try:
+        validator(value)
+    except fastjsonschema.JsonSchemaValueException as exc:
+        return str(exc.message).replace("data.", "", 1).replace("data ", "the record ", 1)
+    return None
+
+
+_VALIDATORS: dict[int, Any] = {}
 
 
 # --- capabilities ---------------------------------------------------------------------------
@@ -359,3 +482,6 @@ _HANDLERS: dict[str, Callable[[MemoryHost, dict[str, Any]], Any]] = {
     "memory.search": _memory_search,
     "memory.create": _memory_create,
 }
+
+# the capabilities this host carries out itself (any other needs a host that has it)
+PROVIDED: frozenset[str] = frozenset(_HANDLERS)

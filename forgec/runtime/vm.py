@@ -21,14 +21,23 @@ a Program constant or smuggle a non-JSON object into a comparison.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import attrs
 import orjson
 
 from forgec.runtime import labels as lb
-from forgec.runtime.flowlabels import MODEL, STATE, host_of_url, source_label, source_labels
+from forgec.runtime.flowlabels import (
+    DESTINATIONS,
+    MODEL,
+    ORIGIN_BY_CALL,
+    STATE,
+    TALON,
+    URL_DESTINATIONS,
+    origin_labels,
+    source_labels,
+)
 from forgec.runtime.host import CallContext, Host, HostError
 from forgec.runtime.limits import INPUT_LIMIT, OUTPUT_LIMIT, RESULT_LIMIT
 from forgec.runtime.opcodes import Op
@@ -154,11 +163,25 @@ def run(
     consent: ConsentCallback | None = None,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
+    input_labels: Iterable[str] = (),
+    allowed_flows: Iterable[str] = (),
+    trace: list[str] | None = None,
 ) -> RunResult:
     """Run `program` on `input` through `host`; never raises for anything a Program or input
-    can do. Without a `consent` callback the run is refused (deny by default)."""
+    can do. Without a `consent` callback the run is refused (deny by default).
+
+    SPEC §21: `input_labels` join `input`'s own label (a forged tool called in a turn starts
+    with the turn's context labels on `input`); `allowed_flows` are the `[flows] deny` rules
+    the caller's consent policy allows this run (handed to the host with every call).
+
+    `trace`, when given, receives the id of every node entered, in order (one per transition:
+    what `forgec test --coverage` measures)."""
     started = clock()
     runner = _Run(program, host, sleep)
+    runner.trace = trace
+    if input_labels:
+        runner.input_tree = (lb.INPUT_TREE[0] | frozenset(input_labels), None)
+    runner.allowed_flows = frozenset(allowed_flows)
     try:
         output = runner.run(input, consent)
     except RunFailure as failure:
@@ -193,7 +216,8 @@ class _CallSite:
     backoff_s: float
     compensation: str | None
     context: CallContext
-    source: frozenset[str] = frozenset()  # the label its result carries (net.http: by URL)
+    source: frozenset[str] = frozenset()  # the labels its result carries by its row alone
+    by_call: bool = False  # its origin labels depend on the call (`flowlabels.ORIGIN_BY_CALL`)
 
 
 @attrs.frozen
@@ -220,6 +244,26 @@ class _Compiled:
 
 
 _ITER_END, _NEVER, _LOOP = -1, -2, -3
+TALON_LABELS = frozenset({TALON})
+
+
+def _fixed_destinations(capability: str, desc: Any) -> frozenset[str]:
+    """SPEC §21: the URL destinations of a call whose host the checked manifest wrote: a
+    template whose literal text before the first placeholder holds the whole authority (up
+    to a `/`, `?` or `#`). A constant is fixed too, but carries no labels anyway."""
+    urls = URL_DESTINATIONS.get(capability)
+    if not urls or not isinstance(desc, (list, tuple)) or desc[0] != "obj":
+        return frozenset()
+    out = set()
+    for key, member in desc[1]:
+        if key not in urls or key not in DESTINATIONS.get(capability, ()):
+            continue
+        if member[0] == "tpl" and member[1] and isinstance(member[1][0], str):
+            head = member[1][0]
+            scheme, sep, rest = head.partition("://")
+            if sep and scheme.isalpha() and any(ch in rest for ch in "/?#"):
+                out.add(key)
+    return frozenset(out)
 
 
 def compiled(program: Program) -> _Compiled:
@@ -279,6 +323,12 @@ def compiled(program: Program) -> _Compiled:
             )
             if op == _CALL:
                 c = p.calls[arg]
+                given = p.code[len(code) - 1] if code else None
+                fixed = _fixed_destinations(
+                    c["capability"], p.values[given[1]] if given and given[0] == _EVAL else None
+                )
+                if fixed:
+                    context = attrs.evolve(context, fixed_destinations=fixed)
                 decoded = _CallSite(
                     node_ids[node],
                     c["capability"],
@@ -286,7 +336,8 @@ def compiled(program: Program) -> _Compiled:
                     c["backoffMs"] / 1000,
                     c["compensation"],
                     context,
-                    source_labels(c["capability"], None),
+                    source_labels(c["capability"], None) - TALON_LABELS,
+                    c["capability"] in ORIGIN_BY_CALL,
                 )
             else:
                 m = p.models[arg]
@@ -405,11 +456,14 @@ class _Run:
         # completed steps that declared a compensation: (site, input, result)
         self.done: list[tuple[_CallSite, Any, Any]] = []
         self.output_labels: tuple[str, ...] = ()
+        self.input_tree: lb.Tree = lb.INPUT_TREE
+        self.allowed_flows: frozenset[str] = frozenset()
         # SPEC §15 "Labels persist": the state's labels as loaded (lenv keys `state.X`) and
         # the label env at the end of the code, for the labels saved beside the state
         self.keeps_labels = bool(getattr(host, "keeps_labels", False))
         self.state_trees: lb.LEnv = {}
         self.lenv: lb.LEnv = {}
+        self.trace: list[str] | None = None
 
     def line_of(self, node_id: str | None) -> int | None:
         for node in self.program.nodes:
@@ -617,10 +671,12 @@ class _Run:
         fail_reads = comp.fail_reads
         every = fail_reads is None  # an older Program: every value a node evaluates counts
         limit = self.program.transition_limit
+        trace = self.trace
+        node_ids = comp.node_ids
         state = env["state"]
         stack: list[Any] = []
         push, pop = stack.append, stack.pop
-        lenv: lb.LEnv = {"input": lb.INPUT_TREE, **self.state_trees}
+        lenv: lb.LEnv = {"input": self.input_tree, **self.state_trees}
         # labels an earlier node's failure depends on (SPEC §15 "Failure is control"): taken
         # at the node's entry and from a call's input, they join `sticky` when the next node
         # is entered (the node itself is not decided by its own failure)
@@ -647,6 +703,8 @@ class _Run:
                             "RUN_TRANSITION_LIMIT",
                             f"the run reached its limit of {limit} transitions",
                         )
+                    if trace is not None:
+                        trace.append(node_ids[node])
                     if controls and controls[-1][0] == node:
                         while controls and controls[-1][0] == node:
                             controls.pop()
@@ -806,6 +864,8 @@ class _Run:
             tuple(sorted(control_labels)) if control_labels else (),
             credential_headers=credentials,
             read_labels=set(),
+            fixed_destinations=c.fixed_destinations,
+            allowed_flows=self.allowed_flows,
         )
         first = context
         attempt = 1
@@ -840,9 +900,10 @@ class _Run:
         if site.compensation is not None:
             self.done.append((site, input, result))
         source = site.source
-        if site.capability == "net.http":
-            url = input.get("url") if type(input) is dict else None
-            source = frozenset({source_label("net.http", host_of_url(url)) or "external:*"})
+        if site.by_call:
+            # the row's origin depends on the call: `net.http` by the URL's host, and (SPEC
+            # §21 "origin per field") outside text only when the answer holds some
+            source = origin_labels(site.capability, input, result)
         stored = context.read_labels  # the labels of the rows the call read (SPEC §15)
         if stored:
             source = source | frozenset(x for x in stored if type(x) is str)

@@ -222,8 +222,11 @@ async def _source_of(form: FormData) -> tuple[bytes, str | None] | str:
     manifest), from an upload or the paste box; else a one-line problem."""
     upload = form.get("file")
     if isinstance(upload, UploadFile) and upload.filename:
-        data = await upload.read(MAX_BODY + 1)
+        from forgec.frontend.reading import read_tool_stream
+
         base = PurePath(upload.filename.replace("\\", "/")).name or "upload"
+        # the one bounded reader (SPEC §24): at most the form's limit + 1 bytes
+        data = read_tool_stream(upload.file, path=base)
         return data, base
     exact = form.get("source_b64")  # the install form: the very bytes that were checked
     if isinstance(exact, str) and exact:

@@ -15,6 +15,13 @@ the token leaves the address bar and the history at once). In order, each reques
    API): else 403;
 4. fit in `MAX_BODY` bytes (a `.forge` source is at most 256 KiB): else 413.
 
+Every answer that sends the browser somewhere (`Location`) sends it only within this origin:
+`same_origin_location` resolves the exact header value against the origin as a browser does
+(the WHATWG URL rule, through `ada_url`: `\\` read as `/`, tabs and newlines dropped, leading
+control characters and spaces stripped, `.` and `..` segments applied) and compares the origins;
+anything else becomes `/`. It is applied to every answer on its way out, the login redirect's
+included, so no route can forget it.
+
 Every answer carries the Content-Security-Policy (scripts and styles from this origin only, no
 inline script or style, no frame, no form to another origin), `X-Frame-Options: DENY`,
 `Referrer-Policy: same-origin`, `Cache-Control: no-store` and `nosniff`.
@@ -24,11 +31,12 @@ from __future__ import annotations
 
 import contextlib
 import hmac
+import re
 import secrets
 from collections.abc import Awaitable, Callable, MutableMapping
 from http.cookies import SimpleCookie
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote, urlencode
 
 import attrs
 
@@ -53,6 +61,9 @@ HEADERS = (
     (b"cross-origin-resource-policy", b"same-origin"),
 )
 MAX_BODY = 1024 * 1024
+# what a header value may hold and be read back unchanged by every browser and by h11:
+# printable ASCII (a control character, a space or a byte over 0x7e is not sent, never mended)
+_HEADER_SAFE = re.compile(r"[\x21-\x7e]*\Z")
 SAFE_METHODS = ("GET", "HEAD")
 
 
@@ -72,6 +83,26 @@ class Secrets:
 
     def hosts(self) -> tuple[str, ...]:
         return (f"127.0.0.1:{self.port}", f"localhost:{self.port}")
+
+
+def same_origin_location(location: str, origin: str) -> str:
+    """LOCATION if a browser on ORIGIN (`http://127.0.0.1:PORT`) would follow it to ORIGIN
+    itself, else `/`.
+
+    Decided as the browser decides (WHATWG URL, `ada_url`): the value is resolved against the
+    origin's root and the resolved URL's origin must equal ORIGIN. So `//host`, `/\\host`,
+    `/\t/host`, `\\\\host`, `http:host`, `/x/..//host` (a path that only becomes `//host` as a
+    pathname, still same-origin as sent) and every other spelling of another origin is refused by
+    what it means, not by how it is spelled."""
+    from ada_url import URL
+
+    if not _HEADER_SAFE.match(location):
+        return "/"
+    try:
+        resolved = URL(location, origin + "/")
+    except ValueError:  # a browser would not follow it either: stay here
+        return "/"
+    return location if resolved.origin == origin else "/"
 
 
 def same(a: str | None, b: str) -> bool:
@@ -104,7 +135,7 @@ class Guard:
             if not same(query["token"], self.keys.token):
                 await _plain(send, 403, "wrong token: open the link `forgec screen` printed")
                 return
-            await _login(send, self.keys, scope["path"], query)
+            await _login(send, self.keys, scope, query, f"http://{host}")
             return
         if not same(cookie, self.keys.token):
             await _plain(send, 403, "no token: open the link `forgec screen` printed")
@@ -124,7 +155,7 @@ class Guard:
             receive = _capped(receive)
         # a body without Content-Length that grows past MAX_BODY stops the request (answered 500)
         with contextlib.suppress(BodyTooLarge):
-            await self.app(scope, receive, _with_headers(send))
+            await self.app(scope, receive, _with_headers(send, f"http://{host}"))
 
 
 def _headers(scope: Scope) -> dict[str, str]:
@@ -166,13 +197,28 @@ class BodyTooLarge(Exception):
     pass
 
 
-def _with_headers(send: Send) -> Send:
+def _with_headers(send: Send, origin: str) -> Send:
+    """SEND with the policy headers added to the answer, and its `Location` (if any) kept
+    within ORIGIN (`same_origin_location`)."""
+
     async def wrapped(message: Message) -> None:
         if message["type"] == "http.response.start":
-            message["headers"] = [*message.get("headers", []), *HEADERS]
+            message["headers"] = [
+                *_within(message.get("headers", []), origin),
+                *HEADERS,
+            ]
         await send(message)
 
     return wrapped
+
+
+def _within(headers: Any, origin: str) -> list[tuple[bytes, bytes]]:
+    out = []
+    for name, value in headers:
+        if bytes(name).lower() == b"location":
+            value = same_origin_location(bytes(value).decode("latin-1"), origin).encode()
+        out.append((name, value))
+    return out
 
 
 async def _plain(send: Send, status: int, text: str) -> None:
@@ -186,19 +232,23 @@ async def _plain(send: Send, status: int, text: str) -> None:
     await send({"type": "http.response.body", "body": (text + "\n").encode()})
 
 
-async def _login(send: Send, keys: Secrets, path: str, query: dict[str, str]) -> None:
-    """Set the cookie and send the browser to the same page without the token in its URL."""
+async def _login(
+    send: Send, keys: Secrets, scope: Scope, query: dict[str, str], origin: str
+) -> None:
+    """Set the cookie and send the browser to the same page without the token in its URL: the
+    path as the request spelled it (still percent-encoded), when a browser reads it as this
+    origin (`same_origin_location`); else the root."""
     rest = {k: v for k, v in query.items() if k != "token"}
-    location = (path if path.startswith("/") and not path.startswith("//") else "/") + (
-        "?" + urlencode(rest) if rest else ""
-    )
+    raw = scope.get("raw_path")
+    path = bytes(raw).decode("latin-1") if raw else quote(scope["path"])
+    location = same_origin_location(path + ("?" + urlencode(rest) if rest else ""), origin)
     cookie = f"{keys.cookie_name}={keys.token}; HttpOnly; SameSite=Strict; Path=/"
     await send(
         {
             "type": "http.response.start",
             "status": 303,
             "headers": [
-                (b"location", location.encode("latin-1", "replace")),
+                (b"location", location.encode("ascii")),
                 (b"set-cookie", cookie.encode()),
                 *HEADERS,
             ],

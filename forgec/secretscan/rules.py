@@ -42,7 +42,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any, cast
 
-from forgec.ir.records import evolve, record
+import attrs
+
 from forgec.secretscan.names import (
     HEADER_USE,
     SCREEN_STEMS,
@@ -86,7 +87,7 @@ __all__ = [
 ]
 
 
-@record
+@attrs.frozen
 class SecretFinding:
     """One secret-looking span of a string. `preview` never holds more than a public prefix."""
 
@@ -1036,7 +1037,7 @@ def _keyword(text: str, start: int, end: int, ctx: _Context) -> _Result:
         kind = "password in connection string"
     else:
         kind = f"{found.kind} (assigned in text)"
-    return evolve(found, kind=kind, start=s, end=v.end()), m.end()
+    return attrs.evolve(found, kind=kind, start=s, end=v.end()), m.end()
 
 
 def _auth_credential(scheme: str, cred: str, start: int, end: int) -> SecretFinding | None:
@@ -1107,12 +1108,12 @@ def _by_name(value: str, name: str) -> SecretFinding | None:
             if found is None:
                 return None
             kind = "HTTP Basic credentials" if scheme == "basic" else "token"
-            return evolve(found, kind=f"{kind} in the {label} header value")
+            return attrs.evolve(found, kind=f"{kind} in the {label} header value")
         # Docker's `auths` entries (`{"auths": {"host": {"auth": "<base64 user:password>"}}}`)
         # and alike: the value itself is Basic credentials without the scheme
         found = _auth_credential("basic", v, 0, n) if 8 <= n <= 4096 else None
         if found is not None:
-            return evolve(found, kind=f"base64 user:password under {label}", preview="")
+            return attrs.evolve(found, kind=f"base64 user:password under {label}", preview="")
     if n < 8 or n > 4096 or is_placeholder(v) or _not_secret_shape(v):
         return None
     if any(c.isspace() for c in v):
@@ -1165,7 +1166,7 @@ def scan_text(text: str, *, name: str | None = None) -> list[SecretFinding]:
             start, end = where[f.start], where[f.end - 1] + 1
             if (start, end) not in seen:
                 kind = f"{f.kind} (hidden by invisible characters or percent-encoding)"
-                findings.append(evolve(f, kind=kind, start=start, end=end))
+                findings.append(attrs.evolve(f, kind=kind, start=start, end=end))
     if not any(f.strength == STRONG for f in findings):
         findings.extend(_base64_findings(text))
     if not findings:
@@ -1260,7 +1261,7 @@ def _base64_findings(text: str) -> list[SecretFinding]:
         for f in _scan_plain(decoded, None):
             if f.strength == STRONG:
                 kind = f"{f.kind} (base64 encoded)"
-                out.append(evolve(f, kind=kind, start=m.start(), end=m.end(), preview=""))
+                out.append(attrs.evolve(f, kind=kind, start=m.start(), end=m.end(), preview=""))
                 break
     return out
 

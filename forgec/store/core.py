@@ -51,7 +51,6 @@ import orjson
 
 from forgec.ir.diagnostics import Diagnostic, make, sort_key
 from forgec.ir.marks import Marks
-from forgec.ir.records import evolve
 from forgec.ir.rules import TOOL_ID_PATTERN
 from forgec.store import effects as fx
 from forgec.store.integrity import (
@@ -123,6 +122,21 @@ class VersionInfo:
     author_name: str | None = None
     status: str = "previous"  # "current" | "proposed" | "rejected" | "previous"
     problem: str | None = None  # why the row cannot be trusted (changed, damaged)
+    # when a person said yes to this very hash (turning it on); for a version that asks every
+    # run that yes is no consent to run, but it was given, and the table says so
+    turned_on_at: str | None = None
+    always_asks: bool = False
+
+    @property
+    def consent_words(self) -> str:
+        """The truth about consent, in words: given (and when), asked every run (turned on
+        when), or none."""
+        if self.always_asks:
+            when = f"; turned on {self.turned_on_at}" if self.turned_on_at else ""
+            return f"asks every run{when}"
+        if self.consent == "granted":
+            return f"consent given {self.turned_on_at}" if self.turned_on_at else "consent given"
+        return "no consent"
 
     @property
     def proposal(self) -> int | None:
@@ -143,6 +157,10 @@ class VersionInfo:
             "authorName": self.author_name,
             "status": self.status,
             "intact": self.problem is None,
+            "installedAt": self.installed_at,
+            "consent": self.consent_words,
+            "consentGivenAt": self.turned_on_at,
+            "alwaysAsks": self.always_asks,
         }
 
 
@@ -630,7 +648,7 @@ class Store:
         tool_id = normalize_id(tool)
         current, _ = self._tool_row(self._conn, tool_id)
         rows = self._read(
-            "SELECT " + _VCOLS + ", c.kind, c.hash FROM versions v"
+            "SELECT " + _VCOLS + ", c.kind, c.hash, c.granted_at FROM versions v"
             " LEFT JOIN consents c ON c.tool_id = v.tool_id AND c.version = v.version"
             " WHERE v.tool_id = ? ORDER BY v.version",
             (tool_id,),
@@ -639,6 +657,9 @@ class Store:
         for row in rows:
             fields = dict(zip(VERSION_COLUMNS, row, strict=False))
             kind, consent_hash = row[len(VERSION_COLUMNS)], row[len(VERSION_COLUMNS) + 1]
+            granted_at = row[len(VERSION_COLUMNS) + 2]
+            mine = kind == "granted" and consent_hash == fields["hash"]
+            asks = _always_asks(fields["marks"])
             problem = None
             try:
                 check_row(tool_id, fields)
@@ -652,13 +673,9 @@ class Store:
                     current=version == current,
                     hash=str(fields["hash"]),
                     installed_at=str(fields["installed_at"]),
-                    consent=(
-                        kind
-                        if kind == "granted"
-                        and consent_hash == fields["hash"]
-                        and not _always_asks(fields["marks"])
-                        else None
-                    ),
+                    consent=kind if mine and not asks else None,
+                    turned_on_at=str(granted_at) if mine and granted_at else None,
+                    always_asks=asks,
                     author=str(fields["author"]),
                     author_name=fields["author_name"],
                     status=_status(fields["status"], version == current),
@@ -712,10 +729,12 @@ class Store:
     def checked_ir(self, stored: StoredVersion) -> Any:
         """The IR of a stored version, checked again by this forgec (what the consent diff
         compares: `forgec.store.diff`). The stored manifest passed its check when installed."""
-        report = self._check(
-            manifest_text(stored.manifest).encode(), path=None, target=stored.target
-        )
-        return report.ir
+        return self.checked_report(stored).ir
+
+    def checked_report(self, stored: StoredVersion) -> Any:
+        """The check report of a stored version, checked again by this forgec (its IR and
+        facts: what the consent diff and the verdict compare)."""
+        return self._check(manifest_text(stored.manifest).encode(), path=None, target=stored.target)
 
     # -- proposals ------------------------------------------------------------------------
 
@@ -1090,7 +1109,10 @@ _NOTHING = StoredVersion(
 def _consent_message(stored: StoredVersion, status: ConsentStatus) -> str:
     name = f"{stored.name} v{stored.version}"
     if status.reason == "always":
-        return f"{name} is R4: it asks before it is turned on and before every run"
+        from forgec.render.consent import always_asks_banner
+
+        why = always_asks_banner(stored.marks) or "It asks before every run."
+        return f"{name} asks before it is turned on and before every run. {why}"
     if status.reason == "changed":
         return (
             f"{name} (written by {stored.author_words}) is not the version you agreed to "
@@ -1169,6 +1191,6 @@ def _with(report: Any, extra: list[Diagnostic]) -> Any:
     have = {(d.code, d.path, d.message) for d in report.diagnostics}
     fresh = [d for d in extra if (d.code, d.path, d.message) not in have]
     if report.source_map is not None:
-        fresh = [evolve(d, span=report.source_map.span(d.path, key=d.key)) for d in fresh]
+        fresh = [attrs.evolve(d, span=report.source_map.span(d.path, key=d.key)) for d in fresh]
     merged = sorted([*report.diagnostics, *fresh], key=sort_key)
-    return evolve(report, diagnostics=tuple(merged))
+    return attrs.evolve(report, diagnostics=tuple(merged))

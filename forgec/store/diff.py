@@ -23,7 +23,11 @@ prints and the Tool Forge screen reads:
      "effects": {"gained": [{"kind", "text"}], "lost": [...]},
      "behaviour": [{"change": "added"|"removed"|"changed", "node", "what", "old", "new", "text"}],
      "text": [{"field", "old", "new"}],
-     "summary": "No change." | "Only text changed." | ...}
+     "summary": "No change." | "Only text changed." | ...,
+     "verdict": {"newPower", "headline", "gains": [...]} | null}
+
+`verdict` (SPEC §23, `forgec.store.verdict`) answers "what can B do that A could not?" from
+the two check reports; null for a first consent.
 
 `node` is null for a tool-level change; `old` and `new` are display strings (null for the side
 that has nothing), values in `.forge` notation (`forgec.frontend.dsl_format.one_line`), and
@@ -73,11 +77,15 @@ def diff_versions(store: Any, tool_id: str, a: Which, b: Which) -> dict[str, Any
     "pN" for proposal N."""
     new = _read(store, tool_id, b)
     old = _read(store, tool_id, a) if a is not None else None
+    new_report = store.checked_report(new)
+    old_report = store.checked_report(old) if old is not None else None
     return diff_stored(
         old,
         new,
-        old_ir=store.checked_ir(old) if old is not None else None,
-        new_ir=store.checked_ir(new),
+        old_ir=old_report.ir if old_report is not None else None,
+        new_ir=new_report.ir,
+        old_report=old_report,
+        new_report=new_report,
     )
 
 
@@ -87,8 +95,18 @@ def _read(store: Any, tool_id: str, which: Which) -> Any:
     return store.get(tool_id, which)
 
 
-def diff_stored(old: Any, new: Any, *, old_ir: Any, new_ir: Any) -> dict[str, Any]:
-    """The diff of two `StoredVersion`s (OLD may be None) given their checked IRs."""
+def diff_stored(
+    old: Any,
+    new: Any,
+    *,
+    old_ir: Any,
+    new_ir: Any,
+    old_report: Any = None,
+    new_report: Any = None,
+) -> dict[str, Any]:
+    """The diff of two `StoredVersion`s (OLD may be None) given their checked IRs; with both
+    check reports, `verdict` says whether the new one can do anything the old could not
+    (`forgec.store.verdict`, SPEC §23), else it is null."""
     gained, lost = effect_changes(old.effects if old is not None else {}, new.effects)
     text = text_changes(old_ir, new_ir)
     moved = {e["kind"] for e in (*gained, *lost)}
@@ -103,8 +121,24 @@ def diff_stored(old: Any, new: Any, *, old_ir: Any, new_ir: Any) -> dict[str, An
         "behaviour": behaviour,
         "text": text,
         "summary": "",
+        "verdict": None,
     }
     out["summary"] = summary(out)
+    if old is not None and old_report is not None and new_report is not None:
+        from forgec.store.verdict import verdict
+
+        found = verdict(old_report, new_report, was=old.label, inputs=_inputs(old, new))
+        out["verdict"] = found.to_json() if found is not None else None
+    return out
+
+
+def _inputs(*versions: Any) -> list[Any]:
+    """The test cases' inputs kept with the versions (SPEC §22), as witness candidates."""
+    out: list[Any] = []
+    for stored in versions:
+        for case in getattr(stored, "tests", None) or ():
+            if isinstance(case, dict) and isinstance(case.get("input"), dict):
+                out.append(case["input"])
     return out
 
 

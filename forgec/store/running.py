@@ -16,14 +16,31 @@ from forgec.store.core import StoredVersion
 
 
 def run_stored(
-    stored: StoredVersion, tool_input: Any, *, host: Any, consent: Any, program: Any = None
+    stored: StoredVersion,
+    tool_input: Any,
+    *,
+    host: Any,
+    consent: Any,
+    program: Any = None,
+    input_labels: Any = (),
+    allowed_flows: Any = (),
 ) -> Any:
-    """Run the stored Program (PROGRAM: that Program already read, so it is not read twice)."""
+    """Run the stored Program (PROGRAM: that Program already read, so it is not read twice).
+
+    SPEC §21: INPUT_LABELS join `input` (a turn's context labels); ALLOWED_FLOWS are the
+    `[flows] deny` rules the consent policy allows this tool."""
     from forgec.runtime import Program, run
 
     if program is None:
         program = Program.from_json(stored.program)
-    return run(program, tool_input, host=host, consent=consent)
+    return run(
+        program,
+        tool_input,
+        host=host,
+        consent=consent,
+        input_labels=input_labels,
+        allowed_flows=allowed_flows,
+    )
 
 
 def open_host_for(

@@ -1,0 +1,55 @@
+"""A turn's context labels (SPEC §21): what the model has read, carried by every call it makes.
+
+The context is `forgec.host.agentcall.AgentContext`, the one the MCP server's sessions use too,
+and every call goes through `call_as_agent`, the bridge a forged tool's step crosses (its
+`[flows] deny` check and its row labels). The daemon feeds it:
+
+- **seed**: the labels of what started the turn — stored with the schedule (`Work.labels`), with
+  the A2A task by the sending turn, with the background task by the spawning turn;
+  `external:talon` for a message from a channel (`CHANNEL_MESSAGE`). The persona's prompt,
+  skills and instruction files carry none.
+- **grow**: every tool result the model sees joins its labels (`AgentOutcome.labels`: origin
+  per field and the stored labels of the rows it read; a forged tool's output labels).
+- **failure is control** (SPEC §15): a failed call's error is a result too, and whether it
+  failed may depend on what it reached; it joins the source labels of the call
+  (`failed_call_labels`), or, for a forged tool, every source its steps have
+  (`failed_run_labels`: the run's own labels are lost with the failure) — unless the bridge
+  refused the call before it had any effect.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from forgec.runtime import flowlabels as fl
+
+CHANNEL_MESSAGE = (fl.TALON,)  # a turn started by a message from a channel: people wrote it
+# refusals decided by the call's own labels and input, before the call had any effect
+_BEFORE_EFFECT = frozenset({"RUN_FLOW_DENIED", "RUN_LABEL_DENIED"})
+
+
+def failed_call_labels(capability: str, input: Any, code: str) -> frozenset[str]:
+    """What the error of a failed host-tool call carries into the model's context."""
+    if code in _BEFORE_EFFECT:
+        return frozenset()
+    host = None
+    if capability == fl.HTTP and type(input) is dict:
+        host = fl.host_of_url(input.get("url"))
+    return fl.source_labels(capability, host)
+
+
+def failed_run_labels(marks: Any) -> frozenset[str]:
+    """What a failed forged tool's error may carry: every source its reachable steps have."""
+    out: set[str] = set()
+    for capability in getattr(marks, "capabilities", ()) or ():
+        if capability == fl.HTTP:
+            hosts = getattr(marks, "network", ()) or ("*",)
+            out.update(f"external:{h}" for h in hosts)
+        else:
+            out.update(fl.source_labels(capability, None))
+    return frozenset(out)
+
+
+def turn_labels(labels: Any) -> tuple[str, ...]:
+    """A context's labels as stored and journaled (`input` stays inside the tool that had it)."""
+    return tuple(sorted(x for x in labels if x != fl.INPUT))

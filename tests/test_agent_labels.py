@@ -1,0 +1,260 @@
+"""SPEC §21 through the bridge's call API for a model's own calls (`forgec.host.agentcall`),
+on the real reference host (SQLite): the context's labels ride every call as data and control,
+`[flows] deny` refuses before any effect, `untrusted->destination` reads only the destination
+arguments' data, the caller's allowed flows lift a rule for one call, the rows a call writes
+keep the context's labels, and a result's labels are its origin per field plus its rows'."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from forgec.host import HostOptions, open_host
+from forgec.host.agentcall import AgentContext, call_as_agent
+from forgec.host.config import ChannelConfig, HostConfig
+from forgec.runtime.host import HostError
+
+ALL = ("schedule.manage:own", "memory.access:thread", "channel.send:*", "db.query:own")
+WEB = "external:evil.example"
+
+
+def _open(tmp_path: Path, deny: tuple[str, ...]):
+    cfg = HostConfig(
+        thread="th-1",
+        channels={"general": ChannelConfig("general"), "journal": ChannelConfig("journal")},
+        flow_deny=deny,
+    )
+    return open_host(HostOptions(db=tmp_path / "h.db", config=cfg, persona_labels=ALL))
+
+
+def _sent(tmp_path: Path) -> list[tuple[str, str, str]]:
+    with sqlite3.connect(tmp_path / "h.db") as raw:
+        return list(raw.execute("SELECT channel_id, content, labels FROM messages"))
+
+
+def test_a_pin_read_in_a_turn_cannot_be_posted_under_private_egress(tmp_path: Path) -> None:
+    with _open(tmp_path, ("private->egress",)) as host:
+        ctx = AgentContext.start()
+        call_as_agent(
+            host,
+            "memory.access",
+            {"operation": "write", "key": "pin", "value": "4921"},
+            ctx,
+            caller="t",
+        )
+        read = call_as_agent(
+            host, "memory.access", {"operation": "read", "key": "pin"}, ctx, caller="t"
+        )
+        assert read.labels == {"private:memory.access"}
+        ctx.join(read.labels)
+        with pytest.raises(HostError) as info:
+            call_as_agent(
+                host,
+                "channel.send",
+                {"channelId": "general", "content": "4921"},
+                ctx,
+                caller="t",
+                name="channel_send",
+            )
+        assert info.value.code == "RUN_FLOW_DENIED"
+        assert "private->egress" in info.value.message
+        assert _sent(tmp_path) == []  # no effect
+        # the consent policy (or a person) allows this one flow for this call: it is sent
+        call_as_agent(
+            host,
+            "channel.send",
+            {"channelId": "general", "content": "4921"},
+            ctx,
+            caller="t",
+            allowed_flows=("private->egress",),
+        )
+        (row,) = _sent(tmp_path)
+        assert row[:2] == ("general", "4921") and "private:memory.access" in row[2]
+
+
+def test_web_text_in_the_context_picks_no_destination(tmp_path: Path) -> None:
+    with _open(tmp_path, ("untrusted->destination",)) as host:
+        clean = AgentContext.start()
+        call_as_agent(
+            host, "channel.send", {"channelId": "journal", "content": "hi"}, clean, caller="t"
+        )
+        steered = AgentContext.start({WEB})
+        with pytest.raises(HostError) as info:
+            call_as_agent(
+                host, "channel.send", {"channelId": "journal", "content": "x"}, steered, caller="t"
+            )
+        assert info.value.code == "RUN_FLOW_DENIED"
+        assert "untrusted->destination" in info.value.message and WEB in info.value.message
+        # control alone is not data: only the coarse rules count what decided the call
+        decided = AgentContext(data=frozenset(), control=frozenset({WEB}))
+        call_as_agent(
+            host, "channel.send", {"channelId": "journal", "content": "y"}, decided, caller="t"
+        )
+        assert [r[1] for r in _sent(tmp_path)] == ["hi", "y"]
+        # a read is no sink: the rule refuses nothing there
+        call_as_agent(host, "memory.access", {"operation": "list"}, steered, caller="t")
+
+
+def test_written_rows_keep_the_context_and_a_later_read_carries_it(tmp_path: Path) -> None:
+    with _open(tmp_path, ("untrusted->write",)) as host:
+        steered = AgentContext.start({WEB})
+        with pytest.raises(HostError):
+            call_as_agent(
+                host,
+                "memory.access",
+                {"operation": "write", "key": "k", "value": "v"},
+                steered,
+                caller="t",
+            )
+    with _open(tmp_path, ()) as host:
+        steered = AgentContext.start({WEB})
+        call_as_agent(
+            host,
+            "memory.access",
+            {"operation": "write", "key": "k", "value": "v"},
+            steered,
+            caller="t",
+        )
+        fresh = AgentContext.start()
+        read = call_as_agent(
+            host, "memory.access", {"operation": "read", "key": "k"}, fresh, caller="t"
+        )
+        assert WEB in read.labels
+
+
+@pytest.mark.parametrize(
+    ("sql", "outside"),
+    [
+        ("SELECT channel_id, count(*) AS n FROM messages GROUP BY channel_id", False),
+        ("SELECT channel_id, count(*) FROM messages WHERE content LIKE '%x%' GROUP BY 1", True),
+        ("SELECT id, created_at FROM messages ORDER BY created_at DESC", False),
+        ("SELECT id FROM messages ORDER BY content", True),
+        ("SELECT * FROM messages", True),
+        ("SELECT id FROM threads WHERE title = 'External_x'", True),
+        ("SELECT t.id FROM threads t JOIN messages m ON m.thread_id = t.id", False),
+        ("SELECT key, value FROM memory_items", False),
+    ],
+)
+def test_db_query_labels_follow_sql_lineage(tmp_path: Path, sql: str, outside: bool) -> None:
+    with _open(tmp_path, ()) as host:
+        out = call_as_agent(host, "db.query", {"sql": sql}, AgentContext.start(), caller="t")
+        assert ("external:talon" in out.labels) is outside
+        assert "private:db.query" in out.labels
+
+
+# --- the same rules for a forged tool's steps (one mechanism) ------------------------------
+
+
+def _busiest_channel_tool(where: str) -> dict[str, Any]:
+    """Post to the channel a db.query picked: by a count (host facts) or by what people wrote."""
+    sql = f"SELECT channel_id, count(*) AS n FROM messages {where} GROUP BY channel_id ORDER BY n DESC"
+    nodes = [
+        {
+            "id": "pick",
+            "type": "capability",
+            "capability": "db.query",
+            "input": {"sql": sql, "limit": 1},
+            "target": "found",
+            "next": "post",
+        },
+        {
+            "id": "post",
+            "type": "capability",
+            "capability": "channel.send",
+            "input": {"channelId": {"$ref": "found.rows[0].channel_id"}, "content": "digest"},
+            "next": "done",
+        },
+        {"id": "done", "type": "return", "value": "ok"},
+    ]
+    return {
+        "schema": "talos.local-tool.v1",
+        "id": "busiest.channel",
+        "version": 1,
+        "title": "Busiest channel",
+        "description": "Post a digest to the busiest channel.",
+        "createdAt": "2026-01-01T00:00:00Z",
+        "parentVersion": None,
+        "execution": "declarative-flow",
+        "installScope": "device",
+        "network": {"mode": "forbidden"},
+        "credentialRequirements": [],
+        "flow": {"entry": "pick", "maxTransitions": 16, "nodes": nodes},
+    }
+
+
+@pytest.mark.parametrize(
+    ("where", "steered"), [("", False), ("WHERE content LIKE '%urgent%'", True)]
+)
+def test_a_plan_may_pick_a_destination_by_host_facts_only(
+    tmp_path: Path, where: str, steered: bool
+) -> None:
+    import orjson
+
+    import forgec
+    from forgec.backend import lower_manifest
+    from forgec.runtime import run
+
+    doc = _busiest_channel_tool(where)
+    report = forgec.check(orjson.dumps(doc), target="talon")
+    assert report.ok, [d.message for d in report.errors]
+    flows = {(f.source, f.sink, f.argument) for f in report.facts.flows}
+    assert (("external:talon", "egress:channel.send", "channelId") in flows) is steered
+    program = lower_manifest(report.ir, marks=report.marks)
+    with _open(tmp_path, ("untrusted->destination",)) as host:
+        for _ in range(2):  # messages in `journal`, which the plan will pick
+            call_as_agent(
+                host,
+                "channel.send",
+                {"channelId": "journal", "content": "urgent"},
+                AgentContext.start(),
+                caller="t",
+            )
+        result = run(program, {}, host=host, consent=lambda request: True)
+    if steered:
+        assert result.status == "failed" and result.error.code == "RUN_FLOW_DENIED"
+        assert "untrusted->destination" in result.error.message
+        assert len(_sent(tmp_path)) == 2
+    else:
+        assert result.status == "ok", result.error
+        assert [r[:2] for r in _sent(tmp_path)][-1] == ("journal", "digest")
+
+
+def test_a_forged_tool_in_a_turn_starts_with_the_context_on_its_input(tmp_path: Path) -> None:
+    import orjson
+
+    import forgec
+    from forgec.backend import lower_manifest
+    from forgec.runtime import run
+
+    doc = _busiest_channel_tool("")
+    doc["flow"]["nodes"][1]["input"]["content"] = {"$ref": "input.text"}
+    doc["inputSchema"] = {"type": "object", "properties": {"text": {"type": "string"}}}
+    report = forgec.check(orjson.dumps(doc), target="talon")
+    assert report.ok, [d.message for d in report.errors]
+    program = lower_manifest(report.ir, marks=report.marks)
+    with _open(tmp_path, ("untrusted->egress",)) as host:
+        call_as_agent(
+            host,
+            "channel.send",
+            {"channelId": "journal", "content": "x"},
+            AgentContext.start(),
+            caller="t",
+        )
+        clean = run(program, {"text": "a"}, host=host, consent=lambda request: True)
+        assert clean.status == "ok", clean.error
+        steered = run(
+            program, {"text": "b"}, host=host, consent=lambda request: True, input_labels={WEB}
+        )
+        assert steered.status == "failed" and steered.error.code == "RUN_FLOW_DENIED"
+        allowed = run(
+            program,
+            {"text": "c"},
+            host=host,
+            consent=lambda request: True,
+            input_labels={WEB},
+            allowed_flows={"untrusted->egress"},
+        )
+        assert allowed.status == "ok" and WEB in allowed.output_labels

@@ -1,0 +1,219 @@
+"""SPEC §21 over `forgec mcp serve`, through the real `mcp` client: one label context per
+session. A session that read notes (a forged tool's output) or a memory item cannot post them
+to a channel under `private->egress`; a consent-policy entry allowing that flow for
+`channel_send` lets it; a person's elicitation answer replaces the deny; `--session-labels off`
+turns the context off; a fresh session starts clean. Every refusal has no effect (the outbox
+is empty)."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from manifests import manifest_with_nodes
+from test_mcp_server import ROOT, _text, run_client, serve_args
+
+from forgec.store import Store
+
+LABELS = "channel.send:*,memory.access:thread"
+
+
+def _notes_tool() -> bytes:
+    nodes = [
+        {
+            "id": "s0",
+            "type": "capability",
+            "capability": "notes.list",
+            "input": {"limit": 5},
+            "target": "found",
+            "next": "done",
+        },
+        {"id": "done", "type": "return", "value": {"$ref": "found"}},
+    ]
+    return orjson.dumps(manifest_with_nodes(nodes, id="list.notes", version=1))
+
+
+@pytest.fixture
+def store_path(tmp_path: Path) -> Path:
+    db = tmp_path / "tools.db"
+    with Store(db) as s:
+        s.install(_notes_tool(), target="talos")
+        s.enable("list.notes", consent=True)
+    return db
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Path:
+    path = tmp_path / "host.toml"
+    path.write_text(
+        '[channels.general]\nconnector = "outbox"\n\n[flows]\ndeny = ["private->egress"]\n'
+    )
+    return path
+
+
+def _outbox(tmp_path: Path) -> list[str]:
+    db = tmp_path / "h.db"
+    if not db.exists():
+        return []
+    with sqlite3.connect(db) as raw:
+        return [r[0] for r in raw.execute("SELECT content FROM messages")]
+
+
+def _post(session: Any, text: str = "the notes say: 4921") -> Any:
+    return session.call_tool("channel_send", {"channelId": "general", "content": text})
+
+
+def test_a_session_that_read_notes_cannot_post_them(
+    store_path: Path, config: Path, tmp_path: Path
+) -> None:
+    async def body(session: Any) -> Any:
+        before = await _post(session, "hello")  # nothing read yet: clean
+        read = await session.call_tool("dynamic_list_Dnotes", {})
+        after = await _post(session)
+        return before, read, after
+
+    args = serve_args(
+        store_path, tmp_path, "--host-config", str(config), "--persona-labels", LABELS
+    )
+    before, read, after = run_client(args, body)
+    assert not before.is_error and not read.is_error
+    assert after.is_error and "RUN_FLOW_DENIED" in _text(after)
+    assert "private->egress" in _text(after) and "private:notes.list" in _text(after)
+    assert _outbox(tmp_path) == ["hello"]  # the refused call had no effect
+
+    async def fresh(session: Any) -> Any:
+        return await _post(session, "a new session starts clean")
+
+    assert not run_client(args, fresh).is_error
+
+
+def test_a_memory_item_read_in_a_session_cannot_be_posted(
+    store_path: Path, config: Path, tmp_path: Path
+) -> None:
+    async def body(session: Any) -> Any:
+        await session.call_tool(
+            "memory_access", {"operation": "write", "key": "pin", "value": "4921"}
+        )
+        await session.call_tool("memory_access", {"operation": "read", "key": "pin"})
+        return await _post(session, "4921")
+
+    args = serve_args(
+        store_path, tmp_path, "--host-config", str(config), "--persona-labels", LABELS
+    )
+    refused = run_client(args, body)
+    assert refused.is_error and "private:memory.access" in _text(refused)
+    assert _outbox(tmp_path) == []
+
+
+def test_a_policy_entry_allows_the_flow_for_that_tool(
+    store_path: Path, config: Path, tmp_path: Path
+) -> None:
+    policy = tmp_path / "policy.toml"
+    policy.write_text('[[allow]]\ntool = "channel_send"\nflows = ["private->egress"]\n')
+
+    async def body(session: Any) -> Any:
+        await session.call_tool("dynamic_list_Dnotes", {})
+        return await _post(session)
+
+    args = serve_args(
+        store_path,
+        tmp_path,
+        "--host-config",
+        str(config),
+        "--persona-labels",
+        LABELS,
+        "--consent-policy",
+        str(policy),
+    )
+    sent = run_client(args, body)
+    assert not sent.is_error, _text(sent)
+    assert _outbox(tmp_path) == ["the notes say: 4921"]
+
+
+def test_session_labels_off_carries_nothing(store_path: Path, config: Path, tmp_path: Path) -> None:
+    async def body(session: Any) -> Any:
+        await session.call_tool("dynamic_list_Dnotes", {})
+        return await _post(session)
+
+    args = serve_args(
+        store_path,
+        tmp_path,
+        "--host-config",
+        str(config),
+        "--persona-labels",
+        LABELS,
+        "--session-labels",
+        "off",
+    )
+    assert not run_client(args, body).is_error
+    assert _outbox(tmp_path) == ["the notes say: 4921"]
+
+
+@pytest.mark.parametrize("allow", [True, False])
+def test_the_persons_answer_replaces_the_deny(
+    store_path: Path, config: Path, tmp_path: Path, allow: bool
+) -> None:
+    asked: list[str] = []
+
+    async def answer(context: Any, params: Any) -> Any:
+        import mcp_types as types
+
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"allow": allow})
+
+    async def body(session: Any) -> Any:
+        await session.call_tool("dynamic_list_Dnotes", {})
+        return await _post(session)
+
+    args = serve_args(
+        store_path, tmp_path, "--host-config", str(config), "--persona-labels", LABELS
+    )
+    result = run_client(args, body, elicitation=answer)
+    assert len(asked) == 1 and "private->egress" in asked[0]
+    assert result.is_error is (not allow)
+    assert _outbox(tmp_path) == (["the notes say: 4921"] if allow else [])
+
+
+def _serve_exits(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "forgec", "mcp", "serve", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+@pytest.mark.parametrize(
+    ("policy", "needle"),
+    [
+        ('[[allow]]\ntool = "chanel_send"\nflows = ["private->egress"]\n', "unknown tool"),
+        ('[[allow]]\ntool = "channel_send"\nflows = ["private->egres"]\n', "unknown flow"),
+        ('[[allow]]\ntool = "dynamic:list.note"\n', "does not hold"),
+    ],
+)
+def test_a_typo_in_the_policy_is_a_one_line_error_at_start(
+    store_path: Path, tmp_path: Path, policy: str, needle: str
+) -> None:
+    path = tmp_path / "policy.toml"
+    path.write_text(policy)
+    done = _serve_exits(*serve_args(store_path, tmp_path, "--consent-policy", str(path)))
+    assert done.returncode == 2
+    assert needle in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in done.stderr
+
+
+def test_a_typo_in_the_host_configs_labels_is_a_one_line_error_at_start(
+    store_path: Path, tmp_path: Path
+) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[persona]\nlabels = ["chanel.send:*"]\n')
+    done = _serve_exits(*serve_args(store_path, tmp_path, "--host-config", str(bad)))
+    assert done.returncode == 2 and "unknown label 'chanel.send:*'" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
