@@ -24,6 +24,7 @@ import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from loopback import serving
 from test_talond import fake_model, text_reply, tool_reply, write_config, write_personas
@@ -144,7 +145,9 @@ def test_a_short_soak_kills_and_stops_and_everything_happens_exactly_once(
         t0 = fresh_minute()
         set_clock(clock, t0)
         sid = create_schedule(tmp_path, "* * * * *", prompt="tick")
-        slots = [(t0 + dt.timedelta(minutes=k)).replace(second=0, microsecond=0) for k in range(1, 5)]
+        slots = [
+            (t0 + dt.timedelta(minutes=k)).replace(second=0, microsecond=0) for k in range(1, 5)
+        ]
         started: list[Daemon] = []
 
         def start() -> Daemon:
@@ -291,7 +294,9 @@ def test_status_schedules_messages_and_a_failed_delivery_sent_again(
         host_config = ["--host-config", str(config)]
         t0 = fresh_minute()
         set_clock(clock, t0)
-        sid = create_schedule(tmp_path, "* * * * *", prompt="greet")
+        slot = (t0 + dt.timedelta(minutes=1)).replace(second=0, microsecond=0)
+        paris = slot.astimezone(ZoneInfo("Europe/Paris"))
+        sid = create_schedule(tmp_path, f"{paris.minute} {paris.hour} * * *", prompt="greet")
         other = create_schedule(tmp_path, "0 9 * * *", prompt="morning")
         before = run_cli(tmp_path, "status", *host_config, clock=clock)
         assert "No daemon has run on this database." in before.stdout
@@ -303,8 +308,9 @@ def test_status_schedules_messages_and_a_failed_delivery_sent_again(
         live = status_json(tmp_path, clock)
         assert live["running"] and live["timezone"] == "Europe/Paris"
         assert [x["running"] for x in live["daemons"]] == [True]
-        slot = (t0 + dt.timedelta(minutes=1)).replace(second=0, microsecond=0)
         set_clock(clock, slot + dt.timedelta(seconds=1))
+        fired = d.wait_for(lambda e: e["event"] == "firing", what="the daily firing, in Paris")
+        assert fired["slot"] == slot_text(slot)
         d.wait_for(lambda e: e["event"] == "delivery" and e["status"] == "retry", what="a 500")
         # backoff is capped at five minutes: past the hour, the message fails
         moment = slot + dt.timedelta(seconds=1)
@@ -327,7 +333,7 @@ def test_status_schedules_messages_and_a_failed_delivery_sent_again(
         assert "No daemon running since" in shown.stdout
         assert "failed" in shown.stdout and "gave up after" in shown.stdout
         listing = run_cli(tmp_path, "schedules", "list", *host_config)
-        assert f"{sid}  alpha  '* * * * *' off" in listing.stdout
+        assert f"{sid}  alpha  '{paris.minute} {paris.hour} * * *' off" in listing.stdout
         assert f"{other}  alpha  '0 9 * * *' on" in listing.stdout
         assert run_cli(tmp_path, "schedules", "delete", other, *host_config).returncode == 0
         gone = run_cli(tmp_path, "schedules", "resume", other, *host_config)
@@ -335,12 +341,19 @@ def test_status_schedules_messages_and_a_failed_delivery_sent_again(
         overdue = status_json(tmp_path, clock)
         assert [s["scheduleId"] for s in overdue["schedules"]] == [sid]
         assert run_cli(tmp_path, "schedules", "resume", sid, *host_config).returncode == 0
-        assert status_json(tmp_path, clock)["schedules"][0]["overdue"] is not None
+        set_clock(clock, slot + dt.timedelta(days=1, minutes=1))
+        (due,) = status_json(tmp_path, clock)["schedules"]
+        assert due["overdue"] == slot_text(slot + dt.timedelta(days=1))  # no daemon runs
+        assert "overdue" in run_cli(tmp_path, "status", *host_config, clock=clock).stdout
+        assert run_cli(tmp_path, "schedules", "pause", sid, *host_config).returncode == 0
 
         msgs = run_cli(tmp_path, "messages", "--channel", "hooked", "--limit", "5", *host_config)
         assert "#hooked" in msgs.stdout and "hello" in msgs.stdout and "[failed" in msgs.stdout
         (mid,) = [
-            r["id"] for r in db_rows(tmp_path / "host.db", "SELECT id FROM messages WHERE channel_id = 'hooked'")
+            r["id"]
+            for r in db_rows(
+                tmp_path / "host.db", "SELECT id FROM messages WHERE channel_id = 'hooked'"
+            )
         ]
         again = run_cli(tmp_path, "deliveries", "retry", mid, *host_config)
         assert again.returncode == 0 and mid in again.stdout
@@ -444,7 +457,9 @@ def test_a_persona_added_while_running_is_picked_up_and_a_bad_file_is_one_line(
 
     with fake_model(script) as srv:
         config = write_config(tmp_path, f"http://127.0.0.1:{srv.server_port}")
-        config.write_text(config.read_text().replace("poll_ms = 100\n", "poll_ms = 100\nretention_days = 30\n"))
+        config.write_text(
+            config.read_text().replace("poll_ms = 100\n", "poll_ms = 100\nretention_days = 30\n")
+        )
         t0 = fresh_minute()
         set_clock(clock, t0)
         d = Daemon(tmp_path, config, store, clock).start()

@@ -285,7 +285,7 @@ def schedules_list(args: argparse.Namespace) -> int:
 
 
 def schedules_set(args: argparse.Namespace) -> int:
-    from forgec.commands import EXIT_ERRORS
+    from forgec.commands import UsageError
     from forgec.render.safe import safe_text
 
     tables, _db = _tables(args)
@@ -294,8 +294,7 @@ def schedules_set(args: argparse.Namespace) -> int:
     finally:
         tables.close()
     if not found:
-        print(f"forgec talond: no schedule {safe_text(args.schedule_id)!r}", file=sys.stderr)
-        return EXIT_ERRORS
+        raise UsageError(f"no schedule {safe_text(args.schedule_id)!r}")
     done = {"pause": "paused", "resume": "resumed", "delete": "deleted"}[args.action]
     print(f"{safe_text(args.schedule_id)} {done}")
     return 0
@@ -328,7 +327,7 @@ def messages(args: argparse.Namespace) -> int:
 
 
 def deliveries_retry(args: argparse.Namespace) -> int:
-    from forgec.commands import EXIT_ERRORS
+    from forgec.commands import UsageError
     from forgec.render.safe import safe_text
 
     tables, _db = _tables(args)
@@ -337,8 +336,7 @@ def deliveries_retry(args: argparse.Namespace) -> int:
     finally:
         tables.close()
     if args.message_id and not again:
-        print(f"forgec talond: no failed message {safe_text(args.message_id)!r}", file=sys.stderr)
-        return EXIT_ERRORS
+        raise UsageError(f"no failed message {safe_text(args.message_id)!r}")
     print(
         f"{len(again)} message(s) will be sent again" + (": " + ", ".join(again) if again else "")
     )
