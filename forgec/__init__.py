@@ -10,10 +10,30 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-_API = {"check", "check_file", "compile_dsl", "format_dsl", "lower", "CheckError", "Report"}
+_API = {
+    "check",
+    "check_file",
+    "compile_dsl",
+    "disassemble",
+    "format_dsl",
+    "lower",
+    "canonical_text",
+    "CheckError",
+    "Report",
+}
 
 if TYPE_CHECKING:
-    from forgec.api import CheckError, Report, check, check_file, compile_dsl, format_dsl, lower
+    from forgec.api import (
+        CheckError,
+        Report,
+        canonical_text,
+        check,
+        check_file,
+        compile_dsl,
+        disassemble,
+        format_dsl,
+        lower,
+    )
 
 
 def __getattr__(name: str) -> Any:
@@ -28,9 +48,11 @@ __all__ = [
     "CheckError",
     "Report",
     "__version__",
+    "canonical_text",
     "check",
     "check_file",
     "compile_dsl",
+    "disassemble",
     "format_dsl",
     "lower",
 ]

@@ -161,6 +161,24 @@ def format_dsl(manifest: dict[str, Any]) -> str:
     return format_forge(manifest)
 
 
+def canonical_text(manifest: dict[str, Any]) -> str:
+    """The canonical `.talostool` text of a manifest — stable key order, 2-space indent, a
+    final newline: exactly what `forgec compile` writes (and what snapshots compare)."""
+    from forgec.frontend.canonical import dumps_canonical
+
+    return dumps_canonical(manifest)
+
+
+def disassemble(program: Any) -> str:
+    """A Program's readable listing, one instruction a line (what `forgec lower --disasm`
+    prints). Constants appear as the tool wrote them: a text renderer (the CLI, a snapshot
+    file) escapes control and bidi characters before a person reads them
+    (`forgec.render.safe.safe_text(..., keep_newlines=True)`)."""
+    from forgec.backend.disasm import disassemble as listing
+
+    return listing(program)
+
+
 def lower(manifest: dict[str, Any] | str | bytes, *, target: str = DEFAULT_TARGET) -> Any:
     """Check, then lower to a `forgec.runtime.Program`; raises `CheckError` on any error."""
     from forgec.backend import lower_report

@@ -297,6 +297,7 @@ OTHER_READERS = {
     "forgec/host/schedules.py",
     "forgec/mcp/policy.py",
     "forgec/mcp/instructions.py",
+    "forgec/mcp/server.py",  # writes: its own standard output, escaped (SPEC §14)
 }
 _READ_CALLS = {"read_bytes", "read_text", "open", "fdopen"}
 

@@ -12,6 +12,9 @@ from __future__ import annotations
 import datetime as dt
 import http.server
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +23,7 @@ import pytest
 from test_talond import fake_model, text_reply, tool_reply, write_config, write_personas
 from test_talond_daemon import (
     CTX,
+    ROOT,
     Daemon,
     create_schedule,
     db_rows,
@@ -352,3 +356,139 @@ def _page(text: str) -> Any:
             yield f"http://127.0.0.1:{srv.server_port}/news"
 
     return run()
+
+
+# --- planned turns: the same digest, free-form and planned, under untrusted->destination ------
+
+DIGEST = """tool digest {
+  version 1
+  title "Daily digest"
+  description "Fetches a page and posts its text to the channel the input names."
+  created "2026-12-01T09:00:00Z"
+  parent null
+  network allowlist ["news.test"]
+  input {
+    type: "object",
+    properties: {url: {type: "string"}, channel: {type: "string"}},
+    required: ["url", "channel"]
+  }
+
+  flow entry fetch max 8 {
+    fetch: page = call net.http {method: "GET", url: $input.url} -> post
+    post: sent = call channel.send {channelId: $input.channel, content: $page.body} -> done
+    done: return {messageId: $sent.messageId}
+  }
+}
+"""
+# the injected plan: the page decides where the post goes
+FOLLOW = (
+    DIGEST.replace("tool digest", "tool follow")
+    .replace(
+        "channelId: $input.channel, content: $page.body", 'channelId: $page.body, content: "hi"'
+    )
+    .replace('required: ["url", "channel"]', 'required: ["url"]')
+)
+
+
+def _cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "forgec", *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=120,
+    )
+
+
+def _planned_store(root: Path) -> Path:
+    store = root / "tools.db"
+    for name, text in (("digest", DIGEST), ("follow", FOLLOW)):
+        (root / f"{name}.forge").write_text(text)
+        done = _cli(
+            root, "tools", "install", "--store", str(store), "--target", "talon", f"{name}.forge"
+        )
+        assert done.returncode == 0, done.stderr
+        done = _cli(root, "tools", "enable", "--store", str(store), name, "--yes")
+        assert done.returncode == 0, done.stderr
+    return store
+
+
+def test_a_planned_digest_posts_under_untrusted_destination_and_an_injected_one_is_refused(
+    tmp_path: Path, daemons: list[Daemon]
+) -> None:
+    """The page is outside text. Free-form, the turn that read it cannot post anywhere (every
+    argument it writes carries the page); planned, the digest fills the post with the page and
+    sends it to the channel its stored input names; a plan that takes the channel from the page
+    is refused."""
+    write_personas(tmp_path, {"alpha": ("net.http:egress", "channel.send:*")})
+    store = _planned_store(tmp_path)
+    clock = tmp_path / "clock"
+    with fake_model(obeying) as srv, _page("journal") as page:
+        port = page.rsplit(":", 1)[1].split("/")[0]
+        url = f"http://news.test:{port}/news"
+        config = _config(
+            tmp_path, f"http://127.0.0.1:{srv.server_port}", ["untrusted->destination"]
+        )
+        text = config.read_text().replace(
+            'allow = ["127.0.0.1"]',
+            f'allow = ["news.test"]\nresolve = ["news.test:{port}:127.0.0.1"]',
+        )
+        config.write_text(text)
+        (tmp_path / "policy.toml").write_text(
+            '[[allow]]\ntool = "net_http"\n\n[[allow]]\ntool = "dynamic:digest"\n\n'
+            '[[allow]]\ntool = "dynamic:follow"\n'
+        )
+        fetch = {"tool": "net_http", "args": {"method": "GET", "url": url}}
+        post = {"tool": "channel_send", "args": {"channelId": "journal", "content": "{{r0}}"}}
+        t0 = fresh_minute()
+        set_clock(clock, t0)
+        create_schedule(
+            tmp_path, "* * * * *", prompt=f"{MARK}{json.dumps(fetch)}\n{MARK}{json.dumps(post)}"
+        )
+        for name, given in (
+            ("digest", {"url": url, "channel": "journal"}),
+            ("follow", {"url": url}),
+        ):
+            done = _cli(
+                tmp_path,
+                "talond",
+                "schedule",
+                "--host-config",
+                str(config),
+                "--persona",
+                "alpha",
+                "--cron",
+                "* * * * *",
+                "--tool",
+                name,
+                "--input",
+                json.dumps(given),
+            )
+            assert done.returncode == 0, done.stderr
+            assert json.loads(done.stdout)["tool"] == name
+        daemon = Daemon(tmp_path, config, store, clock).start()
+        daemons.append(daemon)
+        _fire(tmp_path, clock, daemon, t0, count=3)
+        assert daemon.stop() == 0
+    firings = {e["schedule"]: e for e in daemon.firings() if e["status"] != "running"}
+    rows = {
+        r["id"]: r["tool"] for r in db_rows(tmp_path / "host.db", "SELECT id, tool FROM schedules")
+    }
+    by_tool = {rows[sid]: e for sid, e in firings.items()}
+    # free-form: the turn read the page, so its post (to a channel the page never named) is refused
+    free = _results(srv.seen[-1])
+    assert free[0][0] == "net_http" and "RUN_FLOW_DENIED" in free[1][1]
+    assert "untrusted->destination" in free[1][1]
+    # planned: the digest posted the page's text to its own channel; the injected plan failed
+    assert by_tool["digest"]["status"] == "completed"
+    assert (
+        by_tool["follow"]["status"] == "failed" and "RUN_FLOW_DENIED" in by_tool["follow"]["error"]
+    )
+    sent = _journal(tmp_path)
+    assert [r["content"] for r in sent] == ["journal"]
+    assert "external:news.test" in json.loads(sent[0]["labels"])
+    # the planned firings asked no model: every request is the free-form turn's three rounds
+    assert len(srv.seen) == 3 and all(
+        b["messages"][1]["content"].startswith(MARK) for b in srv.seen
+    )

@@ -471,3 +471,35 @@ def test_review_shows_the_verdict_first(tmp_path: Path) -> None:
     )
     assert as_json["verdict"] == as_json["diff"]["verdict"]
     assert as_json["verdict"]["gains"][0]["node"] == "more"
+
+
+def test_witness_comes_from_a_test_case_first() -> None:
+    """A §22 case (with its seeded host) is tried before the schema's inputs."""
+    from forgec.testing import Case
+
+    v2 = [cap("close", "tasks.setStatus", id=ref("input.id"), status=ref("input.status")), ret()]
+    case = Case(name="cancel one", input={"id": "task-1", "status": "cancelled"})
+    found = verdict(checked(tool(BASE)), checked(tool(v2)), was="v1", cases=[case])
+    assert found is not None
+    gain = next(g for g in found.gains if g.node == "close")
+    assert gain.witness == {
+        "input": {"id": "task-1", "status": "cancelled"},
+        "from": "test case cancel one",
+    }
+
+
+def test_readme_shows_the_measurement_one_verdict_as_the_cli_prints_it(tmp_path: Path) -> None:
+    """README's store section: the verdict above the diff, exactly what `tools diff` prints."""
+    from forgec.store import Store
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    shown = readme.split("$ forgec tools diff thread-relay 1 p1\n", 1)[1].split("```", 1)[0]
+    db = tmp_path / "tools.db"
+    store = ["--store", str(db)]
+    v1, v2 = MEASURED / "thread-relay.v1.forge", MEASURED / "thread-relay.v2.forge"
+    assert forgec("tools", "install", str(v1), "--target", "talon", *store).returncode == 0
+    with Store(db) as s:
+        s.install(v2.read_bytes(), path=str(v2), target="talon", author="model")
+    done = forgec("tools", "diff", "thread-relay", "1", "p1", *store)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == shown

@@ -144,7 +144,19 @@ def serve(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     from forgec.commands.common import serve_in_foreground
+    from forgec.ir.text_rules import escape_unsafe
+    from forgec.mcp.reach import enabled_forged, persona_reach
+    from forgec.store import default_store_path
 
+    # SPEC §21: the rule of two, for the labels this server grants
+    card = persona_reach(
+        "this server's persona",
+        labels,
+        enabled_forged(Path(args.store) if args.store else default_store_path()),
+        config.flow_deny if config is not None else (),
+    )
+    if card["warning"]:
+        print(f"forgec mcp: warning: {escape_unsafe(card['warning'])}", file=sys.stderr)
     granted = ", ".join(labels) if labels else "none"
     serve_in_foreground(
         f"forgec mcp serve: MCP server on stdio, store {store_shown(args.store)}, "

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+<<<<<<< HEAD
 from typing import TYPE_CHECKING, Any
+=======
+from pathlib import Path
+from typing import TYPE_CHECKING
+>>>>>>> main
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from forgec.daemon.clock import Clock
     from forgec.host.config import HostConfig
 
@@ -66,7 +69,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     what = a.add_mutually_exclusive_group()
     what.add_argument("--prompt", default=None, help="what each firing asks the persona")
     what.add_argument("--prompt-file", default=None, help="a prompt name in its prompts/")
+    what.add_argument(
+        "--tool",
+        metavar="TOOL",
+        default=None,
+        help="a planned turn: each firing runs this enabled forged tool (its id) instead of a "
+        "prompt (SPEC §21)",
+    )
+    a.add_argument(
+        "--input",
+        metavar="JSON",
+        default=None,
+        help="the planned tool's input, a JSON object (with --tool)",
+    )
     a.set_defaults(handler=schedule)
+<<<<<<< HEAD
     sc = sub.add_parser(
         "schedules",
         help="list schedules, or pause, resume or delete one",
@@ -107,6 +124,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     _common(dr, argparse.SUPPRESS)
     dr.add_argument("message_id", metavar="ID", nargs="?", default=None)
     dr.set_defaults(handler=deliveries_retry)
+=======
+    c = sub.add_parser(
+        "check",
+        help="per persona: the private data, untrusted input, writes and egress its labels and "
+        "enabled tools give it, and a warning when it holds the first three at once",
+        description="What each persona's turns may read (private sources), be steered by "
+        "(untrusted sources) and reach (writes, egress), from its labels and the enabled forged "
+        "tools they cover; warns (the rule of two) when one persona holds private data, "
+        "untrusted input and egress at once. See docs/trust.md.",
+    )
+    _common(c, argparse.SUPPRESS)
+    c.add_argument("--store", metavar="FILE", default=None, help="the tool store")
+    c.add_argument("--format", choices=("text", "json"), default="text")
+    c.set_defaults(handler=check)
+>>>>>>> main
 
 
 def _config(args: argparse.Namespace) -> tuple[HostConfig, Path]:
@@ -361,14 +393,24 @@ def schedule(args: argparse.Namespace) -> int:
         if not hasattr(args, name):
             setattr(args, name, None)
     config, db = _config(args)
-    request = {"action": "create", "cronExpr": args.cron}
+    request: dict[str, object] = {"action": "create", "cronExpr": args.cron}
     for key, value in (
         ("label", args.label),
         ("prompt", args.prompt),
         ("promptFile", args.prompt_file),
+        ("tool", args.tool),
     ):
         if value is not None:
             request[key] = value
+    if args.input is not None:
+        import json
+
+        from forgec.commands import UsageError
+
+        try:
+            request["input"] = json.loads(args.input)
+        except ValueError as exc:
+            raise UsageError(f"--input is not JSON: {exc}") from None
     try:
         host = open_host(
             HostOptions(
@@ -390,4 +432,25 @@ def schedule(args: argparse.Namespace) -> int:
     finally:
         host.close()
     sys.stdout.write(orjson.dumps(made, option=orjson.OPT_INDENT_2).decode() + "\n")
+    return 0
+
+
+def check(args: argparse.Namespace) -> int:
+    import orjson
+
+    from forgec.mcp.reach import host_cards, render_text
+    from forgec.render.safe import safe_text
+    from forgec.store.core import default_store_path
+
+    for name in ("host_config", "db"):
+        if not hasattr(args, name):
+            setattr(args, name, None)
+    config, _db = _config(args)
+    store = Path(args.store) if args.store else default_store_path()
+    cards = host_cards(config, store)
+    if args.format == "json":
+        sys.stdout.write(orjson.dumps({"personas": cards}, option=orjson.OPT_INDENT_2).decode())
+        sys.stdout.write("\n")
+        return 0
+    print("\n".join(safe_text(line) for line in render_text(cards).splitlines()))
     return 0

@@ -57,6 +57,7 @@ from forgec.host.config import HostConfig, ModelConfig
 from forgec.host.delegation import Persona, load_personas
 from forgec.mcp.listing import ToolEntry, forged_entry, forged_visible, host_entries
 from forgec.mcp.policy import ConsentPolicy
+from forgec.mcp.reach import persona_labels
 from forgec.runtime.host import HostError
 
 INTERRUPTED = (
@@ -143,16 +144,6 @@ class Offered:
                 "parameters": self.entry.input_schema,
             },
         }
-
-
-def persona_labels(persona: Persona, config: HostConfig) -> tuple[str, ...]:
-    """A persona's own labels (`labels.txt`); the host config's `[persona] labels` stand in for
-    the configured persona when its folder has none."""
-    if persona.labels:
-        return persona.labels
-    if persona.name == config.persona and config.labels is not None:
-        return config.labels
-    return ()
 
 
 class Agents:

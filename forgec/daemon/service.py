@@ -197,6 +197,7 @@ class Talond:
                 personas=sorted(self.agents.personas),
                 id=self.id,
             )
+            self._persona_cards()
             if not self.agents.personas:
                 self.log.event(
                     "warning",
@@ -218,12 +219,33 @@ class Talond:
                 lock.release()
             self.log.event("stopped", id=self.id)
 
+<<<<<<< HEAD
     def _due(self, what: str, every: float) -> bool:
         now = time.monotonic()
         if now - self._last.get(what, -1e9) < every:
             return False
         self._last[what] = now
         return True
+=======
+    def _persona_cards(self) -> None:
+        """SPEC §21: what each persona's labels and tools let its turns read, be steered by and
+        reach; a warning line per persona that holds private data, untrusted input and
+        egress at once (`forgec talond check` prints the whole card)."""
+        from forgec.mcp.reach import enabled_forged, persona_labels, persona_reach
+
+        forged = enabled_forged(self.agents.store_path)
+        for name, persona in sorted(self.agents.personas.items()):
+            card = persona_reach(
+                name, persona_labels(persona, self.config), forged, self.config.flow_deny
+            )
+            legs = {leg: [i["tool"] for i in card[leg]] for leg in ("private", "untrusted")}
+            egress = [i["tool"] for i in card["egress"]]
+            self.log.event("persona", name=name, **legs, writes=len(card["writes"]), egress=egress)
+            if card["warning"]:
+                self.log.event("warning", persona=name, message=card["warning"])
+
+    # --- workers -------------------------------------------------------------------------------
+>>>>>>> main
 
     def _tick(self) -> None:
         tables, engine = self.tables, self.engine

@@ -20,6 +20,7 @@ from typing import Any
 
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 
 from forgec.lsp import features, semantic
 from forgec.lsp.analysis import Analysis, analyse, language_of
@@ -32,12 +33,52 @@ TARGETS = ("talos", "talon")
 log = logging.getLogger(__name__)
 
 
+class _EscapingWriter:
+    """What the protocol writes to the editor, each message's JSON body with every raw DEL,
+    C1, bidi or line-separator character as a `\\u` escape and its `Content-Length` made
+    right (SPEC §14: what a machine reads). pygls serialises with `json.dumps`, which escapes
+    C0 and, ASCII-only, most of the rest, but writes DEL raw; the writer is the one choke point
+    whatever a later pygls does."""
+
+    def __init__(self, writer: Any, include_headers: bool) -> None:
+        self.writer = writer
+        self.include_headers = include_headers
+
+    def write(self, data: bytes) -> Any:
+        from forgec.runtime.jsontext import escape_unsafe
+
+        if not self.include_headers:
+            return self.writer.write(escape_unsafe(data))
+        head, sep, body = data.partition(b"\r\n\r\n")
+        safe = escape_unsafe(body)
+        if safe is not body:
+            lines = [
+                b"Content-Length: %d" % len(safe)
+                if line.lower().startswith(b"content-length:")
+                else line
+                for line in head.split(b"\r\n")
+            ]
+            head = b"\r\n".join(lines)
+        return self.writer.write(head + sep + safe)
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+class _EscapingProtocol(LanguageServerProtocol):
+    def set_writer(self, writer: Any, include_headers: bool = True) -> None:
+        super().set_writer(_EscapingWriter(writer, include_headers), include_headers)
+
+
 class ForgeLanguageServer(LanguageServer):
     def __init__(self) -> None:
         from forgec import __version__
 
         super().__init__(
-            "forgec", __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental
+            "forgec",
+            __version__,
+            text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental,
+            protocol_cls=_EscapingProtocol,
         )
         # the client's `forgec.target` setting, which overrides the files' own settings
         self.target: str | None = None

@@ -37,9 +37,11 @@ stderr.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -929,6 +931,47 @@ def build_server(forge: ForgeServer, announcer: Announcer | None = None) -> Any:
     return server
 
 
+class _EscapingText:
+    """The server's side of standard output: every message the SDK writes (one JSON text per
+    line) goes out with each raw DEL, C1, bidi or line-separator character as a `\\u` escape
+    (`forgec.runtime.jsontext.escape_unsafe_text`), whatever produced the text — a diagnostic,
+    a run's output, a host's answer (SPEC §14). The one choke point of the MCP output: the SDK
+    serialises with pydantic, which writes those characters raw."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+
+    def write(self, text: str) -> int:
+        from forgec.runtime.jsontext import escape_unsafe_text
+
+        data = escape_unsafe_text(text).encode("utf-8", "surrogatepass")
+        self.raw.write(data)
+        return len(text)
+
+    def flush(self) -> None:
+        self.raw.flush()
+
+
+@contextlib.asynccontextmanager
+async def _escaping_stdout() -> AsyncIterator[Any]:
+    """Standard output for the SDK's stdio transport, through `_EscapingText`. As the SDK does
+    with its own: while serving, file descriptor 1 points at standard error, so stray output of
+    a handler or a child process never reaches (and never tears) the wire."""
+    import anyio
+
+    sys.stdout.flush()
+    private = os.dup(1)
+    os.dup2(2, 1)
+    raw = os.fdopen(private, "wb", closefd=False)
+    try:
+        yield anyio.wrap_file(_EscapingText(raw))  # type: ignore[arg-type]
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            raw.flush()
+        os.dup2(private, 1)
+        os.close(private)
+
+
 async def serve_stdio(options: ServeOptions, *, interval: float = POLL_INTERVAL_S) -> None:
     import anyio
     from mcp.server.lowlevel.server import NotificationOptions
@@ -941,7 +984,11 @@ async def serve_stdio(options: ServeOptions, *, interval: float = POLL_INTERVAL_
     server = build_server(forge, announcer)
     init = server.create_initialization_options(NotificationOptions(tools_changed=True))
     try:
-        async with stdio_server() as (read_stream, write_stream), anyio.create_task_group() as tg:
+        async with (
+            _escaping_stdout() as stdout,
+            stdio_server(stdout=stdout) as (read_stream, write_stream),
+            anyio.create_task_group() as tg,
+        ):
             tg.start_soon(watch_store, forge, announcer, interval)
             tg.start_soon(_in_thread, warm_up)  # the first tool_create need not start a worker
             await server.run(read_stream, write_stream, init)

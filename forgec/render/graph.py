@@ -346,8 +346,8 @@ def to_dot(manifest: Any, *, catalog: Any = None, flows: Any = ()) -> str:
 
 
 def graph_parts(manifest: Any, *, catalog: Any = None, flows: Any = ()) -> dict[str, Any]:
-    """What `to_mermaid` and `to_dot` draw, as data: `nodes` ({"key", "type", "lines",
-    "reachable", "loop"}: lines already safe text), `edges` ({"src", "dst", "label", "dotted"};
+    """What `to_mermaid` and `to_dot` draw, as data: `nodes` ({"key", "id", "type", "lines",
+    "reachable", "loop"}: lines already safe text; `id` the node's own id, raw, or None), `edges` ({"src", "dst", "label", "dotted"};
     a missing target is a node of type "missing"), `flows` ({"src", "dst", "label", "kind"}:
     "private" or "untrusted", drawn dashed) and `entry` (the key the entry names, or None)."""
     flow = _Flow(manifest, catalog)
@@ -368,7 +368,14 @@ def graph_parts(manifest: Any, *, catalog: Any = None, flows: Any = ()) -> dict[
     for where, name in missing_nodes.items():
         text = safe_text("missing: " + where.split(":", 1)[1])
         nodes.append(
-            {"key": name, "type": "missing", "lines": [text], "reachable": False, "loop": None}
+            {
+                "key": name,
+                "id": None,
+                "type": "missing",
+                "lines": [text],
+                "reachable": False,
+                "loop": None,
+            }
         )
     keys = _keys(flow)
     entry_index = _Flow._index(flow.top)
@@ -385,8 +392,10 @@ def graph_parts(manifest: Any, *, catalog: Any = None, flows: Any = ()) -> dict[
 
 
 def _part(flow: _Flow, key: str, node: dict[str, Any], loop: str | None) -> dict[str, Any]:
+    nid = node.get("id")
     return {
         "key": key,
+        "id": nid if isinstance(nid, str) else None,  # raw: to match, never to print
         "type": str(node.get("type")),
         "lines": flow.label(node).split("\n"),
         "reachable": key in flow.reachable,

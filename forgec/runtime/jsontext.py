@@ -39,7 +39,10 @@ from typing import Any
 
 import orjson
 
-from forgec.ir.text_rules import ESCAPED_ON_OUTPUT_CHARS
+from forgec.ir.text_rules import ESCAPED_ON_OUTPUT, ESCAPED_ON_OUTPUT_CHARS
+
+# the table's ranges past C1 (bidi controls, line separators, surrogates): C0 is JSON's own
+ESCAPED_ON_OUTPUT_RANGES_ABOVE_C1 = tuple((lo, hi) for lo, hi in ESCAPED_ON_OUTPUT if lo > 0x9F)
 
 # A float token can only start where a digit is followed by `.` or an exponent; most documents
 # hold none, and then orjson's bytes are returned as they are (one C-speed search).
@@ -128,6 +131,25 @@ def escape_unsafe(raw: bytes) -> bytes:
     if _RAW_ESCAPED.search(raw) is None:
         return raw
     return _RAW_ESCAPED.sub(_json_escape, raw)
+
+
+_RAW_ESCAPED_TEXT = re.compile(
+    "["
+    + "".join(
+        f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in ((0x7F, 0x9F), *ESCAPED_ON_OUTPUT_RANGES_ABOVE_C1)
+    )
+    + "]"
+)
+
+
+def escape_unsafe_text(text: str) -> str:
+    """`escape_unsafe` for JSON text held as a `str` (another library's output: an MCP SDK
+    message): every raw DEL, C1, bidi, line-separator or lone-surrogate character as a `\\u`
+    escape. JSON text holds such characters only inside strings, where the escape means the same
+    character, so the text parses to the same value (SPEC §14: what a machine reads)."""
+    if _RAW_ESCAPED_TEXT.search(text) is None:
+        return text
+    return _RAW_ESCAPED_TEXT.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def dumps(value: Any, *, indent: bool = False, escape: bool = True) -> bytes:

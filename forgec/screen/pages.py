@@ -61,7 +61,13 @@ class Page:
     # -- Tools ----------------------------------------------------------------------------
 
     async def tools(self, request: Request) -> Response:
-        data = await self.in_store(views.tools_page)
+        q = request.query_params
+        query = q.get("q", "")[:200]
+        waiting = q.get("waiting") in ("1", "on")
+        risk = q.get("risk", "")
+        data = await self.in_store(
+            lambda s: views.tools_page(s, query=query, waiting=waiting, risk=risk)
+        )
         return self.render("tools.html", **data)
 
     # -- Import ---------------------------------------------------------------------------

@@ -10,16 +10,28 @@ come after its whole body (each body node counts as a predecessor of them), and 
 drawn indented inside a dashed box, as DOT draws a cluster. Nodes of one row stand side by
 side. A flow edge (private data to an egress, outside text to a write or an egress) is
 a dashed curve on the right.
+
+Labels never overlap (SPEC §23): every label (a branch's `then`/`else`, a flow's source, a loop
+box's name) is a box of its text's width, placed at its anchor if that spot is free of every
+node and every label placed before it, else at the nearest free spot of a bounded list of
+candidates below, above and to the right of the anchor (`place`); the picture grows to hold
+them. The search uses a grid of cells, so each candidate looks only at the boxes near it:
+O(labels × candidates × boxes per cell).
+
+A step whose node id is in GAINED (the verdict's gains, SPEC §23) is drawn highlighted.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 CHAR_W, LINE_H, PAD, ROW_GAP, COL_GAP, MARGIN, INDENT = 7.2, 15, 8, 46, 28, 24, 36
+LABEL_W, LABEL_UP, LABEL_DOWN = 6.8, 10.0, 4.0  # an 11px monospace label around its baseline
+CELL = 48.0  # the grid of `Free`
 
 
-def layout(parts: dict[str, Any]) -> dict[str, Any]:
+def layout(parts: dict[str, Any], *, gained: Collection[str] = ()) -> dict[str, Any]:
     nodes = parts["nodes"]
     forward = [(e["src"], e["dst"]) for e in parts["edges"] if not e["dotted"]]
     body: dict[str, list[str]] = {}
@@ -58,6 +70,7 @@ def layout(parts: dict[str, Any]) -> dict[str, Any]:
             h = len(n["lines"]) * LINE_H + 2 * PAD
             boxes[n["key"]] = {
                 **n,
+                "gained": n.get("id") is not None and n.get("id") in gained,
                 "x": x,
                 "y": y,
                 "w": w,
@@ -88,10 +101,23 @@ def layout(parts: dict[str, Any]) -> dict[str, Any]:
             y1 = max(b["y"] + b["h"] for b in inside) + 18  # room for the label below
             label = "body of " + (boxes[loop]["lines"] or ["loop"])[0]
             clusters.append({"x": x0, "y": y0, "w": x1 - x0, "h": y1 - y0, "label": label})
+    # every label at a free spot: loop boxes' names, then branch labels, then flow labels
+    free = Free()
+    for b in boxes.values():
+        free.take(b["x"] - 2, b["y"] - 2, b["x"] + b["w"] + 2, b["y"] + b["h"] + 2)
+    for c in clusters:
+        c["lx"], c["ly"] = place(free, c["x"] + 6, c["y"] + c["h"] - 4, c["label"])
+    for e in edges:
+        e["lx"], e["ly"] = place(free, e["lx"], e["ly"], e["label"])
+    for f in flows:
+        f["lx"], f["ly"] = place(free, f["lx"], f["ly"], f"{f['kind']}: {f['label']}")
+    right = max(right, free.right + 20)
+    y = max(y, free.bottom + 20)
     entry = boxes.get(parts["entry"]) if parts["entry"] else None
     return {
         "width": round(right + 20),
         "height": round(y),
+        "gained": sum(1 for b in boxes.values() if b["gained"]),
         "nodes": list(boxes.values()),
         "edges": edges,
         "flows": flows,
@@ -133,3 +159,59 @@ def _around(a: dict[str, Any], b: dict[str, Any], bend: float) -> dict[str, Any]
     d = f"M{x1:.1f},{y1:.1f} C{bend:.1f},{y1:.1f} {bend:.1f},{y2:.1f} {x2:.1f},{y2:.1f}"
     # the curve's farthest point is at 3/4 of the bend plus 1/8 of each end: its label beside it
     return {"d": d, "lx": bend * 0.75 + (x1 + x2) / 8 + 6, "ly": (y1 + y2) / 2}
+
+
+class Free:
+    """The boxes taken so far, in a grid of CELL-sized cells."""
+
+    def __init__(self) -> None:
+        self.cells: dict[tuple[int, int], list[tuple[float, float, float, float]]] = {}
+        self.right = 0.0
+        self.bottom = 0.0
+
+    @staticmethod
+    def _span(x0: float, y0: float, x1: float, y1: float) -> list[tuple[int, int]]:
+        return [
+            (i, j)
+            for i in range(int(x0 // CELL), int(x1 // CELL) + 1)
+            for j in range(int(y0 // CELL), int(y1 // CELL) + 1)
+        ]
+
+    def is_free(self, x0: float, y0: float, x1: float, y1: float) -> bool:
+        return all(
+            x1 <= a0 or a1 <= x0 or y1 <= b0 or b1 <= y0
+            for cell in self._span(x0, y0, x1, y1)
+            for a0, b0, a1, b1 in self.cells.get(cell, ())
+        )
+
+    def take(self, x0: float, y0: float, x1: float, y1: float) -> None:
+        for cell in self._span(x0, y0, x1, y1):
+            self.cells.setdefault(cell, []).append((x0, y0, x1, y1))
+        self.right = max(self.right, x1)
+        self.bottom = max(self.bottom, y1)
+
+
+def label_box(x: float, y: float, text: str) -> tuple[float, float, float, float]:
+    """The box a label of TEXT drawn with its baseline starting at (X, Y) covers."""
+    return (x - 1, y - LABEL_UP, x + len(text) * LABEL_W + 1, y + LABEL_DOWN)
+
+
+# where a label may go when its anchor is taken: down, up, right, in growing steps
+_TRIES = [(0.0, 0.0)] + [
+    (dx, dy)
+    for step in range(1, 9)
+    for dx, dy in ((0.0, 14.0 * step), (0.0, -14.0 * step), (24.0 * step, 0.0))
+]
+
+
+def place(free: Free, x: float, y: float, text: str) -> tuple[float, float]:
+    """The first free spot for a label of TEXT near (X, Y) (its baseline start), taken; when
+    every candidate is taken, a spot below everything placed (always free)."""
+    for dx, dy in _TRIES:
+        box = label_box(x + dx, y + dy, text)
+        if box[1] >= 0 and free.is_free(*box):
+            free.take(*box)
+            return x + dx, y + dy
+    spot_y = free.bottom + LABEL_UP + 2
+    free.take(*label_box(x, spot_y, text))
+    return x, spot_y

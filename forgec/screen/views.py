@@ -36,17 +36,47 @@ def source_text(source: bytes) -> Source:
 # -- Tools -------------------------------------------------------------------------------------
 
 
-def tools_page(store: Any) -> dict[str, Any]:
+RISKS = ("R0", "R1", "R2", "R3", "R4")
+
+
+def tools_page(
+    store: Any, *, query: str = "", waiting: bool = False, risk: str = ""
+) -> dict[str, Any]:
+    """Every tool (SPEC §18), the ones the search and the filters keep (SPEC §23: a search over
+    the title and the name, tools with proposals waiting, one risk), and the count of what
+    waits for review. One pass over the store's summaries; a tool's author is read only for
+    the rows shown."""
     problems: list[str] = []
+    everything = store.tools(on_problem=problems.append)
+    words = query.casefold().split()
+    risk = risk if risk in RISKS else ""
+    kept = [
+        t
+        for t in everything
+        if (not waiting or t.proposed)
+        and (not risk or t.risk == risk)
+        and all(w in f"{t.title}\n{t.name}".casefold() for w in words)
+    ]
     rows = []
-    for t in store.tools(on_problem=problems.append):
+    for t in kept:
         try:
             author = store.get(t.id).author_words
         except Exception as exc:  # a damaged current version: named, the rest still lists
             problems.append(str(exc))
             continue
         rows.append({"summary": t, "author": author})
-    return {"tools": rows, "problems": problems}
+    return {
+        "tools": rows,
+        "problems": problems,
+        "total": len(everything),
+        "waiting_proposals": sum(len(t.proposed) for t in everything),
+        "waiting_tools": sum(1 for t in everything if t.proposed),
+        "query": query,
+        "waiting": waiting,
+        "risk": risk,
+        "risks": RISKS,
+        "filtered": bool(words or waiting or risk),
+    }
 
 
 # -- Import ------------------------------------------------------------------------------------
@@ -81,13 +111,15 @@ def report_view(report: Any, source: bytes) -> dict[str, Any]:
     return out
 
 
-def graph_of(manifest: dict[str, Any], target: str, facts: Any) -> dict[str, Any]:
+def graph_of(manifest: dict[str, Any], target: str, facts: Any, gained: Any = ()) -> dict[str, Any]:
+    """The graph's layout; GAINED: node ids the verdict names, drawn highlighted."""
     from forgec.catalog import get_catalog
     from forgec.render.graph import graph_parts
     from forgec.screen.svg import layout
 
     flows = getattr(facts, "flows", ()) if facts is not None else ()
-    return layout(graph_parts(manifest, catalog=get_catalog(target), flows=flows))
+    parts = graph_parts(manifest, catalog=get_catalog(target), flows=flows)
+    return layout(parts, gained=frozenset(gained))
 
 
 def install_checked(
@@ -117,7 +149,84 @@ def card_view(card: dict[str, Any], *, which: str | None = None) -> dict[str, An
     from forgec.render.consent import card_rows
 
     rows = card_rows(card, which=which)
-    return {**card, "rows": rows, "description": Lines(card.get("description") or "")}
+    return {
+        **card,
+        "rows": rows,
+        "differs": [False] * len(rows),
+        "description": Lines(card.get("description") or ""),
+    }
+
+
+def mark_differences(a: dict[str, Any], b: dict[str, Any]) -> None:
+    """Mark the rows of two cards that the other card does not have (same label and value),
+    each row counted once: a row repeated on one side only is marked too."""
+    from collections import Counter
+
+    for mine, other in ((a, b), (b, a)):
+        left = Counter(other["rows"])
+        marks = []
+        for row in mine["rows"]:
+            marks.append(left[row] <= 0)
+            left[row] -= 1
+        mine["differs"] = marks
+    for mine, other in ((a, b), (b, a)):
+        if (mine.get("description") or "") != (other.get("description") or ""):
+            mine["description_differs"] = True
+        if mine.get("title") != other.get("title"):
+            mine["title_differs"] = True
+
+
+def ask_banner(marks: Any) -> str | None:
+    """Why the tool asks before every run, in one sentence (`always_asks_banner`, the CLI's
+    words too), or None."""
+    from forgec.render.consent import always_asks_banner
+
+    return always_asks_banner(marks)
+
+
+def agreed_at(store: Any, stored: Any) -> str | None:
+    """When the person said yes to this very version (its hash), or None."""
+    for v in store.versions(stored.tool_id):
+        if v.version == stored.version:
+            return v.turned_on_at if v.hash == stored.hash else None
+    return None
+
+
+def installed_words(v: Any) -> str:
+    return str(v.installed_at).replace("T", " ").removesuffix("Z") + " UTC"
+
+
+def texts(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
+    """Each side's text (laid out over lines) and their line diff (`forgec.screen.textdiff`)."""
+    from forgec.screen.textdiff import texts_and_diff
+
+    out = texts_and_diff(old, new)
+    for side in ("old", "new"):
+        if out.get(side) is not None:
+            out[side] = Lines(out[side])
+    return out
+
+
+def verdict_of(diff: dict[str, Any]) -> dict[str, Any] | None:
+    """The verdict the diff carries (SPEC §23, computed by `forgec.store.verdict` inside
+    `diff_versions`), or None: a first consent has nothing to compare with."""
+    import json
+
+    verdict = diff.get("verdict")
+    if not isinstance(verdict, dict):
+        return None
+    gains = []
+    for g in verdict.get("gains") or ():
+        witness = g.get("witness") if isinstance(g, dict) else None
+        shown = json.dumps(witness.get("input"), ensure_ascii=True) if witness else None
+        gains.append({**g, "witness_json": shown})
+    return {**verdict, "gains": gains}
+
+
+def gained_nodes(verdict: dict[str, Any] | None) -> set[str]:
+    if not verdict:
+        return set()
+    return {g["node"] for g in verdict.get("gains", ()) if isinstance(g.get("node"), str)}
 
 
 def tool_page(store: Any, tool: str) -> dict[str, Any]:
@@ -138,8 +247,12 @@ def tool_page(store: Any, tool: str) -> dict[str, Any]:
         "summary": summary,
         "current": current,
         "card": card_of(current),
+        "banner": ask_banner(current.marks),
         "consent": status,
         "versions": list(reversed(versions)),
+        # the truth about consent, in the CLI's words (`VersionInfo.consent_words`)
+        "consent_words": {v.version: v.consent_words for v in versions},
+        "installed_words": {v.version: installed_words(v) for v in versions},
         "sides": sides,
         "cards": cards,
         "proposals": store.proposals(tool),
@@ -171,18 +284,31 @@ def diff_page(store: Any, tool: str, a: Any, b: Any) -> dict[str, Any]:
 
 
 def enable_page(store: Any, tool: str) -> dict[str, Any]:
+    """What turning the current version on shows, in this order (SPEC §23): the verdict
+    against the version last agreed to, the ask banner, the card, §14's diff, the two texts
+    and their line diff, the graph with the gained steps highlighted."""
     summary = store.tool(tool)
     current = store.get(tool)
     status = store.consent_status(tool)
     # the diff starts from the version last consented to (`ConsentStatus.basis`, what
     # `forgec tools enable` shows); nothing consented yet: everything is new
     basis = status.basis if status.basis != current.version else None
+    diff = consent_diff(store, summary.id, basis, current.version)
+    verdict = verdict_of(diff)
+    before = store.get(tool, basis) if basis is not None else None
     return {
         "summary": summary,
         "current": current,
         "card": card_of(current),
         "consent": status,
-        "diff": consent_diff(store, summary.id, basis, current.version),
+        "banner": ask_banner(current.marks),
+        "diff": diff,
+        "verdict": verdict,
+        "basis": before,
+        "text": texts(before.manifest if before is not None else None, current.manifest),
+        "graph": graph_of(
+            current.manifest, current.target, _facts_of(current), gained_nodes(verdict)
+        ),
     }
 
 
@@ -200,17 +326,34 @@ def enable_shown(store: Any, tool: str, shown_hash: str) -> str | None:
 
 
 def review_page(store: Any, tool: str, number: int) -> dict[str, Any]:
-    """Proposal NUMBER beside the current version (what `forgec tools review` shows)."""
+    """Proposal NUMBER beside the current version (what `forgec tools review` shows), in this
+    order (SPEC §23): the verdict, the ask banner, both cards side by side with the rows that
+    differ marked, §14's diff, each version's text and their line diff, the proposal's graph
+    with the gained steps highlighted."""
     summary = store.tool(tool)
     current = store.get(tool)
     proposal = store.get_proposal(tool, number)
+    diff = consent_diff(store, summary.id, current.version, f"p{number}")
+    verdict = verdict_of(diff)
+    current_card, proposal_card = card_of(current), card_of(proposal)
+    mark_differences(current_card, proposal_card)
+    agreed = agreed_at(store, current)
     return {
         "summary": summary,
         "current": current,
         "proposal": proposal,
-        "current_card": card_of(current),
-        "proposal_card": card_of(proposal),
-        "diff": consent_diff(store, summary.id, current.version, f"p{number}"),
+        "current_card": current_card,
+        "proposal_card": proposal_card,
+        "current_heading": f"{current.label} — current"
+        + (", you agreed to it" if agreed else ", not agreed to yet"),
+        "proposal_heading": f"{proposal.label} — proposed by {proposal.author_words}",
+        "banner": ask_banner(proposal.marks),
+        "diff": diff,
+        "verdict": verdict,
+        "text": texts(current.manifest, proposal.manifest),
+        "graph": graph_of(
+            proposal.manifest, proposal.target, _facts_of(proposal), gained_nodes(verdict)
+        ),
         "number": number,
         "next_version": summary.latest_version + 1,
     }
@@ -229,6 +372,7 @@ def run_page(store: Any, tool: str) -> dict[str, Any]:
         "card": card_of(current),
         "hash": current.hash,
         "enabled": current.enabled,
+        "banner": ask_banner(current.marks),
         "asks": current.marks.always_asks or not store.has_consent(tool),
         "fields": input_fields(schema),
     }

@@ -60,7 +60,7 @@ NO_NEW_POWER = "No new power: this version can do nothing the version you agreed
 MAX_PATHS = 16  # path states per node (beyond: merged for the new version, dropped for the old)
 MAX_GAINS = 40  # gains listed; the rest are counted in the headline
 WITNESS_RUNS = 24  # inputs tried for a witness
-WITNESS_SECONDS = 1.0  # time for all witness runs
+WITNESS_SECONDS = 0.5  # time for all witness runs (the analysis stays within 2 s with them)
 PRIVACY_REACH = ("local-only", "local-preferred", "remote-allowed", None)
 NARROWABLE = frozenset({"limit"})  # integer fields where a lower literal reads less
 
@@ -112,7 +112,13 @@ class Verdict:
 
 
 def verdict(
-    old: Any, new: Any, *, was: str = "v1", inputs: Iterable[Any] = (), cases: Iterable[Any] = ()
+    old: Any,
+    new: Any,
+    *,
+    was: str = "v1",
+    inputs: Iterable[Any] = (),
+    cases: Iterable[Any] = (),
+    witness: bool = True,
 ) -> Verdict | None:
     """The verdict of NEW against OLD (both `forgec.api.Report`s of checked tools). None when
     OLD is None (a first consent: nothing to compare with). INPUTS: more inputs to try as
@@ -121,21 +127,23 @@ def verdict(
         return None
     terms = _Terms()
     label = safe_text(was)
-    old_v = _Version.of(old, terms, side="old")
-    new_v = _Version.of(new, terms, side="new")
-    if old_v is None or new_v is None:
-        gain = Gain("", "tool", "could not be compared step by step", f"{label}: checked")
-        return Verdict(True, (gain,), label)
-    gains = _Compare(old_v, new_v, terms, label).gains()
+    try:
+        old_v = _Version.of(old, terms, side="old")
+        new_v = _Version.of(new, terms, side="new")
+        if old_v is None or new_v is None:
+            return Verdict(True, (_unjudged(label),), label)
+        gains = _Compare(old_v, new_v, terms, label).gains()
+    except Exception:  # a comparison that breaks proves nothing: never "No new power", no traceback
+        return Verdict(True, (_unjudged(label),), label)
     more = max(0, len(gains) - MAX_GAINS)
     gains = gains[:MAX_GAINS]
-    if gains:
-        gains = _witnesses(old, new, gains, [*inputs, *(_case_input(c) for c in cases)])
+    if gains and witness:
+        gains = _witnesses(old, new, gains, list(inputs), list(cases))
     return Verdict(bool(gains), tuple(gains), label, more)
 
 
-def _case_input(case: Any) -> Any:
-    return case.get("input") if isinstance(case, Mapping) else getattr(case, "input", None)
+def _unjudged(was: str) -> Gain:
+    return Gain("", "tool", "may do what could not be compared step by step", f"{was}: unknown")
 
 
 # --- terms ---------------------------------------------------------------------------------
@@ -987,11 +995,13 @@ class _Compare:
     def field_gain(self, inst: _Inst, name: str, t: int | None, olds: list[int]) -> Gain:
         words = self.terms.words
         cap = inst.capability
-        shown_old = _and(sorted({_tick(words(x), self.terms.is_lit(x)) for x in olds}))
+        shown_old = _and(
+            sorted({_tick(words(x), isinstance(self.terms.values.get(x), str)) for x in olds})
+        )
         was = f"{self.was}: {shown_old or 'left it out'}"
         if t is None:
             return Gain(inst.node, cap, f"can {self.desc(inst)} without `{name}`", was)
-        new_words = _tick(words(t), self.terms.is_lit(t))
+        new_words = _tick(words(t), isinstance(self.terms.values.get(t), str))
         if cap == "channel.send" and name == "channelId":
             old_channels = _and(sorted({_channel(x, self.terms) for x in olds}))
             return Gain(
@@ -1006,6 +1016,8 @@ class _Compare:
             return Gain(inst.node, cap, f"sends a request to {new_words}", was)
         if name == "status":
             return Gain(inst.node, cap, f"can set a task's status to {new_words}", was)
+        if cap == "db.query" and name == "limit":
+            return Gain(inst.node, cap, f"can read up to {words(t)} rows a query", was)
         if name in NARROWABLE:
             return Gain(inst.node, cap, f"can {self.desc(inst)} with {name} {new_words}", was)
         if name == "*":
@@ -1167,33 +1179,45 @@ def _channel(t: int, terms: _Terms) -> str:
 # --- witness: an input that shows a gain -----------------------------------------------------
 
 
-def _witnesses(old: Any, new: Any, gains: list[Gain], given: list[Any]) -> list[Gain]:
+Calls = list[tuple[str, tuple[str, str]]]  # (node, (capability, input as JSON text))
+
+
+def _witnesses(
+    old: Any, new: Any, gains: list[Gain], given: list[Any], cases: list[Any]
+) -> list[Gain]:
+    """Each gain gets the first input (a test case's, then the inputs given, then those built
+    from `inputSchema`) with which the new version makes the gained call and the old version,
+    given the same input, does not make it."""
     wanted = {g.node for g in gains if g.node}
     if not wanted:
         return gains
     try:
-        from forgec.api import lower
+        from forgec.backend import lower_report
 
-        old_program = lower(old.manifest, target=old.target)
-        new_program = lower(new.manifest, target=new.target)
+        old_program = lower_report(old)
+        new_program = lower_report(new)
     except Exception:  # a tool that does not lower has no run to show
         return gains
+    probes: list[tuple[Any, str, Callable[[Any, Any], Calls]]] = []
+    for case in cases:  # a §22 case: its host, mocks and model answers too
+        name = safe_text(getattr(case, "name", "a test case"))
+        probes.append((getattr(case, "input", None), f"test case {name}", _case_runner(case)))
+    probes += [(x, "a test case", _calls) for x in given if isinstance(x, dict)]
+    probes += [(x, "inputSchema", _calls) for x in schema_inputs(new.ir.input_schema)]
     found: dict[str, dict[str, Any]] = {}
     started = time.monotonic()
-    candidates = [(x, "a test case") for x in given if isinstance(x, dict)]
-    candidates += [(x, "inputSchema") for x in schema_inputs(new.ir.input_schema)]
     seen: set[str] = set()
-    for value, source in candidates:
+    for value, source, runner in probes:
         if len(seen) >= WITNESS_RUNS or time.monotonic() - started > WITNESS_SECONDS:
             break
-        text = dumps_text(value)
+        text = source + dumps_text(value) if runner is not _calls else dumps_text(value)
         if text in seen:
             continue
         seen.add(text)
-        new_calls = _calls(new_program, value)
+        new_calls = runner(new_program, value)
         if not any(node in wanted and node not in found for node, _ in new_calls):
             continue
-        old_calls = {call for _, call in _calls(old_program, value)}
+        old_calls = {call for _, call in runner(old_program, value)}
         for node, call in new_calls:
             if node in wanted and node not in found and call not in old_calls:
                 found[node] = {"input": value, "from": source}
@@ -1202,7 +1226,20 @@ def _witnesses(old: Any, new: Any, gains: list[Gain], given: list[Any]) -> list[
     return [attrs.evolve(g, witness=found.get(g.node)) if g.node else g for g in gains]
 
 
-def _calls(program: Any, value: Any) -> list[tuple[str, tuple[str, str]]]:
+def _case_runner(case: Any) -> Callable[[Any, Any], Calls]:
+    def run(program: Any, _value: Any) -> Calls:
+        try:
+            from forgec.testing import run_case
+
+            result = run_case(program, case, check=False)
+        except Exception:  # a case that cannot run shows nothing
+            return []
+        return [(c.node, (c.capability, dumps_text(c.input))) for c in result.calls]
+
+    return run
+
+
+def _calls(program: Any, value: Any) -> Calls:
     """(node, (capability, input as JSON text)) of every call a run of PROGRAM on VALUE makes
     on a fresh in-memory host (a capability it does not provide answers an empty result)."""
     from forgec.runtime.vm import run

@@ -18,9 +18,9 @@ FORMAT = "forgec.facts.v1"
 def canonical_text(manifest: dict[str, Any]) -> str:
     """The canonical `.talostool` text of MANIFEST: stable key order, 2-space indent (what
     `forgec compile` writes, byte for byte)."""
-    from forgec.frontend.canonical import dumps_canonical
+    from forgec.api import canonical_text as text
 
-    return str(dumps_canonical(manifest))
+    return text(manifest)
 
 
 def facts_of(report: Any, program: Any) -> dict[str, Any]:
