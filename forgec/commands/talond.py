@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-<<<<<<< HEAD
-from typing import TYPE_CHECKING, Any
-=======
 from pathlib import Path
-from typing import TYPE_CHECKING
->>>>>>> main
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from forgec.daemon.clock import Clock
@@ -83,7 +79,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="the planned tool's input, a JSON object (with --tool)",
     )
     a.set_defaults(handler=schedule)
-<<<<<<< HEAD
     sc = sub.add_parser(
         "schedules",
         help="list schedules, or pause, resume or delete one",
@@ -124,7 +119,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     _common(dr, argparse.SUPPRESS)
     dr.add_argument("message_id", metavar="ID", nargs="?", default=None)
     dr.set_defaults(handler=deliveries_retry)
-=======
     c = sub.add_parser(
         "check",
         help="per persona: the private data, untrusted input, writes and egress its labels and "
@@ -138,7 +132,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     c.add_argument("--store", metavar="FILE", default=None, help="the tool store")
     c.add_argument("--format", choices=("text", "json"), default="text")
     c.set_defaults(handler=check)
->>>>>>> main
 
 
 def _config(args: argparse.Namespace) -> tuple[HostConfig, Path]:

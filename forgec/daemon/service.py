@@ -219,14 +219,13 @@ class Talond:
                 lock.release()
             self.log.event("stopped", id=self.id)
 
-<<<<<<< HEAD
     def _due(self, what: str, every: float) -> bool:
         now = time.monotonic()
         if now - self._last.get(what, -1e9) < every:
             return False
         self._last[what] = now
         return True
-=======
+
     def _persona_cards(self) -> None:
         """SPEC §21: what each persona's labels and tools let its turns read, be steered by and
         reach; a warning line per persona that holds private data, untrusted input and
@@ -243,9 +242,6 @@ class Talond:
             self.log.event("persona", name=name, **legs, writes=len(card["writes"]), egress=egress)
             if card["warning"]:
                 self.log.event("warning", persona=name, message=card["warning"])
-
-    # --- workers -------------------------------------------------------------------------------
->>>>>>> main
 
     def _tick(self) -> None:
         tables, engine = self.tables, self.engine
