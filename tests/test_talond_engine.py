@@ -100,7 +100,7 @@ def run_cli(root: Path, *args: str, clock: Path | None = None) -> subprocess.Com
     )
 
 
-def wait(check: Any, what: str, timeout: float = 60) -> None:
+def wait(check: Any, what: str, timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
     while not check():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
