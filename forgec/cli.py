@@ -38,11 +38,50 @@ COMMAND_MODULES = (
 )
 
 
+class _SubParsers(argparse._SubParsersAction):
+    """Every command's `--help` opens with the line the command list shows for it."""
+
+    def add_parser(self, name: str, **kwargs: object) -> argparse.ArgumentParser:
+        if kwargs.get("description") is None and kwargs.get("help") is not None:
+            kwargs["description"] = kwargs["help"]
+        return super().add_parser(name, **kwargs)  # type: ignore[arg-type]
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.register("action", "parsers", _SubParsers)
+
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)
         print(f"{self.prog}: error: {message}", file=sys.stderr)
         raise SystemExit(EXIT_USAGE)
+
+
+def _chosen(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The innermost (sub)command parser the words chose (`forgec tools install`)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            name = getattr(args, action.dest or "", None)
+            if isinstance(name, str) and name in action.choices:
+                return _chosen(action.choices[name], args)
+    return parser
+
+
+def _unknown(parser: argparse.ArgumentParser, args: argparse.Namespace, extra: list[str]) -> None:
+    """Words no option took: the chosen command's usage, and the option meant by a misspelt
+    flag (`--fromat` → `--format`)."""
+    from forgec.ir.suggest import closest
+
+    chosen = _chosen(parser, args)
+    flags = [o for a in chosen._actions for o in a.option_strings if o.startswith("--")]
+    message = f"unrecognized arguments: {' '.join(extra)}"
+    for word in extra:
+        guess = closest(word.split("=", 1)[0], flags) if word.startswith("-") else None
+        if guess is not None:
+            message += f" (did you mean `{guess}`?)"
+            break
+    chosen.error(message)
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -74,7 +113,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(words[0] if words else None)
-    args = parser.parse_args(words)
+    args, leftover = parser.parse_known_args(words)
+    if leftover:
+        _unknown(parser, args, leftover)
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()

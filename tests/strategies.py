@@ -456,3 +456,24 @@ def origin_escapes() -> st.SearchStrategy[str]:
     return st.lists(st.sampled_from(URL_PIECES), min_size=1, max_size=8).map(
         lambda parts: "/" + "".join(parts)
     )
+
+
+# --- turn scripts (SPEC §21): a model's own calls, each argument copied from an earlier result
+
+
+TURN_TOOLS = ("remember", "recall", "post", "read_texts", "read_channels")
+TURN_KEYS = ("k0", "k1", "k2")
+
+
+@st.composite
+def turn_scripts(draw: st.DrawFn, max_steps: int = 8) -> list[tuple[str, Any, Any]]:
+    """A turn as a list of `(tool, a, b)` steps. An argument is `("copy", n)` — the n-th latest
+    value the turn has seen, modulo how many it has (a model copying an earlier result, or the
+    text that started the turn) — or `("new", None)`: a value the model wrote itself. What
+    each tool does with `a` and `b` is the test's business (`tests/test_agent_labels_property`)."""
+    arg = st.one_of(
+        st.tuples(st.just("copy"), st.integers(min_value=0, max_value=4)),
+        st.tuples(st.just("new"), st.none()),
+    )
+    steps = st.tuples(st.sampled_from(TURN_TOOLS), arg, st.one_of(arg, st.sampled_from(TURN_KEYS)))
+    return draw(st.lists(steps, min_size=1, max_size=max_steps))

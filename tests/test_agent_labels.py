@@ -200,8 +200,8 @@ def test_a_plan_may_pick_a_destination_by_host_facts_only(
     doc = _busiest_channel_tool(where)
     report = forgec.check(orjson.dumps(doc), target="talon")
     assert report.ok, [d.message for d in report.errors]
-    flows = {(f.source, f.sink, f.argument) for f in report.facts.flows}
-    assert (("external:talon", "egress:channel.send", "channelId") in flows) is steered
+    flows = {(f.source, f.sink, f.argument, f.destination) for f in report.facts.flows}
+    assert (("external:talon", "egress:channel.send", "channelId", True) in flows) is steered
     program = lower_manifest(report.ir, marks=report.marks)
     with _open(tmp_path, ("untrusted->destination",)) as host:
         for _ in range(2):  # messages in `journal`, which the plan will pick
@@ -258,3 +258,128 @@ def test_a_forged_tool_in_a_turn_starts_with_the_context_on_its_input(tmp_path: 
             allowed_flows={"untrusted->egress"},
         )
         assert allowed.status == "ok" and WEB in allowed.output_labels
+
+
+# --- typos never allow: one-line errors at start (exit 2) ----------------------------------
+
+
+def _forgec(*args: str, cwd: Path) -> Any:
+    import subprocess
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-m", "forgec", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+@pytest.mark.parametrize(
+    ("config", "needle"),
+    [
+        ('[persona]\nlabels = ["chanel.send:*"]\n', "unknown label 'chanel.send:*'"),
+        ('[flows]\ndeny = ["private->egres"]\n', "unknown rule 'private->egres'"),
+    ],
+)
+def test_forgec_run_refuses_a_typo_in_the_host_config(
+    tmp_path: Path, config: str, needle: str
+) -> None:
+    root = Path(__file__).resolve().parent.parent
+    (tmp_path / "host.toml").write_text(config)
+    done = _forgec(
+        "run",
+        str(root / "examples" / "daily-planner.forge"),
+        "--host-config",
+        "host.toml",
+        "--db",
+        "h.db",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2 and needle in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("policy", "labels", "needle"),
+    [
+        ('[[allow]]\ntool = "chanel_send"\n', None, "unknown tool 'chanel_send'"),
+        ('[[allow]]\ntool = "channel_send"\nflows = ["untrusted->dest"]\n', None, "unknown flow"),
+        ('[[allow]]\ntool = "dynamic:no.such"\n', None, "does not hold"),
+        (None, "channel.send:*\nmemory.acess:thread\n", "unknown label 'memory.acess:thread'"),
+    ],
+)
+def test_talond_refuses_a_typo_at_start(
+    tmp_path: Path, policy: str | None, labels: str | None, needle: str
+) -> None:
+    persona = tmp_path / "personas" / "helper"
+    persona.mkdir(parents=True)
+    (persona / "persona.md").write_text("# Helper\n")
+    if labels is not None:
+        (persona / "labels.txt").write_text(labels)
+    config = '[persona]\nfolder = "personas"\n'
+    if policy is not None:
+        (tmp_path / "policy.toml").write_text(policy)
+        config += '\n[talond]\nconsent_policy = "policy.toml"\n'
+    (tmp_path / "host.toml").write_text(config)
+    done = _forgec(
+        "talond",
+        "--host-config",
+        "host.toml",
+        "--db",
+        "h.db",
+        "--store",
+        "tools.db",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2 and needle in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("url", "destination"),
+    [
+        ({"$template": "https://api.example.com/search?q={{input.q}}"}, False),
+        ({"$template": "https://{{input.q}}/search"}, True),
+        ({"$ref": "input.q"}, True),
+    ],
+)
+def test_a_literal_url_host_is_a_fixed_destination(url: Any, destination: bool) -> None:
+    """Statically (inspect's flows) and at run time (`untrusted->destination` on the VM's
+    call): the labels of a URL whose host the manifest writes fill content, not where."""
+    import orjson
+
+    import forgec
+    from forgec.backend import lower_manifest
+    from forgec.runtime import run
+    from forgec.runtime.memory_host import MemoryHost
+
+    doc = _busiest_channel_tool("")
+    doc["network"] = {"mode": "allowlist", "hosts": ["api.example.com"]}
+    doc["inputSchema"] = {"type": "object", "properties": {"q": {"type": "string"}}}
+    doc["flow"]["entry"] = "fetch"
+    doc["flow"]["nodes"] = [
+        {
+            "id": "fetch",
+            "type": "capability",
+            "capability": "net.http",
+            "input": {"method": "GET", "url": url},
+            "next": "done",
+        },
+        {"id": "done", "type": "return", "value": "ok"},
+    ]
+    report = forgec.check(orjson.dumps(doc), target="talon")
+    assert report.ok, [d.message for d in report.errors]
+    (flow,) = [f for f in report.facts.flows if f.argument == "url"]
+    assert flow.destination is destination
+    assert (flow.to_json().get("destination") is True) is destination
+    program = lower_manifest(report.ir, marks=report.marks)
+    host = MemoryHost(flow_deny=("untrusted->destination",))
+    result = run(
+        program, {"q": "api.example.com"}, host=host, consent=lambda r: True, input_labels={WEB}
+    )
+    # the in-memory host has no net.http: a call the rule lets through fails there instead
+    code = "RUN_FLOW_DENIED" if destination else "RUN_CAPABILITY_FAILED"
+    assert result.status == "failed" and result.error.code == code, result.error

@@ -27,7 +27,7 @@ NONE: frozenset[str] = frozenset()
 def problems(catalog: Any, name: str, literal: Any, computed: frozenset[str] = NONE) -> list[str]:
     spec = catalog.get(name)
     assert spec is not None, name
-    return [p.message for p in spec.check_input(literal, computed)]
+    return [p.message for p in spec.shape.check(literal, computed)]
 
 
 # -- the tables ------------------------------------------------------------------------------
@@ -49,7 +49,7 @@ def test_talos_has_exactly_the_seed_table() -> None:
     assert set(TALOS.capabilities) == set(TALOS_ROWS)
     for name, (power, risk, limit, undo) in TALOS_ROWS.items():
         spec = TALOS.capabilities[name]
-        assert spec.marks({}) == StepMarks(power, risk, None)
+        assert spec.step_marks({}) == StepMarks(power, risk, None)
         assert (spec.input_limit, spec.undo, spec.needs_network) == (limit, undo, False)
 
 
@@ -104,7 +104,7 @@ def test_talon_is_talos_plus_the_ten_host_tools() -> None:
         assert TALON.capabilities[name] == TALOS.capabilities[name]
     for name, (mcp, literal, marks, undo) in HOST_ROWS.items():
         spec = TALON.capabilities[name]
-        assert (spec.mcp_name, spec.marks(literal), spec.undo) == (mcp, marks, undo)
+        assert (spec.mcp_name, spec.step_marks(literal), spec.undo) == (mcp, marks, undo)
         assert spec.needs_network == (name == "net.http")
         assert TALON.by_mcp_name(mcp) is spec
 
@@ -124,7 +124,7 @@ def test_talon_is_talos_plus_the_ten_host_tools() -> None:
     ],
 )
 def test_operation_dependent_marks(name: str, literal: Any, power: str, risk: str) -> None:
-    marks = TALON.capabilities[name].marks(literal)
+    marks = TALON.capabilities[name].step_marks(literal)
     assert (marks.power, marks.risk) == (power, risk)
 
 
@@ -138,7 +138,7 @@ def test_operation_dependent_marks(name: str, literal: Any, power: str, risk: st
     ],
 )
 def test_channel_label(literal: Any, label: str) -> None:
-    assert TALON.capabilities["channel.send"].marks(literal).label == label
+    assert TALON.capabilities["channel.send"].step_marks(literal).label == label
 
 
 # -- TALOS inputs ----------------------------------------------------------------------------
@@ -206,9 +206,9 @@ def test_bad_talos_inputs(name: str, literal: Any, expected: str) -> None:
 
 def test_integral_floats_are_integers_only_at_run_time() -> None:
     spec = TALOS.capabilities["tasks.list"]
-    assert spec.check_input({"limit": 5.0}, NONE)
-    assert spec.check_runtime_input({"limit": 5.0}) == []
-    assert spec.check_runtime_input({"limit": 5.5})
+    assert spec.shape.check({"limit": 5.0}, NONE)
+    assert spec.shape.check({"limit": 5.0}, runtime=True) == []
+    assert spec.shape.check({"limit": 5.5}, runtime=True)
 
 
 def test_title_counts_code_points_not_bytes() -> None:
@@ -269,14 +269,14 @@ def test_computed_fields_count_as_present_and_must_be_known() -> None:
 def test_nested_expressions_are_left_to_run_time() -> None:
     literal = {"text": "x", "tags": ["a", {"$ref": "input.tag"}]}
     assert problems(TALOS, "memory.create", literal) == []
-    runtime = TALOS.capabilities["memory.create"].check_runtime_input(literal)
+    runtime = TALOS.capabilities["memory.create"].shape.check(literal, runtime=True)
     assert [p.path for p in runtime] == [("tags", 1)]
 
 
 def test_runtime_check_sees_every_value_and_the_size() -> None:
     spec = TALOS.capabilities["tasks.create"]
-    assert spec.check_runtime_input({"title": "ok", "due": "2026-01-31"}) == []
-    found = spec.check_runtime_input({"title": {"$ref": "input.x"}, "notes": "x" * 17000})
+    assert spec.shape.check({"title": "ok", "due": "2026-01-31"}, runtime=True) == []
+    found = spec.shape.check({"title": {"$ref": "input.x"}, "notes": "x" * 17000}, runtime=True)
     assert [p.path for p in found] == [("title",), ()]
 
 
@@ -324,7 +324,7 @@ GOOD_TALON = [
 @pytest.mark.parametrize(("name", "literal"), GOOD_TALON)
 def test_good_talon_inputs(name: str, literal: Any) -> None:
     assert problems(TALON, name, literal) == []
-    assert TALON.capabilities[name].check_runtime_input(literal) == []
+    assert TALON.capabilities[name].shape.check(literal, runtime=True) == []
     jsonschema.validate(literal, TALON.capabilities[name].input_schema)
 
 
@@ -673,10 +673,10 @@ FIELD_NAMES = st.sampled_from(
 )
 def test_check_input_never_raises(name: str, literal: Any, computed: frozenset[str]) -> None:
     spec = TALON.capabilities[name]
-    for found in (spec.check_input(literal, computed), spec.check_runtime_input(literal)):
+    for found in (spec.shape.check(literal, computed), spec.shape.check(literal, runtime=True)):
         assert all(isinstance(p.message, str) and p.message for p in found)
     if isinstance(literal, dict):
-        spec.marks(literal)
+        spec.step_marks(literal)
 
 
 @settings(max_examples=150, deadline=None)
@@ -714,9 +714,9 @@ def test_huge_and_deep_values_give_problems_not_tracebacks() -> None:
     deep: list[Any] = []
     for _ in range(50_000):
         deep = [deep]
-    found = spec.check_runtime_input({"operation": "write", "value": deep})
+    found = spec.shape.check({"operation": "write", "value": deep}, runtime=True)
     assert [p.message for p in found] == ["the input is nested too deeply to be JSON"]
-    assert spec.check_runtime_input({"operation": "write", "value": 2**70}) == []
+    assert spec.shape.check({"operation": "write", "value": 2**70}, runtime=True) == []
 
 
 # the docs' capability tables are generated from the rows: tests/test_generated_docs.py
@@ -725,7 +725,7 @@ def test_huge_and_deep_values_give_problems_not_tracebacks() -> None:
 def test_messages_as_a_person_reads_them(snapshot: Any) -> None:
     lines = []
     for name, literal, _ in BAD_TALON:
-        for problem in TALON.capabilities[name].check_input(literal, NONE):
+        for problem in TALON.capabilities[name].shape.check(literal, NONE):
             path = "/".join(map(str, problem.path))
             lines.append(f"{name} /{path}: {problem.message}")
     for sql, _ in SQL_REFUSED:

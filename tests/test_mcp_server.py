@@ -32,7 +32,12 @@ def store_path(tmp_path: Path) -> Path:
 
 
 async def _session(
-    args: list[str], body: Any, *, elicitation: Any = None, cwd: Path | None = None
+    args: list[str],
+    body: Any,
+    *,
+    elicitation: Any = None,
+    cwd: Path | None = None,
+    started: list[Any] | None = None,
 ) -> Any:
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -49,7 +54,9 @@ async def _session(
             stdio_client(params, errlog=errlog) as (read, write),
             ClientSession(read, write, elicitation_callback=elicitation) as session,
         ):
-            await session.initialize()
+            answer = await session.initialize()
+            if started is not None:
+                started.append(answer)
             return await body(session)
 
 
@@ -68,6 +75,20 @@ def run_client(args: list[str], body: Any, **kw: Any) -> Any:
 
 def _text(result: Any) -> str:
     return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+
+
+def test_the_server_introduces_itself_as_the_hosts_mcp_face(
+    store_path: Path, tmp_path: Path
+) -> None:
+    # SPEC §13: the seed's `__talond_host_tools`; clients that show a title show "forgec"
+    started: list[Any] = []
+
+    async def body(session: Any) -> None:
+        return None
+
+    run_client(serve_args(store_path, tmp_path), body, started=started)
+    info = started[0].server_info
+    assert (info.name, info.title) == ("__talond_host_tools", "forgec")
 
 
 def test_lists_only_what_the_labels_grant(store_path: Path, tmp_path: Path) -> None:

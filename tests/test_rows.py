@@ -43,7 +43,7 @@ def test_targets_are_the_rows() -> None:
         assert list(catalog.capabilities) == [row.name for row in rows.rows_of(target)]
         for name, spec in catalog.capabilities.items():
             row = rows.BY_NAME[name]
-            assert spec.row is row
+            assert spec is row  # the row is the only capability object
             assert (spec.input_limit, spec.undo, spec.mcp_name) == (
                 row.input_limit,
                 row.undo,

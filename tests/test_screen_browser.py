@@ -604,3 +604,222 @@ def test_chromium_reads_every_login_redirect_as_this_origin(browser: Any, screen
             assert page.evaluate(resolve, [location, screen.origin + "/"]) == screen.origin
     finally:
         context.close()
+
+
+# -- the review and enable pages, the tools list, the graph (SPEC §23) --------------------------------
+
+
+def _boxes_overlap(page: Any, selector: str) -> list[str]:
+    """Pairs of SVG texts under SELECTOR whose boxes, as Chromium lays the text out, overlap."""
+    return page.evaluate(
+        """(sel) => {
+            const boxes = [...document.querySelectorAll(sel)].map(t => [t.textContent, t.getBBox()]);
+            const out = [];
+            for (let i = 0; i < boxes.length; i++)
+              for (let j = i + 1; j < boxes.length; j++) {
+                const [ta, a] = boxes[i], [tb, b] = boxes[j];
+                if (a.x < b.x + b.width && b.x < a.x + a.width &&
+                    a.y < b.y + b.height && b.y < a.y + a.height) out.push(ta + ' / ' + tb);
+              }
+            return out;
+        }""",
+        selector,
+    )
+
+
+def test_a_64_step_graph_scrolls_in_its_frame_and_fits_on_demand(
+    person: Person, store: Path, tmp_path: Path
+) -> None:
+    from test_screen_pages import long_flow
+
+    install(store, tmp_path, long_flow(64))
+    page = person.page
+    person.go("/tools/long.flow")
+    frame = page.locator(".graph-frame")
+    height = frame.evaluate("f => f.getBoundingClientRect().height")
+    assert height <= 0.7 * 860 + 2  # the frame holds the graph, however long the flow
+    assert frame.evaluate("f => f.scrollHeight > f.clientHeight")  # and scrolls inside
+    # Versions and Compare follow the frame, within a screen or so of its top
+    top = frame.evaluate("f => f.getBoundingClientRect().top + window.scrollY")
+    versions = page.locator("#versions-h").evaluate(
+        "h => h.getBoundingClientRect().top + window.scrollY"
+    )
+    assert versions - top < height + 400
+    assert _boxes_overlap(page, "svg text.edge-label, svg text.flow-label") == []
+    page.get_by_role("button", name="Fit the whole flow").click()
+    svg_h = page.locator(".graph-frame svg").evaluate("s => s.getBoundingClientRect().height")
+    assert svg_h <= frame.evaluate("f => f.clientHeight")
+    page.get_by_role("button", name="Actual size").click()
+    assert page.locator(".graph-frame svg").evaluate("s => s.getBoundingClientRect().height") > 2000
+    person.shot("long-graph")
+    page.locator("#versions-h").scroll_into_view_if_needed()
+    assert page.locator("#versions-h").is_visible()
+    assert person.errors == []
+
+
+def test_labels_drawn_by_chromium_do_not_overlap(person: Person, store: Path) -> None:
+    # flow labels beside branch labels: the issue saw "unprivate: talon query"
+    page = person.page
+    for example, target in (
+        ("flows/notes-web-answer.talostool", "talon"),
+        ("talon-db-digest.talostool", "talon"),
+        ("flows/mail-triage-cancel.talostool", "talon"),
+        ("weekly-review.talostool", "talos"),
+    ):
+        person.go("/import")
+        page.set_input_files("#file", str(ROOT / "examples" / example))
+        page.select_option("#target", target)
+        page.get_by_role("button", name="Check").click()
+        texts = "svg text.edge-label, svg text.flow-label, svg text.cluster-label"
+        assert page.locator(texts).count() > 0, example
+        assert _boxes_overlap(page, texts) == [], example
+        # and no label sits on a step's box
+        on_nodes = page.evaluate(
+            """(sel) => {
+                const rects = [...document.querySelectorAll('svg .node rect')].map(r => r.getBBox());
+                return [...document.querySelectorAll(sel)].filter(t => {
+                    const a = t.getBBox();
+                    return rects.some(b => a.x < b.x + b.width && b.x < a.x + a.width &&
+                                           a.y < b.y + b.height && b.y < a.y + a.height);
+                }).map(t => t.textContent);
+            }""",
+            texts,
+        )
+        assert on_nodes == [], example
+
+
+def _digest(store: Path, tmp_path: Path) -> int:
+    """The issue's measurement 1: talon-db-digest v1 turned on, and a model's proposal that
+    drops `WHERE role = 'user'`, posts to #general instead of #team and reads 50 rows, not 20."""
+    from test_screen_pages import SQL_V1, SQL_V2, digest, install_talon, propose
+
+    install_talon(store, tmp_path, digest(SQL_V1, "team", 20), enable=True)
+    return propose(store, digest(SQL_V2, "general", 50, version=2), target="talon")
+
+
+def test_the_review_page_answers_first_and_shows_both_versions(
+    person: Person, store: Path, tmp_path: Path
+) -> None:
+    number = _digest(store, tmp_path)
+    page = person.page
+    person.go("/")
+    assert "1 proposal waits for your review, in 1 tool" in page.inner_text("#waiting-count")
+    person.go(f"/tools/talon-db-digest/review/{number}")
+    first = page.locator("main > *").first
+    assert first.evaluate("e => e.tagName") == "H1"
+    # the cards: distinct headings, the differing rows marked on both sides
+    current, proposed = page.locator(".card-current"), page.locator(".card-proposal")
+    assert current.locator(".which").inner_text() == "v1 — current, you agreed to it"
+    assert proposed.locator(".which").inner_text() == f"proposal {number} — proposed by a model"
+    assert current.locator(".row.differs").count() >= 1
+    assert proposed.locator(".row.differs").count() >= 1
+    # Accept and Reject do not look alike
+    colours = [
+        page.locator(b).evaluate(
+            "b => { const s = getComputedStyle(b); return [s.backgroundColor, s.color]; }"
+        )
+        for b in ("#accept", "#reject")
+    ]
+    assert colours[0] != colours[1]
+    assert colours[1][0] in ("rgb(255, 255, 255)", "rgba(0, 0, 0, 0)")  # Reject is not filled
+    # each version's text, and the line diff with the changed words marked
+    marked = {
+        kind: page.locator(f"table.textdiff mark.w-{kind}").all_inner_texts()
+        for kind in ("del", "ins")
+    }
+    assert any("team" in m for m in marked["del"]) and any("general" in m for m in marked["ins"])
+    assert any("20" in m for m in marked["del"]) and any("50" in m for m in marked["ins"])
+    assert any("WHERE" in m for m in marked["del"])
+    page.get_by_text("The whole text of v1").click()
+    assert "WHERE role = 'user'" in page.locator("pre.source").first.inner_text()
+    # the banner names the real reason: R3, asked every run for its flows
+    banner = page.locator("#ask-banner").inner_text()
+    assert "it sends your private data off the device" in banner and "(it is R3)" in banner
+    assert "R4" not in banner
+    person.shot("review")
+    person.inert()
+
+
+def test_the_enable_and_run_pages_of_an_r3_tool_never_say_r4(
+    person: Person, store: Path, tmp_path: Path
+) -> None:
+    from test_screen_pages import SQL_V1, digest, install_talon
+
+    install_talon(store, tmp_path, digest(SQL_V1, "team", 20), enable=False)
+    page = person.page
+    person.go("/tools/talon-db-digest/enable")
+    body = page.inner_text("main")
+    assert "R4" not in body
+    assert "(it is R3)" in page.inner_text("#ask-banner")
+    assert (
+        page.locator("main > *")
+        .first.inner_text()
+        .startswith("Turn on dynamic:talon-db-digest v1: everything it may do is new to you")
+    )
+    person.shot("enable")
+    page.check("#confirm")
+    page.locator("#confirm-enable").click()
+    page.locator("#run").click()
+    page.locator("#run-submit").click()
+    ask = page.inner_text("#ask-banner")
+    assert "(it is R3)" in ask and "R4" not in ask
+    assert page.locator("#run-once").is_visible()
+
+
+def test_the_tools_list_search_and_filters_in_the_browser(
+    person: Person, store: Path, tmp_path: Path
+) -> None:
+    from forgec.store import Store
+
+    with Store(store) as s:
+        for i in range(500):
+            s.install(orjson.dumps(echo_tool(tool_id=f"tool-{i:03d}", title=f"Tool number {i}")))
+    _digest(store, tmp_path)
+    page = person.page
+    person.go("/")
+    assert page.locator("table.tools tbody tr").count() == 501
+    assert "1 proposal waits for your review" in page.inner_text("#waiting-count")
+    page.get_by_label("Search title or name").fill("digest")
+    page.get_by_role("button", name="Show").click()
+    assert page.locator("table.tools tbody tr").count() == 1
+    assert page.inner_text("#shown-count") == "1 of 501 tools shown."
+    page.get_by_role("link", name="Show all").first.click()
+    page.get_by_label("only with proposals waiting").check()
+    page.get_by_role("button", name="Show").click()
+    assert page.locator("table.tools tbody tr").count() == 1
+    page.get_by_label("only with proposals waiting").uncheck()
+    page.get_by_label("Risk").select_option("R3")
+    page.get_by_role("button", name="Show").click()
+    rows = page.locator("table.tools tbody tr").all_inner_texts()
+    assert len(rows) == 1 and "R3" in rows[0]
+    person.shot("tools-filtered")
+    person.inert()
+
+
+def test_axe_finds_no_serious_violation_on_the_review_pages(
+    browser: Any, screen: Screen, store: Path, tmp_path: Path
+) -> None:
+    if not AXE.exists():
+        if os.environ.get("CI"):
+            pytest.fail("axe-core is missing: npm ci in tests/browser")
+        pytest.skip("axe-core is not installed (npm ci in tests/browser)")
+    from test_screen_pages import long_flow
+
+    number = _digest(store, tmp_path)
+    install(store, tmp_path, long_flow(64))
+    p = Person(browser, screen, bypass_csp=True)
+    try:
+        checked = []
+        for path in (
+            f"/tools/talon-db-digest/review/{number}",
+            "/tools/talon-db-digest/enable",
+            "/tools/long.flow",
+            "/tools/long.flow/enable",
+            "/?q=digest&waiting=1&risk=R3",
+            "/?q=nothing-matches",
+        ):
+            p.go(path)
+            checked.append(_axe(p.page, path))
+        assert [v for page_v in checked for v in page_v] == []
+    finally:
+        p.close()

@@ -93,13 +93,18 @@ def long_flow(steps: int = 64) -> dict[str, Any]:
             {
                 "id": f"s{i}",
                 "type": "if",
-                "condition": {"op": "exists", "value": {"$ref": "input.text"}},
+                "condition": {"op": "eq", "left": {"$ref": "input.text"}, "right": f"w{i}"},
                 "then": f"s{i + 1}",
                 "else": f"s{i + 1}",
             }
         )
     nodes.append({"id": f"s{steps - 1}", "type": "return", "value": {"ok": True}})
-    m = manifest_with_nodes(nodes, id="long.flow", title="Long flow")
+    m = manifest_with_nodes(
+        nodes,
+        id="long.flow",
+        title="Long flow",
+        inputSchema={"type": "object", "properties": {"text": {"type": "string"}}},
+    )
     m["flow"]["maxTransitions"] = steps * 2
     return m
 

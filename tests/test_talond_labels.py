@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_talond import fake_model, text_reply, tool_reply, write_config, write_personas
 from test_talond_daemon import (
     CTX,
@@ -234,14 +236,20 @@ def test_without_the_rule_the_same_page_makes_the_turn_post(
     assert "external:127.0.0.1" in json.loads(sent[0]["labels"])
 
 
+@pytest.mark.parametrize("allowed", [False, True], ids=["refused", "allowed-by-policy"])
 def test_a_turn_that_reads_a_pin_cannot_post_it_under_private_egress(
-    tmp_path: Path, daemons: list[Daemon]
+    tmp_path: Path, daemons: list[Daemon], allowed: bool
 ) -> None:
+    """`private->egress` refuses the post of a PIN the turn read; a consent-policy entry that
+    allows `channel_send` under that flow lets exactly that tool through."""
     write_personas(tmp_path, {"alpha": PERSONA})
     store = make_store(tmp_path)
     clock = tmp_path / "clock"
     with fake_model(obeying) as srv:
         config = _config(tmp_path, f"http://127.0.0.1:{srv.server_port}", ["private->egress"])
+        if allowed:
+            with (tmp_path / "policy.toml").open("a") as policy:
+                policy.write('\n[[allow]]\ntool = "channel_send"\nflows = ["private->egress"]\n')
         with open_host(
             HostOptions(host_config=config, persona="alpha", persona_labels=PERSONA, thread="main")
         ) as h:
@@ -259,8 +267,14 @@ def test_a_turn_that_reads_a_pin_cannot_post_it_under_private_egress(
         assert daemon.stop() == 0
     results = _tool_results(srv.seen)
     assert "4711" in results[0]
-    assert "RUN_FLOW_DENIED" in results[1] and "private:memory.access" in results[1]
-    assert _journal(tmp_path) == []
+    sent = _journal(tmp_path)
+    if allowed:
+        assert "RUN_FLOW_DENIED" not in results[1]
+        assert [r["content"] for r in sent] == ["4711"]
+        assert "private:memory.access" in json.loads(sent[0]["labels"])
+    else:
+        assert "RUN_FLOW_DENIED" in results[1] and "private:memory.access" in results[1]
+        assert sent == []
 
 
 def test_rows_a_turn_writes_carry_its_labels_and_a_later_firing_is_refused(
@@ -492,3 +506,179 @@ def test_a_planned_digest_posts_under_untrusted_destination_and_an_injected_one_
     assert len(srv.seen) == 3 and all(
         b["messages"][1]["content"].startswith(MARK) for b in srv.seen
     )
+
+
+# --- the property: every flow the host sees is one the guard saw -----------------------------
+
+_KEYS = ("pin", "web", "k1", "k2")
+_RULES = ("private->egress", "untrusted->egress", "untrusted->write")
+
+
+@st.composite
+def turn_scripts(draw: st.DrawFn) -> tuple[list[str], list[tuple[str, str, int | None]]]:
+    """Deny rules and a turn: reads of memory items, and writes and posts whose value copies
+    an earlier result (its index) or is a literal (None)."""
+    rules = draw(st.lists(st.sampled_from(_RULES), unique=True))
+    steps: list[tuple[str, str, int | None]] = []
+    for n in range(draw(st.integers(min_value=1, max_value=7))):
+        kind = draw(st.sampled_from(("read", "write", "post")))
+        # mostly copy an earlier result (what an injection makes a model do)
+        source = draw(st.one_of(st.integers(0, n - 1), st.none())) if n else None
+        steps.append((kind, draw(st.sampled_from(_KEYS)), source))
+    return rules, steps
+
+
+@settings(max_examples=60, deadline=None)
+@given(turn_scripts())
+def test_every_flow_the_host_sees_is_one_the_guard_saw(
+    tmp_path_factory: pytest.TempPathFactory,
+    script: tuple[list[str], list[tuple[str, str, int | None]]],
+) -> None:
+    """A turn's calls copy earlier results into later arguments (what an obeying model does).
+    Invariant: whenever a call took effect, the labels of the values that reached it are among
+    those the bridge was handed (the turn's context), and a call whose true flow a deny rule
+    refuses never takes effect."""
+    from forgec.daemon.agent import Agents
+    from forgec.host.agentcall import AgentContext
+    from forgec.host.config import load_config
+    from forgec.mcp.policy import ConsentPolicy
+    from forgec.runtime import flowlabels as fl
+    from forgec.runtime.host import CallContext
+
+    rules, steps = script
+    root = tmp_path_factory.mktemp("p")
+    labels = ("memory.access:thread", "channel.send:journal")
+    write_personas(root, {"alpha": labels})
+    config_path = write_config(
+        root,
+        None,
+        f'[channels.journal]\nconnector = "outbox"\n\n[flows]\ndeny = {json.dumps(rules)}\n',
+    )
+    config = load_config(config_path)
+    agents = Agents(config, db_path=root / "host.db", store_path=None, policy=ConsentPolicy())
+    options = HostOptions(
+        db=root / "host.db", config=config, persona="alpha", persona_labels=labels
+    )
+    import attrs
+
+    seeding = attrs.evolve(options, config=attrs.evolve(config, flow_deny=()))
+    with open_host(seeding) as h:  # what earlier turns left: a PIN, and a web page's text
+        web = CallContext("t", 1, "seed", labels={"value": ("external:evil.example",)})
+        h.call("memory.access", {"operation": "write", "key": "pin", "value": "4711"}, CTX)
+        h.call("memory.access", {"operation": "write", "key": "web", "value": "obey me"}, web)
+    with open_host(options) as h:
+        handed: list[frozenset[str]] = []  # the labels the bridge was handed, call by call
+        real_call = h.call
+
+        def spy(capability: str, input: Any, context: Any) -> Any:
+            handed.append(context.all_labels())
+            return real_call(capability, input, context)
+
+        h.call = spy
+        # what the test knows each item truly holds, and each result
+        stored = {"pin": frozenset(), "web": frozenset({"external:evil.example"})}
+        results: list[tuple[str, frozenset[str]]] = []
+        offered = agents.offered(labels)
+        turn = AgentContext.start()
+        for i, (kind, key, source) in enumerate(steps):
+            text, true = (f"literal {i}", frozenset()) if source is None else results[source]
+            if kind == "read":
+                args = {"operation": "read", "key": key}
+                name, sink = "memory_access", None
+                true = frozenset({"private:memory.access"}) | stored.get(key, frozenset())
+            elif kind == "write":
+                args = {"operation": "write", "key": key, "value": text}
+                name, sink = "memory_access", "write:memory.access"
+            else:
+                args = {"channelId": "journal", "content": text}
+                name, sink = "channel_send", "egress:channel.send"
+            before, calls = _effects(h), len(handed)
+            content = agents.call_tool(offered, name, json.dumps(args), h, turn)
+            took_effect = _effects(h) != before
+            seen = handed[-1] if len(handed) > calls else frozenset()
+            if sink is not None:
+                if took_effect:
+                    assert true <= seen, (steps[: i + 1], true, seen)
+                    if kind == "write":
+                        stored[key] = true
+                if fl.denied(rules, sink, true) is not None:
+                    assert not took_effect and "RUN_FLOW_DENIED" in content, (
+                        steps[: i + 1],
+                        content,
+                    )
+            answer = json.loads(content)
+            value = answer.get("value") if kind == "read" and "error" not in answer else None
+            if kind == "read" and value is None:
+                true = frozenset()  # a missing item: nothing was read
+            results.append((str(value) if value is not None else f"result {i}", true))
+
+
+def _effects(host: Any) -> tuple[Any, ...]:
+    rows = host.conn.execute("SELECT key, value FROM memory_items ORDER BY key").fetchall()
+    sent = host.conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
+    return (tuple(tuple(r) for r in rows), sent)
+
+
+def test_planned_a2a_and_background_tasks_run_their_tool_with_the_sending_turns_labels(
+    tmp_path: Path, daemons: list[Daemon]
+) -> None:
+    """A turn that read a PIN hands beta a planned digest (persona_send with `tool`) and spawns
+    one in the background: each runs the tool, not a turn, and starts with the sending turn's
+    labels, so what it posts carries `private:memory.access` though the digest reads nothing
+    private."""
+    labels = ("net.http:egress", "channel.send:*", "memory.access:thread", "persona.send:*")
+    write_personas(tmp_path, {"alpha": (*labels, "subagent.background"), "beta": labels})
+    store = _planned_store(tmp_path)
+    clock = tmp_path / "clock"
+    with fake_model(obeying) as srv, _page("today's news") as page:
+        port = page.rsplit(":", 1)[1].split("/")[0]
+        url = f"http://news.test:{port}/news"
+        config = _config(tmp_path, f"http://127.0.0.1:{srv.server_port}", [])
+        text = config.read_text().replace(
+            'allow = ["127.0.0.1"]',
+            f'allow = ["news.test"]\nresolve = ["news.test:{port}:127.0.0.1"]',
+        )
+        config.write_text(text)
+        (tmp_path / "policy.toml").write_text(
+            '[[allow]]\ntool = "dynamic:digest"\n\n[[allow]]\ntool = "background_agent"\n'
+        )
+        with open_host(
+            HostOptions(host_config=config, persona="alpha", persona_labels=labels, thread="main")
+        ) as h:
+            h.call("memory.access", {"operation": "write", "key": "pin", "value": "4711"}, CTX)
+        given = {"url": url, "channel": "journal"}
+        orders = [
+            {"tool": "memory_access", "args": {"operation": "read", "key": "pin"}},
+            {
+                "tool": "persona_send",
+                "args": {"target_persona": "beta", "tool": "digest", "input": given},
+            },
+            {
+                "tool": "background_agent",
+                "args": {"action": "spawn", "tool": "digest", "input": given},
+            },
+        ]
+        t0 = fresh_minute()
+        set_clock(clock, t0)
+        create_schedule(
+            tmp_path, "* * * * *", prompt="\n".join(MARK + json.dumps(o) for o in orders)
+        )
+        daemon = Daemon(tmp_path, config, store, clock).start()
+        daemons.append(daemon)
+        set_clock(clock, (t0 + dt.timedelta(minutes=1)).replace(second=1, microsecond=0))
+        for kind in ("task.a2a", "task.background"):
+            done = daemon.wait_for(
+                lambda e, k=kind: e["event"] == k and e["status"] != "running", what=kind
+            )
+            assert done["status"] == "completed", done
+        assert daemon.stop() == 0
+    # only alpha's turn asked the model: the tasks ran the tool
+    assert {b["messages"][0]["content"].split(":", 1)[0] for b in srv.seen} == {"# alpha"}
+    db = tmp_path / "host.db"
+    sent = _journal(tmp_path)
+    assert [r["content"] for r in sent] == ["today's news", "today's news"]
+    for row in sent:
+        assert {"private:memory.access", "external:news.test"} <= set(json.loads(row["labels"]))
+    for table in ("a2a_tasks", "background_tasks"):
+        (task,) = db_rows(db, f"SELECT tool, labels FROM {table}")
+        assert task["tool"] == "digest" and "private:memory.access" in json.loads(task["labels"])

@@ -244,6 +244,15 @@ GROWS = [
         "in more runs (v1: only when $input.urgent",
     ),
     (
+        "saved state another run reads",
+        [{"id": "keep", "type": "set", "target": "state.last", "value": "a"}, ret()],
+        [{"id": "keep", "type": "set", "target": "state.last", "value": ref("input.id")}, ret()],
+        {"state": {"fields": {"last": {"type": "string"}}, "maxBytes": 1024}},
+        {"state": {"fields": {"last": {"type": "string"}}, "maxBytes": 1024}},
+        "talos",
+        "can save state.last with value computed from your input (v1: `a`)",
+    ),
+    (
         "a new trigger",
         BASE,
         BASE,
@@ -503,3 +512,30 @@ def test_readme_shows_the_measurement_one_verdict_as_the_cli_prints_it(tmp_path:
     done = forgec("tools", "diff", "thread-relay", "1", "p1", *store)
     assert done.returncode == 0, done.stderr
     assert done.stdout == shown
+
+
+def test_forgec_test_against_gives_the_verdict(tmp_path: Path) -> None:
+    """`forgec test --against` (SPEC §22) reads the same verdict, in text and JSON."""
+    examples = Path(__file__).parent.parent / "examples"
+    tool_text = (examples / "task-triage.forge").read_text(encoding="utf-8")
+    changed = tool_text.replace('"URGENT: {{input.title}}"', '"URGENT!! {{input.title}}"')
+    assert changed != tool_text
+    (tmp_path / "task-triage.forge").write_text(changed, encoding="utf-8")
+    tests = (examples / "task-triage.tests.toml").read_text(encoding="utf-8")
+    (tmp_path / "task-triage.tests.toml").write_text(
+        tests.replace("URGENT: Server down", "URGENT!! Server down"), encoding="utf-8"
+    )
+    against = str(examples / "task-triage.forge")
+    done = forgec(
+        "test", str(tmp_path / "task-triage.tests.toml"), "--against", against, "--format", "json"
+    )
+    outcome = json.loads(done.stdout)
+    found = outcome["files"][0]["against"]["verdict"]
+    assert found["newPower"] is True
+    assert any(
+        g["what"].endswith("`URGENT!! {{input.title}}`")
+        and g["was"].endswith(": `URGENT: {{input.title}}`")
+        for g in found["gains"]
+    ), found
+    text = forgec("test", str(tmp_path / "task-triage.tests.toml"), "--against", against)
+    assert "New power: this version can do" in text.stdout

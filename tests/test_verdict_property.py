@@ -142,7 +142,7 @@ def mutated(draw: st.DrawFn, v1: dict[str, Any]) -> dict[str, Any]:
 
 
 @settings(
-    max_examples=120,
+    max_examples=80,
     deadline=None,
     suppress_health_check=[
         HealthCheck.too_slow,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from forgec.catalog.base import (
-    CapabilitySpec,
     Catalog,
     InputProblem,
     StepMarks,
@@ -50,7 +49,6 @@ def get_catalog(target: str) -> Catalog:
 
 __all__ = [
     "TARGETS",
-    "CapabilitySpec",
     "Catalog",
     "InputProblem",
     "StepMarks",

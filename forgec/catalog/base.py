@@ -1,10 +1,7 @@
-"""What a capability is, to the compiler and to the host: one `CapabilitySpec` per name.
-
-A target (`talos`, `talon`) is a `Catalog`: a mapping from the internal dotted name to its spec.
-Each spec is made from the capability's row (`forgec.ir.capabilities`, where every fact is
-spelled once): the marks (power, risk, label; possibly depending on the literal `action` /
-`operation` of the input), the input size limit, the undo pair, and the row's shape as the
-static input check the compiler runs on literal fields and the host again on every call.
+"""A target (`talos`, `talon`) is a `Catalog`: a mapping from the internal dotted name to the
+capability's row (`forgec.ir.capabilities`, where every fact is spelled once: marks, input
+shape and limit, undo pair, schemas). The row is the only capability object; the catalog only
+says which rows a target has.
 
 `suggest` turns an unknown capability name into the likely one (MCP names such as
 `memory_access` map to their dotted internal names; otherwise the closest name by `difflib`).
@@ -12,87 +9,28 @@ static input check the compiler runs on literal fields and the host again on eve
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Mapping
 
 import attrs
 
 from forgec.ir.capabilities import Capability, StepMarks
 from forgec.ir.shapes import InputProblem
 
-__all__ = ["CapabilitySpec", "Catalog", "InputProblem", "StepMarks", "spec_of", "suggest"]
-
-
-# Marks resolver: given the input's literal fields (a dict of the fields that are literal, the
-# non-literal ones absent) returns the marks; when the deciding field is not literal it must
-# return the worst case.
-MarksResolver = Callable[[Mapping[str, Any]], StepMarks]
-
-# Static input checker: given the input's literal fields (non-literal fields are present in
-# `computed` by name only) returns every problem. Used at compile time on literals and at run
-# time (with `computed` empty) on the real input.
-InputChecker = Callable[[Mapping[str, Any], frozenset[str]], list[InputProblem]]
-
-
-@attrs.frozen
-class CapabilitySpec:
-    name: str
-    summary: str
-    input_limit: int  # bytes of the compact UTF-8 JSON input
-    marks: MarksResolver
-    check_input: InputChecker
-    undo: str | None = None  # the capability that compensates this one
-    needs_network: bool = False
-    mcp_name: str | None = None  # Talon host tools: the MCP name (memory_access)
-    input_schema: Mapping[str, Any] = attrs.field(factory=dict)  # JSON Schema of the input
-    result_schema: Mapping[str, Any] = attrs.field(factory=dict)  # JSON Schema of the result
-    # Whole-input check at the bridge (every value real data, size included); when None the
-    # static checker is used with nothing computed.
-    runtime_check: Callable[[Any], list[InputProblem]] | None = None
-    row: Capability | None = None  # the row the spec is made from
-
-    def check_runtime_input(self, input: Any) -> list[InputProblem]:
-        """Every problem with a run-time input (already evaluated), as the host checks it."""
-        if self.runtime_check is not None:
-            return self.runtime_check(input)
-        return self.check_input(input, frozenset())
-
-
-_DRAFT_07 = "http://json-schema.org/draft-07/schema#"
-
-
-def spec_of(row: Capability) -> CapabilitySpec:
-    """The catalog's view of a row: its checker, run-time twin and schemas from the shape."""
-    shape = row.shape
-    return CapabilitySpec(
-        name=row.name,
-        summary=row.summary,
-        input_limit=shape.limit,
-        marks=row.step_marks,
-        check_input=shape.check,
-        undo=row.undo,
-        needs_network=row.needs_network,
-        mcp_name=row.mcp_name,
-        input_schema={"$schema": _DRAFT_07, **shape.schema()},
-        result_schema={"$schema": _DRAFT_07, **row.result},
-        runtime_check=functools.partial(shape.check, computed=frozenset(), runtime=True),
-        row=row,
-    )
+__all__ = ["Catalog", "InputProblem", "StepMarks", "suggest"]
 
 
 @attrs.frozen
 class Catalog:
     name: str
-    capabilities: Mapping[str, CapabilitySpec]
+    capabilities: Mapping[str, Capability]
 
-    def get(self, name: str) -> CapabilitySpec | None:
+    def get(self, name: str) -> Capability | None:
         return self.capabilities.get(name)
 
     def __contains__(self, name: object) -> bool:
         return name in self.capabilities
 
-    def by_mcp_name(self, mcp_name: str) -> CapabilitySpec | None:
+    def by_mcp_name(self, mcp_name: str) -> Capability | None:
         """The Talon host tool exposed under an MCP name (`memory_access`), if any."""
         for spec in self.capabilities.values():
             if spec.mcp_name == mcp_name:

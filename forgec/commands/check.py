@@ -33,13 +33,13 @@ def run(args: argparse.Namespace) -> int:
     from forgec.commands.common import expand_paths, read_source
 
     reports = []
-    unreadable = False
+    unreadable = 0
     for path in expand_paths(args.paths, force_exclude=args.force_exclude):
         try:
             data = read_source(path)
         except UsageError as exc:
             print(f"forgec: error: {exc}", file=sys.stderr)
-            unreadable = True
+            unreadable += 1
             continue
         reports.append(
             check(data, path=None if path == "-" else path, target=target_of(args, path))
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         for report in reports:
             if report.diagnostics:
                 sys.stdout.write(render_report(report, color=color) + "\n\n")
-        print(summary_line(list(reports)), file=sys.stderr)
+        print(summary_line(list(reports), unreadable=unreadable), file=sys.stderr)
 
     if unreadable:
         return EXIT_USAGE

@@ -160,7 +160,12 @@ def with_labels(parser: argparse.ArgumentParser, words: Callable[[], str]) -> No
 
 def add_host_options(parser: argparse.ArgumentParser) -> None:
     """The reference host's options (SPEC §10), shared by `forgec run` and `forgec tools run`."""
-    parser.add_argument("--db", default=None, metavar="FILE", help="the host's SQLite database")
+    parser.add_argument(
+        "--db",
+        default=None,
+        metavar="FILE",
+        help="the host's SQLite database (`:memory:`: a throwaway one, gone after the run)",
+    )
     parser.add_argument("--host-config", default=None, metavar="FILE", help="TOML host config")
     parser.add_argument(
         "--persona-labels",
@@ -180,6 +185,19 @@ def add_host_options(parser: argparse.ArgumentParser) -> None:
         help="curl-style name override (repeatable)",
     )
     parser.add_argument("--replay", default=None, metavar="FILE", help="recorded model answers")
+    parser.add_argument(
+        "--staged",
+        action="store_true",
+        help="change nothing: run on a copy of the host's data, hold back every write and "
+        "send, and list them",
+    )
+    parser.add_argument(
+        "--mock",
+        default=None,
+        metavar="FILE",
+        help="with --staged: answers for held-back sends ([[mock]] step/result, as in a "
+        "tests file)",
+    )
     with_labels(parser, host_label_words)
 
 
@@ -200,9 +218,52 @@ def host_from_args(args: argparse.Namespace, *, default_labels: tuple[str, ...] 
             credentials=getattr(args, "credentials", None),
             resolve=getattr(args, "resolve", None),
             replay=getattr(args, "replay", None),
+            staged=bool(getattr(args, "staged", False)),
         )
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
+
+
+def staged_host(args: argparse.Namespace, host: Any, program: Any) -> Any:
+    """With `--staged`: HOST (opened on a copy) wrapped to hold back writes and sends, with
+    `--mock FILE`'s answers checked against the capabilities' result shapes; else HOST."""
+    if not getattr(args, "staged", False):
+        if getattr(args, "mock", None):
+            raise UsageError("--mock answers held-back sends: it needs --staged")
+        return host
+    from forgec.host.staged import StagedHost
+
+    mocks = read_mocks(args.mock, program) if getattr(args, "mock", None) else []
+    return StagedHost(host, mocks)
+
+
+def read_mocks(path: str, program: Any) -> list[dict[str, Any]]:
+    """`--mock FILE`: `[[mock]]` entries (TOML) or a JSON list, in the tests file's format,
+    each checked as a tests file's mock is; a problem is a one-line UsageError."""
+    import tomllib
+
+    import orjson
+
+    from forgec.testing import cases_from_json
+    from forgec.testing.cases import jsonify
+
+    data = read_source(path)
+    try:
+        if path.endswith(".json"):
+            value = orjson.loads(data)
+        else:
+            value = jsonify(tomllib.loads(data.decode("utf-8"))).get("mock", [])
+    except (orjson.JSONDecodeError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: cannot read the mocks: {exc}") from None
+    cases, found = cases_from_json([{"name": "staged", "mock": value}], program)
+    diagnostics = [d for d in found if "/mock" in d.path]  # the input is not this file's
+    if diagnostics:
+        first = diagnostics[0]
+        raise UsageError(f"{path}: {first.message} (at {first.path.removeprefix('/0')})")
+    return [
+        {"step": m.step, "result": m.result, "error": m.error, "message": m.message}
+        for m in cases[0].mocks
+    ]
 
 
 def serve_in_foreground(banner: str) -> None:
@@ -257,3 +318,17 @@ def refuse_typos(policy: Any, store_path: Any, personas_dir: Path | None) -> Non
             if problem is not None:
                 where = persona.folder / "labels.txt" if persona.folder else persona.name
                 raise UsageError(f"{where}: {problem}")
+
+
+def new_store(store_path: Any) -> None:
+    """Open (and close) the store a server will use, now, so a store it cannot use is one line
+    before it serves. An explicit `--store` that does not exist yet is made only in a folder
+    that exists (a mistyped folder must not become new, empty folders), and saying so on
+    standard error: a typo never silently serves an empty store."""
+    from forgec.store import Store
+
+    path = Path(store_path).expanduser() if store_path is not None else None
+    fresh = path is not None and not path.exists()
+    Store(path, create="file").close()
+    if fresh:
+        print(f"forgec: a new, empty tool store at {path}", file=sys.stderr)

@@ -93,9 +93,10 @@ def serve(args: argparse.Namespace) -> int:
     import anyio
 
     from forgec.commands import UsageError
+    from forgec.commands.common import new_store
     from forgec.mcp.policy import PolicyError, load_policy
     from forgec.mcp.server import ServeOptions, open_reference_host, serve_stdio
-    from forgec.store import Store, StoreError
+    from forgec.store import StoreError
 
     try:
         policy = load_policy(args.consent_policy)
@@ -129,9 +130,9 @@ def serve(args: argparse.Namespace) -> int:
     from forgec.host import ConfigError, load_config
 
     try:
-        # refuse a foreign or damaged store before serving, and a policy naming a tool it
-        # does not hold
-        Store(args.store).close()
+        # refuse a foreign or damaged store before serving (a new one is said aloud, and
+        # made only in a folder that exists), and a policy naming a tool it does not hold
+        new_store(args.store)
         config = load_config(args.host_config) if args.host_config else None
         refuse_typos(policy, args.store, config.personas_dir if config is not None else None)
     except (StoreError, ConfigError) as exc:

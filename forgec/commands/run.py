@@ -156,12 +156,54 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_ERRORS
     report, program = got
     value = read_input(args.input)
+    from forgec.commands.common import staged_host
+
     host = make_host(args, report)
     try:
+        host = staged_host(args, host, program)
         result = run_program(program, value, host=host, consent=make_consent(args, report))
     finally:
         host.close()
+    if getattr(args, "staged", False):
+        return print_staged(program, result, host, args.format)
     return print_result(program, result, args.format)
+
+
+def print_staged(program: Any, result: Any, host: Any, fmt: str) -> int:
+    """A staged run's result (SPEC §22): the §8 result with `"staged"`, the held-back effects;
+    exit 0 when it succeeded or stopped at a send it did not make."""
+    from forgec.commands import EXIT_ERRORS, EXIT_OK
+    from forgec.commands.common import emit_json
+    from forgec.render.safe import safe_text
+    from forgec.runtime.jsontext import dumps_text
+
+    data = host.result_json(result)
+    if fmt == "json":
+        emit_json(data)
+    else:
+        if data["status"] == "staged":
+            sys.stdout.write(
+                safe_text(
+                    f"staged  {program.name} v{program.version}: stopped at "
+                    f"`{data['stoppedAt']}`, a send that was not made (give it a --mock to go on)"
+                )
+                + "\n"
+            )
+        else:
+            sys.stdout.write(render_text(program, result))
+        sys.stdout.write("held back (nothing was written or sent):\n")
+        if not data["staged"]:
+            sys.stdout.write("  nothing\n")
+        for entry in data["staged"]:
+            labels = ", ".join(entry["labels"]) or "no labels"
+            sys.stdout.write(
+                safe_text(
+                    f"  {entry['node']:<20} {entry['capability']:<18} "
+                    f"{dumps_text(entry['input'])}  [{labels}]"
+                )
+                + "\n"
+            )
+    return EXIT_ERRORS if data["status"] == "failed" else EXIT_OK
 
 
 def print_result(program: Any, result: Any, fmt: str) -> int:

@@ -36,8 +36,9 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from forgec.commands import UsageError
+    from forgec.commands.common import new_store
     from forgec.screen.server import serve
-    from forgec.store import Store, StoreError
+    from forgec.store import StoreError
 
     if not 0 < args.check_budget <= 3600:
         raise UsageError(f"--check-budget {args.check_budget:g}: not between 0 and 3600 seconds")
@@ -46,7 +47,8 @@ def run(args: argparse.Namespace) -> int:
     store = Path(args.store) if args.store else None
     host_config = Path(args.host_config) if args.host_config else None
     try:
-        Store(store).close()  # a store it cannot use: one line now, not on the first page
+        # a store it cannot use: one line now, not on the first page; a new one said aloud
+        new_store(store)
     except StoreError as exc:
         raise UsageError(str(exc)) from None
     if host_config is not None:

@@ -35,10 +35,12 @@ def run_stored_cli(
             sys.stderr.write(f"Run {stored.name} v{stored.version}? [y/N] ")
             sys.stderr.flush()
             return sys.stdin.readline().strip().lower() in {"y", "yes"}
+        from forgec.render.consent import always_asks_banner
         from forgec.runtime import ConsentDenied
 
         raise ConsentDenied(
-            f"{stored.name} v{stored.version} asks before every run (R4); pass --yes to consent"
+            f"{stored.name} v{stored.version}: {always_asks_banner(stored.marks)} Pass --yes to "
+            "consent"
             if stored.marks.always_asks
             else f"consent to run {stored.name} was not given; pass --yes to grant it"
         )
@@ -48,9 +50,16 @@ def run_stored_cli(
     try:
         # read once: the text output lists the Program's compensations too
         program = Program.from_json(stored.program)
+        from forgec.commands.common import staged_host
+
+        host = staged_host(args, host, program)
         result = run_stored(stored, tool_input, host=host, consent=consent, program=program)
     finally:
         close = getattr(host, "close", None)
         if close is not None:
             close()
+    if getattr(args, "staged", False):
+        from forgec.commands.run import print_staged
+
+        return print_staged(program, result, host, getattr(args, "format", "text"))
     return print_result(program, result, getattr(args, "format", "text"))

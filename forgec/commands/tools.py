@@ -637,9 +637,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     with _open(args) as store:
         stored = store.get(args.tool)
-        if not stored.enabled:
+        if not stored.enabled and not getattr(args, "staged", False):
+            # a staged run changes nothing: a tool that is off may be tried (consent is asked)
             return _fail(
                 f"{stored.name} is off; turn it on with `forgec tools enable {stored.tool_id}`"
             )
-        remembered = store.has_consent(stored.tool_id)
+        remembered = store.has_consent(stored.tool_id) and stored.enabled
     return run_stored_cli(stored, args, remembered_consent=remembered)

@@ -506,7 +506,7 @@ class Agents:
         from forgec.catalog import get_catalog
 
         spec = get_catalog("talon").get(entry.internal)
-        risk = spec.marks(args).risk if spec is not None else "R4"
+        risk = spec.step_marks(args).risk if spec is not None else "R4"
         if risk == "R4" and not self.policy.allows((entry.name, entry.internal)):
             raise Refused(
                 f"`{entry.name}` is R4: it asks a person before every run, and no person is "
@@ -518,9 +518,12 @@ class Agents:
         if stored.marks.always_asks:
             names = (stored.name, entry.name)
             if not self.policy.allows(names, version=stored.version, hash=stored.hash):
+                from forgec.render.consent import always_asks_banner
+
+                why = always_asks_banner(stored.marks)
                 raise Refused(
-                    f"{stored.name} v{stored.version} is R4: it asks a person before every "
-                    "run, and no person is at the daemon; it runs only when the host's consent "
+                    f"{stored.name} v{stored.version} asks a person before every run ({why}), "
+                    "and no person is at the daemon; it runs only when the host's consent "
                     "policy allows it ([talond] consent_policy)"
                 )
             return

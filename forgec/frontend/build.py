@@ -371,6 +371,17 @@ class _Builder:
         if type(raw) is not dict:
             self.err(STRUCTURE, "", f"a manifest is a JSON object; {_got(raw)}")
             return _empty_manifest()
+        if raw.keys().isdisjoint(_TOP.allowed):
+            # not a manifest at all (another JSON file, or `{}`): one line, not one per field
+            self.err(
+                STRUCTURE,
+                "",
+                "this JSON object is not a forged tool manifest: it has none of its fields",
+                hint="a manifest has "
+                + ", ".join(f"`{k}`" for k in _TOP.order[:6])
+                + ", …; `forgec schema` prints its JSON Schema",
+            )
+            return _empty_manifest()
         self.fields(raw, "", _TOP, "the manifest")
         schema = self.constant(raw, "schema", SCHEMA_ID)
         tool_id = self.tool_id(raw)

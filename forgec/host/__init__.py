@@ -53,6 +53,11 @@ class HostOptions:
     persona_handlers: Mapping[str, Any] = attrs.field(factory=dict)
     background_runner: Any = None
     environ: Mapping[str, str] | None = None  # credential/API-key lookups (default os.environ)
+    # SPEC §22: open the host on a private copy of the database (`forgec.host.staged`)
+    staged: bool = False
+
+
+MEMORY_DB = ":memory:"  # `--db :memory:`: a throwaway database, gone when the host closes
 
 
 def open_host(options: HostOptions | None = None) -> Any:
@@ -85,6 +90,18 @@ def _open_host(options: HostOptions | None = None) -> Any:
         config = HostConfig()
     environ = os.environ if opts.environ is None else opts.environ
     db_path = Path(opts.db) if opts.db is not None else (config.db or default_db_path())
+    staged_folder = None
+    if str(opts.db) == MEMORY_DB:
+        # SQLite's name for a database that vanishes: a private one, removed at close (a real
+        # file, since db.query reads it through a connection of its own)
+        import tempfile
+
+        staged_folder = Path(tempfile.mkdtemp(prefix="forgec-memory-"))
+        db_path = staged_folder / "host.db"
+    elif opts.staged:
+        from forgec.host.staged import staged_database
+
+        db_path, staged_folder = staged_database(db_path.expanduser())
     persona = opts.persona or config.persona
 
     if opts.persona_labels is not None:
@@ -134,7 +151,7 @@ def _open_host(options: HostOptions | None = None) -> Any:
         raise ConfigError(exc.message) from None
 
     try:
-        return ReferenceHost(
+        host = ReferenceHost(
             db_path=db_path,
             config=config,
             labels=frozenset(labels),
@@ -149,6 +166,8 @@ def _open_host(options: HostOptions | None = None) -> Any:
         )
     except DatabaseError as exc:
         raise ConfigError(str(exc)) from None
+    host.staged_folder = staged_folder
+    return host
 
 
 __all__ = ["ConfigError", "HostConfig", "HostOptions", "load_config", "open_host"]

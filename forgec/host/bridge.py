@@ -148,6 +148,7 @@ class ReferenceHost:
         background_runner: delegation.BackgroundRunner | None = None,
     ) -> None:
         self.db_path = Path(db_path).expanduser().resolve()
+        self.staged_folder: Path | None = None
         self.config = config
         self.labels = frozenset(labels)
         self.credentials = credentials
@@ -173,6 +174,11 @@ class ReferenceHost:
 
     def close(self) -> None:
         self.conn.close()
+        if self.staged_folder is not None:  # a staged run's copy (forgec.host.staged)
+            import shutil
+
+            shutil.rmtree(self.staged_folder, ignore_errors=True)
+            self.staged_folder = None
 
     def __enter__(self) -> ReferenceHost:
         return self

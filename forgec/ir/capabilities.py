@@ -52,6 +52,7 @@ SINKS = ("write", "egress")
 # Talon host tools take the run's input limit; the seed gives them none of their own
 HOST_TOOL_LIMIT = 64 * KIB
 CHANNEL_NAME_MAX = 64
+DRAFT_07 = "http://json-schema.org/draft-07/schema#"
 
 
 @attrs.frozen
@@ -151,6 +152,16 @@ class Capability:
         """Whether destination `name` is a URL, whose destination is its host alone."""
         field = self.shape.fields.get(name)
         return field is not None and field.validate == "url"
+
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        """The JSON Schema (draft 7) of the input, from the shape."""
+        return {"$schema": DRAFT_07, **self.shape.schema()}
+
+    @property
+    def result_schema(self) -> dict[str, Any]:
+        """The JSON Schema (draft 7) of the result."""
+        return {"$schema": DRAFT_07, **self.result}
 
     def writes(self, operation: Any) -> bool:
         """Whether a call with this operation (None: unknown/computed) is this row's sink."""

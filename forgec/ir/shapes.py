@@ -7,7 +7,7 @@ run the very same input check.
 A capability's input is a JSON object. `Shape` lists its fields (`Field`, built with the small
 constructors below), which are required (always, or when a selector such as `action` has a given
 literal value) and which exclude each other, plus the input's size limit. From that one
-description come both `Shape.check` (the static/run-time checker of `CapabilitySpec`) and
+description come both `Shape.check` (the static/run-time checker of a capability's input) and
 `Shape.schema()` (the JSON Schema the MCP server and the docs show), so the two cannot drift.
 
 A field may have a shape of its own that another field's literal value chooses (`Nested`:

@@ -167,7 +167,7 @@ def _node_text(a: Analysis, d: NodeDef) -> str:
         else:
             from forgec.passes.marks import literal_fields
 
-            marks = spec.marks(literal_fields(node.input))
+            marks = spec.step_marks(literal_fields(node.input))
             lines.append(f"capability `{spec.name}`: {spec.summary}")
             label = f", needs the label `{marks.label}`" if marks.label else ""
             lines.append(f"power **{marks.power}**, risk **{marks.risk}**{label}")

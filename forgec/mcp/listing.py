@@ -220,7 +220,7 @@ def host_entries(labels: Iterable[str]) -> list[ToolEntry]:
     for spec in get_catalog("talon").capabilities.values():
         if spec.mcp_name is None:
             continue
-        worst: StepMarks = spec.marks({})
+        worst: StepMarks = spec.step_marks({})
         if worst.label is None or not grants(granted, spec.name):
             continue
         marks = Marks(

@@ -60,7 +60,10 @@ from forgec.mcp.listing import (
 )
 from forgec.mcp.policy import ConsentPolicy
 
-SERVER_NAME = "forgec"
+# the host's MCP face is the seed's `__talond_host_tools` (SPEC §13); a client that shows a
+# title shows "forgec"
+SERVER_NAME = "__talond_host_tools"
+SERVER_TITLE = "forgec"
 POLL_INTERVAL_S = 0.5  # how soon a change made by another process is announced
 
 
@@ -422,9 +425,15 @@ class ForgeServer:
     ) -> Any:
         """R4 (or, with FLOW, a call the `[flows] deny` rules refused): ask through
         elicitation, or refuse. Returns None when the person said yes."""
+        from forgec.render.consent import always_asks_banner
+
+        # the real reason it asks (R4, or its data flows for an R3 tool), never "R4" for both
+        why = (always_asks_banner(stored.marks) if stored is not None else None) or (
+            "This tool is R4: it will ask before every run."
+        )
         if not _can_elicit(ctx):
             return _refusal(
-                f"{who} is R4 and asks a person before every run, but this MCP client cannot "
+                f"{who} asks a person before every run ({why}), but this MCP client cannot "
                 "ask (it does not support elicitation). Run it from the command line, or allow "
                 "it in a consent policy file (`forgec mcp serve --consent-policy FILE`)."
             )
@@ -435,7 +444,7 @@ class ForgeServer:
             if stored is not None
             else f"{entry.title}: {entry.description}"
         )
-        message = f"Allow this run of {who}? It is R4 and asks every time.\n\n{card}"
+        message = f"Allow this run of {who}? {why}\n\n{card}"
         if flow is not None:
             message = (
                 f"Allow this call of {who}? The host's flow rules refuse it: {flow}. What this "
@@ -915,6 +924,7 @@ def build_server(forge: ForgeServer, announcer: Announcer | None = None) -> Any:
     server = Server(
         SERVER_NAME,
         version=__version__,
+        title=SERVER_TITLE,
         instructions=forge.instructions(),
         on_list_tools=list_tools,
         on_call_tool=call_tool,

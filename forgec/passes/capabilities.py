@@ -28,9 +28,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from forgec.catalog import CapabilitySpec, Catalog, get_catalog
+from forgec.catalog import Catalog, get_catalog
 from forgec.catalog.base import likely_capability, unknown_capability_hint
-from forgec.ir.capabilities import ROWS
+from forgec.ir.capabilities import ROWS, Capability
 from forgec.ir.diagnostics import Fix, replace_fix, suggestion
 from forgec.ir.nodes import (
     CapabilityNode,
@@ -124,7 +124,7 @@ def _unknown(ctx: PassContext, node: CapabilityNode, name: str) -> None:
     )
 
 
-def _check_input(ctx: PassContext, node: CapabilityNode, spec: CapabilitySpec) -> None:
+def _check_input(ctx: PassContext, node: CapabilityNode, spec: Capability) -> None:
     value = node.input
     base = node.pointer + "/input"
     if isinstance(value, (Template, ListExpr)):
@@ -142,7 +142,7 @@ def _check_input(ctx: PassContext, node: CapabilityNode, spec: CapabilitySpec) -
     if computed and type(value) is ObjectExpr:
         literal = _with_literal_members(value, literal)
     try:
-        problems = spec.check_input(literal, computed)
+        problems = spec.shape.check(literal, computed)
     except Exception as error:  # a checker bug must not hide the other diagnostics
         problems = []
         ctx.report(
@@ -150,9 +150,9 @@ def _check_input(ctx: PassContext, node: CapabilityNode, spec: CapabilitySpec) -
             base,
             f"`{spec.name}` input could not be checked ({type(error).__name__}: {error})",
         )
-    if spec.row is not None and spec.row.shape.nested:
-        problems = [*problems, *spec.row.shape.unchosen(literal)]
-    if computed and type(value) is ObjectExpr and spec.row is not None:
+    if spec.shape.nested:
+        problems = [*problems, *spec.shape.unchosen(literal)]
+    if computed and type(value) is ObjectExpr:
         problems = [*problems, *_template_url_problems(value, spec)]
     for problem in problems:
         at = join(base, *problem.path)
@@ -167,11 +167,10 @@ def _check_input(ctx: PassContext, node: CapabilityNode, spec: CapabilitySpec) -
         )
 
 
-def _template_url_problems(value: ObjectExpr, spec: CapabilitySpec) -> list[InputProblem]:
+def _template_url_problems(value: ObjectExpr, spec: Capability) -> list[InputProblem]:
     """A URL field written as a template: its literal parts checked like a literal URL's
     (`forgec.catalog.urls.check_url_template`; SPEC §24). One pass over the template's parts."""
-    assert spec.row is not None
-    fields = spec.row.shape.fields
+    fields = spec.shape.fields
     out: list[InputProblem] = []
     for key, member in value.fields:
         if type(member) is not Template:
@@ -205,7 +204,7 @@ def _with_literal_members(value: ObjectExpr, literal: dict[str, Any]) -> dict[st
     return literal if out is None else out
 
 
-def _check_compensation(ctx: PassContext, node: CapabilityNode, spec: CapabilitySpec) -> None:
+def _check_compensation(ctx: PassContext, node: CapabilityNode, spec: Capability) -> None:
     comp = node.compensation
     if comp is None or (comp == spec.undo and comp in ctx.catalog):
         return  # none, or the right one
@@ -231,7 +230,7 @@ def _check_compensation(ctx: PassContext, node: CapabilityNode, spec: Capability
 
 
 def _compensation_unknown(
-    ctx: PassContext, node: CapabilityNode, comp: str, spec: CapabilitySpec | None
+    ctx: PassContext, node: CapabilityNode, comp: str, spec: Capability | None
 ) -> None:
     other = _other_catalog(ctx.catalog)
     if other is not None and comp in other:

@@ -112,9 +112,12 @@ class Flow:
     argument: str  # the top-level input key (or return key) that carries it; "*" = all of it
     via: str  # data | control
     path: tuple[str, ...]  # a witness: node ids from where the label entered to the sink
+    # SPEC §21: the argument is one of the call's destinations (by data): where the data goes
+    # or which item changes (a `net.http` URL whose host is literal is not)
+    destination: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "source": self.source,
             "sink": self.sink,
             "node": self.node,
@@ -122,6 +125,9 @@ class Flow:
             "via": self.via,
             "path": list(self.path),
         }
+        if self.destination:
+            out["destination"] = True
+        return out
 
 
 Schema = tuple[Mapping[str, Any], bool]  # a declared JSON Schema; whether defaults fill in
@@ -436,6 +442,9 @@ class _Analysis:
         self.facts = ctx.facts
         # (sink node, sink, argument, via) → the values that reached it (labels and witness)
         self.found: dict[tuple[str, str, str, str], list[_AV]] = {}
+        # SPEC §21: sink node → its destination arguments (the rows' `destinations`, less a
+        # URL whose host the manifest writes literally)
+        self.destinations: dict[str, frozenset[str]] = {}
         self.joins = FlowJoins()
         # scope (its first node) → successors and controllers, computed once per scope
         self.shapes: dict[str, _Shape] = {}
@@ -752,6 +761,10 @@ class _Analysis:
         sink = fl.static_sink(name, fields, host)
         if sink is not None:
             self.sink(node.id, sink, args, pc)
+            dests = fl.DESTINATIONS.get(name, ())
+            if dests:
+                fixed = fl.URL_DESTINATIONS.get(name, frozenset()) if host is not None else ()
+                self.destinations[node.id] = frozenset(d for d in dests if d not in fixed)
         avs = [av for _, av in args]
         rule = fl.WRITE_WHEN.get(name)
         op_known = rule is None or rule[0] in fields
@@ -1011,7 +1024,11 @@ class _Analysis:
                 path = _witness(av, label)
                 if not path or path[-1] != node:
                     path = (*path, node)
-                flows.append(Flow(label, sink, node, argument, via, path))
+                dests = self.destinations.get(node, frozenset())
+                destination = (
+                    via == "data" and bool(dests) and (argument in dests or argument == "*")
+                )
+                flows.append(Flow(label, sink, node, argument, via, path, destination))
         flows.sort(key=lambda f: (f.source, f.sink, f.node, f.argument, f.via))
         self.facts.flows = tuple(flows)
         self.facts.flow_joins = self.joins

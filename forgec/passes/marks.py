@@ -61,7 +61,7 @@ def derive_marks(ctx: PassContext) -> None:
         spec = ctx.catalog.get(node.capability)
         if spec is None:
             continue
-        step = spec.marks(literal_fields(node.input))
+        step = spec.step_marks(literal_fields(node.input))
         powers.add(step.power)
         if step.risk in RISK_ORDER and risk_rank(step.risk) > risk_rank(risk):
             risk = step.risk

@@ -48,7 +48,7 @@ def step_risk(node: dict[str, Any], catalog: Any) -> str | None:
     if spec is None:
         return "unknown capability"
     try:
-        marks = spec.marks(_literal_fields(node.get("input")))
+        marks = spec.step_marks(_literal_fields(node.get("input")))
     except Exception:  # a resolver must never stop the picture
         return None
     return f"{marks.power} · {marks.risk}"

@@ -73,7 +73,10 @@ def capability_table(target: str) -> str:
         if row.stores:
             flow.append("stores " + ", ".join(f"`{t}`" for t in row.stores))
         if row.outside_text:
-            flow.append("answers are outside text")
+            decided = ", ".join(f"`{f}`" for f in row.host_fields)
+            flow.append("answers are outside text" + (f" (but {decided})" if decided else ""))
+        if row.destinations:
+            flow.append("destination " + ", ".join(f"`{d}`" for d in row.destinations))
         cells = [f"`{row.name}`", *([f"`{row.mcp_name}`"] if host else [])]
         cells += [_label(row), _marks(row, "power"), _marks(row, "risk")]
         cells += [str(row.input_limit), f"`{row.undo}`" if row.undo else "—"]

@@ -209,15 +209,18 @@ def render_report(report: object, *, color: bool = False) -> str:
     return "\n\n".join(blocks)
 
 
-def summary_line(reports: list[Any]) -> str:
+def summary_line(reports: list[Any], *, unreadable: int = 0) -> str:
+    """`N files checked: …`; files that could not be read are counted, never "no problems"."""
     severities = [d.severity for r in reports for d in r.diagnostics]
     errors = severities.count(Severity.ERROR)
     warnings = severities.count(Severity.WARNING)
     files = len(reports)
     noun = "file" if files == 1 else "files"
-    if not errors and not warnings:
-        return f"{files} {noun} checked: no problems"
     parts = []
+    if unreadable:
+        parts.append(f"{unreadable} not read")
+    if not errors and not warnings and not parts:
+        return f"{files} {noun} checked: no problems"
     if errors:
         parts.append(f"{errors} error{'s' if errors != 1 else ''}")
     if warnings:

@@ -27,7 +27,11 @@ from collections.abc import Collection
 from typing import Any
 
 CHAR_W, LINE_H, PAD, ROW_GAP, COL_GAP, MARGIN, INDENT = 7.2, 15, 8, 46, 28, 24, 36
-LABEL_W, LABEL_UP, LABEL_DOWN = 6.8, 10.0, 4.0  # an 11px monospace label around its baseline
+LABEL_W, LABEL_UP, LABEL_DOWN = (
+    6.8,
+    12.0,
+    5.0,
+)  # an 11px monospace label around its baseline, a margin kept
 CELL = 48.0  # the grid of `Free`
 
 
@@ -193,7 +197,7 @@ class Free:
 
 def label_box(x: float, y: float, text: str) -> tuple[float, float, float, float]:
     """The box a label of TEXT drawn with its baseline starting at (X, Y) covers."""
-    return (x - 1, y - LABEL_UP, x + len(text) * LABEL_W + 1, y + LABEL_DOWN)
+    return (x - 2, y - LABEL_UP, x + len(text) * LABEL_W + 2, y + LABEL_DOWN)
 
 
 # where a label may go when its anchor is taken: down, up, right, in growing steps

@@ -52,6 +52,7 @@ def open_host_for(
     credentials: str | Path | None = None,
     resolve: list[str] | tuple[str, ...] | None = None,
     replay: str | Path | None = None,
+    staged: bool = False,
 ) -> Any:
     """The reference host (`forgec.host.open_host`). PERSONA_LABELS None means: the host
     config's labels, else DEFAULT_LABELS; an empty tuple grants nothing."""
@@ -66,5 +67,6 @@ def open_host_for(
         "credentials": credentials,
         "resolve": tuple(resolve or ()),
         "replay": replay,
+        "staged": staged,
     }
     return open_host(HostOptions(**fields))

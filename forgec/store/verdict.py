@@ -246,6 +246,40 @@ class _Terms:
         self._labels[t] = frozen
         return frozen
 
+    def spelled(self, t: int, depth: int = 0) -> str:
+        """A term as an expression a person can read (`URGENT: {{input.title}}`), for two
+        computed values that say the same in words."""
+        row = self.rows[t]
+        kind = row[0]
+        if depth > 6:
+            return "…"
+        if t in self.values:
+            value = self.values[t]
+            return value if isinstance(value, str) else one_line(value)
+        if kind == "input":
+            return "input"
+        if kind == "state":
+            return f"state.{row[1]}"
+        if kind == "get":
+            return f"{self.spelled(row[1], depth + 1)}.{row[2]}"
+        if kind == "tmpl":
+            return "".join(
+                p if isinstance(p, str) else "{{" + self.spelled(p, depth + 1) + "}}"
+                for p in row[1]
+            )
+        if kind in ("item", "index"):
+            return f"each {kind} of {self.spelled(row[1], depth + 1)}"
+        if kind == "result":
+            return f"the result of {row[1]}"
+        if kind == "model":
+            return f"the model's {row[1]}"
+        if kind == "obj":
+            inner = ", ".join(f"{k}: {self.spelled(v, depth + 1)}" for k, v in row[1])
+            return "{" + inner + "}"
+        if kind == "list":
+            return "[" + ", ".join(self.spelled(v, depth + 1) for v in row[1]) + "]"
+        return "a computed value"
+
     def words(self, t: int) -> str:
         """A field's value as a person reads it: the literal, or what it is computed from."""
         if t in self.values:
@@ -397,14 +431,20 @@ class _Version:
         if type(node) is n.SetNode:
             assert isinstance(node, n.SetNode)
             value = self.value(node.value, env)
-            return clause, self.store(env, node.target, value)
-        if type(node) is n.CapabilityNode:
+            out = self.store(env, node.target, value)
+        elif type(node) is n.CapabilityNode:
             assert isinstance(node, n.CapabilityNode)
-            return clause, self.call(node, clause, env)
-        if type(node) is n.LlmNode:
+            out = self.call(node, clause, env)
+        elif type(node) is n.LlmNode:
             assert isinstance(node, n.LlmNode)
-            return clause, self.model(node, clause, env)
-        return clause, env
+            out = self.model(node, clause, env)
+        else:
+            return clause, env
+        target = getattr(node, "target", None)
+        if target and target.startswith("state."):
+            # saved state outlives the run: what a later run reads is an effect of this one
+            self.record(node.id, "state", target, (("value", out[target]),), clause, 1)
+        return clause, out
 
     def store(self, env: Env, target: str | None, value: int) -> Env:
         if target is None:
@@ -926,6 +966,8 @@ class _Compare:
             return f"send a request to {words(f['url'])}"
         if cap == "db.query":
             return "query the database"
+        if cap == "state":
+            return f"save {inst.operation}"
         if inst.operation not in (cap, "*"):
             return f"call {cap} {inst.operation}"
         return f"call {cap}"
@@ -968,13 +1010,16 @@ class _Compare:
             ):
                 continue
             if t is not None and self.terms.words(t) in {self.terms.words(x) for x in olds}:
+                spelled = _short(self.terms.spelled(t))
+                near = [o for o in same_op if o.node == inst.node] or same_op
+                shown = [x for x in (dict(o.fields).get(name) for o in near) if x is not None]
+                before = sorted({_short(self.terms.spelled(x)) for x in shown} - {spelled})
                 same.append(
                     Gain(
                         inst.node,
                         cap,
-                        f"can {self.desc(inst)} with {name} {self.terms.words(t)}, built another"
-                        " way",
-                        f"{was}: built from the same kinds of data",
+                        f"can {self.desc(inst)} with {name} `{spelled}`",
+                        f"{was}: " + (_and([f"`{b}`" for b in before]) or "built another way"),
                     )
                 )
                 continue
@@ -1042,6 +1087,8 @@ class _Compare:
         cap = inst.capability
         if cap == "model":
             return "no model step"
+        if cap == "state":
+            return f"never saved {inst.operation}"
         if (cap in fl.EGRESS_CAPABILITIES or cap == fl.HTTP) and not any(
             o.capability in fl.EGRESS_CAPABILITIES or o.capability == fl.HTTP
             for o in self.old.insts
@@ -1264,8 +1311,15 @@ def _witness_host_class() -> type:
                 return super()._dispatch(capability, input)
             from forgec.ir.capabilities import BY_NAME
 
-            row = BY_NAME.get(capability)
-            return _minimal(row.result if row is not None else {})
+            if capability == "db.query" and isinstance(input, dict):
+                # one row holding every column the query reads: a loop over the rows runs
+                from forgec.catalog.sql import query_columns
+
+                columns = query_columns(input.get("sql")) or ()
+                row = {c: "x" for _, c in sorted(columns) if c != "*"}
+                return {"rows": [row] if row else [], "truncated": False}
+            spec = BY_NAME.get(capability)
+            return _minimal(spec.result if spec is not None else {})
 
     return WitnessHost
 
