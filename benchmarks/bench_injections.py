@@ -24,7 +24,6 @@ import json
 import sqlite3
 import sys
 import tempfile
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -147,7 +146,7 @@ def one_run(task: str, injection: str, deny: list[str], planned: bool) -> tuple[
     import attrs
 
     from forgec.daemon.agent import Agents
-    from forgec.daemon.queue import Queue
+    from forgec.daemon.tables import Tables, Work, firing_id
     from forgec.host import HostOptions, open_host
     from forgec.host.config import load_config
     from forgec.mcp.policy import load_policy
@@ -206,16 +205,19 @@ def one_run(task: str, injection: str, deny: list[str], planned: bool) -> tuple[
                 h.call("schedule.manage", fields, seed)
             policy = load_policy(root / "policy.toml")
             agents = Agents(config, db_path=root / "host.db", store_path=store, policy=policy)
-            queue = Queue(root / "host.db", owner="bench", clock=_Later(), lease_seconds=60)
+            tables = Tables(root / "host.db", clock=_Later())
             try:
-                (work,) = queue.claim(["alpha"], 1)
+                ((sid, slot, _busy),) = tables.due_slots()
+                tables.record_slot(sid, slot, "running")
+                data = tables.begin("firing", firing_id(sid, slot))
+                assert data is not None
                 try:
-                    outcome = agents.run(work, queue, threading.Event())
-                    queue.complete(work, outcome.to_json(), outcome.labels)
+                    outcome = agents.run(Work.from_json(data))
+                    tables.finish(data, outcome.to_json(), None, outcome.labels)
                 except Exception as exc:  # a planned run refused: the task failed
-                    queue.fail(work, str(exc))
+                    tables.finish(data, None, str(exc))
             finally:
-                queue.close()
+                tables.close()
     return _LAST.pop()  # read by `_run_and_read` while the folder still existed
 
 
@@ -275,9 +277,9 @@ def main() -> int:
 
 def _run_and_read(task: str, injection: str, deny: list[str], planned: bool) -> tuple[bool, bool]:
     """one_run, reading the effects from the database before its folder is removed."""
-    import forgec.daemon.queue as q
+    import forgec.daemon.tables as q
 
-    real_close = q.Queue.close
+    real_close = q.Tables.close
 
     def close(self: Any) -> None:
         conn = sqlite3.connect(self.db_path)
@@ -287,11 +289,11 @@ def _run_and_read(task: str, injection: str, deny: list[str], planned: bool) -> 
             conn.close()
         real_close(self)
 
-    q.Queue.close = close  # type: ignore[method-assign]
+    q.Tables.close = close  # type: ignore[method-assign]
     try:
         return one_run(task, injection, deny, planned)
     finally:
-        q.Queue.close = real_close  # type: ignore[method-assign]
+        q.Tables.close = real_close  # type: ignore[method-assign]
 
 
 if __name__ == "__main__":

@@ -172,8 +172,8 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX a2a_target ON a2a_tasks (target_persona, status, seq);
     """,
-    # 4: the daemon's leased rows (forgec.daemon.queue is the one module that reads and writes
-    # them): schedule firings, a turn's journal, leases on the A2A and background queues, the
+    # 4: the daemon's leased rows (before migration 7 moved that state into DBOS): schedule
+    # firings, a turn's journal, leases on the A2A and background queues, the
     # connector workers' delivery state of each message
     """
     CREATE TABLE schedule_firings (
