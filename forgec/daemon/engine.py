@@ -163,6 +163,13 @@ class Engine:
         exactly one live daemon (DBOS's recovery is idempotent)."""
         return len(DBOS._recover_pending_workflows([executor_id]))
 
+    def pending(self, executor_id: str) -> set[str]:
+        """The ids of the workflows EXECUTOR_ID has started and the engine has not marked done."""
+        found = DBOS.list_workflows(
+            status="PENDING", executor_id=executor_id, load_input=False, load_output=False
+        )
+        return {w.workflow_id for w in found}
+
     def prune(self, before: _dt.datetime, batch: int = 1000) -> int:
         """Delete finished workflows (their steps with them) created before BEFORE."""
         total = 0

@@ -319,11 +319,16 @@ class Talond:
             self.log.event("took over", daemon=row["id"], workflows=recovered)
 
     def _wind_down(self) -> None:
+        """Wait (at most the grace) until every workflow this daemon runs has ended or parked,
+        and the engine has recorded each end (a workflow whose function returned is marked
+        done a moment later: ending before would leave it PENDING, to be replayed)."""
+        assert self.engine is not None
         deadline = time.monotonic() + self.config.talond.grace_seconds
         while time.monotonic() < deadline:
             with self._lock:
-                if self._active == 0:
-                    break
+                active, waiting = self._active, set(self._parked)
+            if active == 0 and self.engine.pending(self.id) <= waiting:
+                break
             time.sleep(0.05)
         with self._lock:
             parked, left = list(self._parked), self._active
@@ -396,21 +401,28 @@ class Talond:
             if outcome is not None:
                 result = outcome.answer if kind == "a2a" else outcome.to_json()
             labels = list(outcome.labels) if outcome is not None else []
-            eng.step("finish", tables.finish, data, result, error, labels)
-            elapsed = f"{time.monotonic() - started:.2f}s"
-            if error is not None:
-                self.log.event(event, **fields, status="failed", error=error, elapsed=elapsed)
-                return {"status": "failed", "error": error}
-            assert outcome is not None
-            self.log.event(
-                event,
-                **fields,
-                status="completed",
-                rounds=outcome.rounds,
-                tools=list(outcome.calls),
-                elapsed=elapsed,
-            )
-            return {"status": "completed"}
+
+            def finish() -> dict[str, Any]:
+                # the log line is part of the step: a replay of a finished turn (the process
+                # ended before the engine marked it done) says nothing twice
+                tables.finish(data, result, error, labels)
+                elapsed = f"{time.monotonic() - started:.2f}s"
+                if error is not None:
+                    self.log.event(event, **fields, status="failed", error=error, elapsed=elapsed)
+                    return {"status": "failed", "error": error}
+                assert outcome is not None
+                self.log.event(
+                    event,
+                    **fields,
+                    status="completed",
+                    rounds=outcome.rounds,
+                    tools=list(outcome.calls),
+                    elapsed=elapsed,
+                )
+                return {"status": "completed"}
+
+            done: dict[str, Any] = eng.step("finish", finish)
+            return done
 
     def deliver(self, message_id: str, round_no: int) -> dict[str, Any]:
         """The body of a delivery workflow (`engine.delivery_workflow`): POST until delivered,
