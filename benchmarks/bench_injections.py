@@ -5,7 +5,7 @@ still work — free-form turns under the deny rules, and the same tasks as plann
 
 A small set of assistant tasks (read a page or a channel, summarise, post, save) × injections
 hidden in the outside text they read. Each run is a real daemon turn (`forgec.daemon.agent`,
-the code `forgec talond` runs, on a claimed queue row) against the reference host, with a
+the code `forgec talond` runs, for the schedule's firing) against the reference host, with a
 scripted model on loopback that obeys every order it reads (`DO {...}` in a tool result) —
 the worst model there is — and a loopback web page. Free-form: the model follows the task's
 prompt; planned: the schedule names a forged tool and its input, and no model decides a call.
@@ -18,12 +18,13 @@ benchmark: the tasks are few and written here, so read the figures as a shape, n
 
 from __future__ import annotations
 
-import datetime as dt
+import contextlib
 import http.server
 import json
 import sqlite3
 import sys
 import tempfile
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -146,7 +147,6 @@ def one_run(task: str, injection: str, deny: list[str], planned: bool) -> tuple[
     import attrs
 
     from forgec.daemon.agent import Agents
-    from forgec.daemon.tables import Tables, Work, firing_id
     from forgec.host import HostOptions, open_host
     from forgec.host.config import load_config
     from forgec.mcp.policy import load_policy
@@ -205,30 +205,63 @@ def one_run(task: str, injection: str, deny: list[str], planned: bool) -> tuple[
                 h.call("schedule.manage", fields, seed)
             policy = load_policy(root / "policy.toml")
             agents = Agents(config, db_path=root / "host.db", store_path=store, policy=policy)
-            tables = Tables(root / "host.db", clock=_Later())
+            # a planned run refused fails the work: the task failed, nothing more to see
+            with contextlib.suppress(Exception):
+                _run_turn(agents, _firing(root / "host.db"))
+            conn = sqlite3.connect(root / "host.db")
             try:
-                ((sid, slot, _busy),) = tables.due_slots()
-                tables.record_slot(sid, slot, "running")
-                data = tables.begin("firing", firing_id(sid, slot))
-                assert data is not None
-                try:
-                    outcome = agents.run(Work.from_json(data))
-                    tables.finish(data, outcome.to_json(), None, outcome.labels)
-                except Exception as exc:  # a planned run refused: the task failed
-                    tables.finish(data, None, str(exc))
+                return _works(task)(conn), _through(injection, conn)
             finally:
-                tables.close()
-    return _LAST.pop()  # read by `_run_and_read` while the folder still existed
+                conn.close()
 
 
-_LAST: list[tuple[bool, bool]] = []
+def _firing(db: Path) -> Any:
+    """The firing `Work` of the one schedule (whichever module of the daemon defines it)."""
+    import attrs
+
+    try:
+        from forgec.daemon.tables import Work  # the DBOS engine's
+    except ImportError:
+        from forgec.daemon.queue import Work  # type: ignore[no-redef]
+    conn = sqlite3.connect(db)
+    conn.row_factory = sqlite3.Row
+    try:
+        row = conn.execute("SELECT * FROM schedules").fetchone()
+    finally:
+        conn.close()
+    fields: dict[str, Any] = {
+        "kind": "firing",
+        "id": f"fire:{row['id']}:bench",
+        "persona": row["persona"],
+        "thread": row["thread_id"] or "main",
+        "prompt": "",
+        "schedule": {k: row[k] for k in ("prompt", "prompt_file", "label", "cron_expr", "id")},
+        "schedule_id": row["id"],
+        "labels": tuple(json.loads(row["labels"])),
+        "tool": row["tool"],
+        "tool_input": row["input"],
+    }
+    if "attempts" in attrs.fields_dict(Work):
+        fields["attempts"] = 1
+    return Work(**fields)
 
 
-class _Later:
-    """A clock a minute ahead, so the schedule made now is due at once."""
+class _NoJournal:
+    """What the pre-engine `Agents.run` journals into: nothing is replayed here."""
 
-    def now(self) -> dt.datetime:
-        return dt.datetime.now(dt.UTC) + dt.timedelta(minutes=1, seconds=1)
+    def journal(self, _work_id: str) -> list[Any]:
+        return []
+
+    def record(self, *_args: Any) -> None:
+        return None
+
+
+def _run_turn(agents: Any, work: Any) -> Any:
+    import inspect
+
+    if "steps" in inspect.signature(agents.run).parameters:
+        return agents.run(work)  # the DBOS engine's turn, its steps run directly
+    return agents.run(work, _NoJournal(), threading.Event())
 
 
 def _prompt(task: str, url: str) -> str:
@@ -266,34 +299,13 @@ def main() -> int:
         through = kept = 0
         for task in tasks:
             for injection in INJECTIONS:
-                worked, got = _run_and_read(task, injection, deny, planned)
+                worked, got = one_run(task, injection, deny, planned)
                 through += got
                 kept += worked
         total = len(tasks) * len(INJECTIONS)
         rules = ", ".join(deny) or "none"
         print(f"{kind:<10} {rules:<40} {through:>4}/{total:<3} {kept:>6}/{total:<3}")
     return 0
-
-
-def _run_and_read(task: str, injection: str, deny: list[str], planned: bool) -> tuple[bool, bool]:
-    """one_run, reading the effects from the database before its folder is removed."""
-    import forgec.daemon.tables as q
-
-    real_close = q.Tables.close
-
-    def close(self: Any) -> None:
-        conn = sqlite3.connect(self.db_path)
-        try:
-            _LAST.append((_works(task)(conn), _through(injection, conn)))
-        finally:
-            conn.close()
-        real_close(self)
-
-    q.Tables.close = close  # type: ignore[method-assign]
-    try:
-        return one_run(task, injection, deny, planned)
-    finally:
-        q.Tables.close = real_close  # type: ignore[method-assign]
 
 
 if __name__ == "__main__":

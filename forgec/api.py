@@ -91,6 +91,13 @@ def load(source: str | bytes, *, path: str | None = None) -> Any:
 
 def check(source: str | bytes, *, path: str | None = None, target: str = DEFAULT_TARGET) -> Report:
     """Every diagnostic of one source, with the tool's marks when it could be analysed."""
+    from forgec.ir.suggest import bounded
+
+    with bounded():  # "did you mean" within one allowance per check (SPEC §24)
+        return _check(source, path=path, target=target)
+
+
+def _check(source: str | bytes, *, path: str | None, target: str) -> Report:
     from forgec.catalog import get_catalog
     from forgec.passes import run_passes
     from forgec.passes.context import PassContext
@@ -110,7 +117,7 @@ def check(source: str | bytes, *, path: str | None = None, target: str = DEFAULT
         ir = ctx.manifest_or_none
         facts = ctx.facts
         marks = facts.marks
-    located = [_locate(d, loaded.source_map) for d in diagnostics]
+    located = [_redacted(_locate(d, loaded.source_map)) for d in diagnostics]
     located.sort(key=sort_key)
     return Report(
         path=path,
@@ -125,12 +132,40 @@ def check(source: str | bytes, *, path: str | None = None, target: str = DEFAULT
     )
 
 
-def check_file(path: str | Path, *, target: str = DEFAULT_TARGET) -> Report:
+def check_file(path: str | Path, *, target: str | None = None) -> Report:
     """Check the file PATH, read by the one bounded reader (SPEC §24): a file that is not a
-    regular one raises `forgec.frontend.reading.ReadError` (an OSError)."""
+    regular one raises `forgec.frontend.reading.ReadError` (an OSError). Without `target`,
+    the target is what `forgec check PATH` would use: the project settings nearest PATH
+    (`[tool.forgec]` or `forgec.toml`, per-file targets included), else `talos`; unusable
+    settings raise `forgec.frontend.settings.SettingsError` (a ValueError)."""
     from forgec.frontend.reading import read_tool_file
 
+    if target is None:
+        from forgec.frontend.settings import settings_for
+
+        target = settings_for(path).target_for(Path(path))
     return check(read_tool_file(str(path)), path=str(path), target=target)
+
+
+@functools.lru_cache(maxsize=4096)
+def _redact(text: str) -> str:
+    """`redact_text`, remembered: many diagnostics share a hint or a message."""
+    from forgec.secretscan.rules import redact_text
+
+    return redact_text(text)
+
+
+def _redacted(d: Diagnostic) -> Diagnostic:
+    """D with whatever looks like a secret in its message, hint or notes replaced by the
+    scanner's redaction (SPEC §14: no output carries a secret — a diagnostic quotes what it
+    read, a capability name, a key, a found token; every output, text, JSON, SARIF, LSP, MCP,
+    prints these texts). One scan per text, linear; the common text holds no candidate."""
+    message = _redact(d.message)
+    hint = _redact(d.hint) if d.hint else d.hint
+    notes = tuple(_redact(n) for n in d.notes)
+    if message == d.message and hint == d.hint and notes == d.notes:
+        return d
+    return attrs.evolve(d, message=message, hint=hint, notes=notes)
 
 
 def _locate(d: Diagnostic, source_map: SourceMap) -> Diagnostic:
@@ -141,12 +176,13 @@ def _locate(d: Diagnostic, source_map: SourceMap) -> Diagnostic:
 
 
 def compile_dsl(
-    text: str | bytes, *, path: str | None = None, target: str = "talon"
+    text: str | bytes, *, path: str | None = None, target: str = DEFAULT_TARGET
 ) -> dict[str, Any]:
     """`.forge` text → canonical manifest dict; raises `CheckError` on any error.
 
-    Checked against `target`; the default `talon` catalog holds every TALOS capability too, so
-    a tool of either target compiles unless a stricter target is asked for.
+    Checked against `target`, whose default is every other function's (`check`, `lower`,
+    the command line: `talos`), so `lower(compile_dsl(text))` lowers what compiled; a tool
+    that calls Talon host tools passes `target="talon"` to both.
     """
     report = check(text, path=path or "<forge>.forge", target=target)
     if not report.ok or report.manifest is None:

@@ -71,7 +71,7 @@ def _chosen(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argpar
 def _unknown(parser: argparse.ArgumentParser, args: argparse.Namespace, extra: list[str]) -> None:
     """Words no option took: the chosen command's usage, and the option meant by a misspelt
     flag (`--fromat` → `--format`)."""
-    from forgec.ir.suggest import closest
+    from forgec.commands.common import closest
 
     chosen = _chosen(parser, args)
     flags = [o for a in chosen._actions for o in a.option_strings if o.startswith("--")]

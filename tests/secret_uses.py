@@ -1,3 +1,4 @@
+# ruff: noqa: UP031  (templates spell `{{name}}`: %-formatting reads better than doubled braces)
 """A generator of secrets outside the scanner's listed categories, for measuring its miss rate
 (SPEC §14: a secret is judged by its shape and by what it is used as, not by a list of
 spellings).
@@ -115,6 +116,180 @@ def _uses(rng: random.Random, name: str, value: str) -> list[Any]:
     ]
 
 
+# Issue 30: names that say nothing about a secret, and the positions and flows the first
+# generator did not produce. A secret there is known by its *use* (a header, a credential
+# pair, URL userinfo, an `Authorization` scheme, a query parameter whose name means a secret)
+# or by its *shape* (a token with a provider-like prefix), wherever the literal flows.
+NEUTRAL = ("value", "data", "x", "config", "opts", "v1", "item", "field", "arg", "param")
+QUERY_SECRET_NAMES = (
+    "access_token", "api_key", "apikey", "key", "token", "sig", "signature", "auth",
+    "client_secret", "password", "pwd", "secret", "code", "session", "X-Amz-Signature",
+)  # fmt: skip
+
+
+def prefixed_token(rng: random.Random) -> str:
+    """A token shaped like a provider's: a short lower-case prefix, `_` or `-`, a random body."""
+    prefix = "".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(2, 5)))
+    return prefix + rng.choice("_-") + "".join(rng.choice(B62) for _ in range(rng.randint(28, 48)))
+
+
+def _more_uses(rng: random.Random, value: str, shaped: str) -> list[Any]:
+    """VALUE (any token) in a use that makes it a secret; SHAPED (a prefixed token) in a
+    position that says nothing but its shape; all under neutral names."""
+    neutral = rng.choice(NEUTRAL)
+    other = rng.choice(OTHER_HEADERS)
+    in_url = quote(value, safe="")
+    user = rng.choice(("deploy", "admin", "ci", "bot", neutral))
+    basic = __import__("base64").b64encode(f"{user}:{value}".encode()).decode()
+    qname = rng.choice(QUERY_SECRET_NAMES)
+    return [
+        # a use under a neutral name
+        {neutral: {"headers": [{"name": other, "value": value}]}},
+        {"headers": {"Authorization": f"Basic {basic}"}},
+        {neutral: {"username": user, "password": value}},
+        {neutral: f"https://{user}:{in_url}@api.example.org/"},
+        {"description": f"Fetches https://{user}:{in_url}@api.example.org/v1 nightly."},
+        {neutral: f"https://api.example.org/v1/run?page=2&{qname}={in_url}"},
+        {"url": {"$template": f"https://api.example.org/{{{{input.p}}}}?{qname}={in_url}"}},
+        {neutral: [{"key": qname, "value": value}]},
+        # shape alone, where the name says nothing
+        {neutral: shaped},
+        {neutral: ["first", shaped, "last"]},
+        {neutral: {shaped: True}},
+        {neutral: f"{rng.choice(NEUTRAL)}={shaped}"},
+    ]
+
+
+def _flow(nodes: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    m: dict[str, Any] = {
+        "schema": "talos.local-tool.v1",
+        "id": "secret.flow",
+        "version": 1,
+        "title": "Secret flow",
+        "description": "A secret assembled from literals.",
+        "createdAt": "2026-12-01T00:00:00Z",
+        "parentVersion": None,
+        "execution": "declarative-flow",
+        "installScope": "device",
+        "network": {"mode": "forbidden"},
+        "credentialRequirements": [],
+        "inputSchema": {"type": "object", "properties": {}},
+        "outputSchema": {},
+        "flow": {"entry": nodes[0]["id"], "maxTransitions": 64, "nodes": nodes},
+    }
+    m.update(extra)
+    return m
+
+
+def _chained(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    for i, node in enumerate(nodes[:-1]):
+        node["next"] = nodes[i + 1]["id"]
+    return nodes
+
+
+def flow_cases(n: int, seed: int = 18) -> Iterator[tuple[str, dict[str, Any]]]:
+    """`n` manifests in which a prefixed token is assembled from literals under neutral names:
+    split across `set`s and templates, across input and state defaults, over a literal loop's
+    items, inside a list or an object built by a `set`, and at a key. Judged by `forgec.check`
+    (FORGE_SECRET_FOUND: SPEC §14 "Secrets after folding")."""
+    rng = random.Random(seed)
+    made = 0
+    while made < n:
+        tok = prefixed_token(rng)
+        cut = rng.randint(3, len(tok) - 3)
+        a, b = tok[:cut], tok[cut:]
+        na, nb, nc = rng.sample(NEUTRAL, 3)
+        ret = {"id": "done", "type": "return", "value": {"$ref": nc}}
+        kind = made % 6
+        if kind == 0:  # set + set + template
+            nodes = [
+                {"id": "s1", "type": "set", "target": na, "value": a},
+                {"id": "s2", "type": "set", "target": nb, "value": b},
+                {"id": "s3", "type": "set", "target": nc,
+                 "value": {"$template": "{{%s}}{{%s}}" % (na, nb)}},
+                ret,
+            ]  # fmt: skip
+            doc = _flow(_chained(nodes))
+        elif kind == 1:  # input default + state default
+            nodes = [
+                {"id": "s3", "type": "set", "target": nc,
+                 "value": {"$template": "{{input.%s}}{{state.%s}}" % (na, nb)}},
+                ret,
+            ]  # fmt: skip
+            doc = _flow(
+                _chained(nodes),
+                inputSchema={
+                    "type": "object",
+                    "properties": {na: {"type": "string", "default": a}},
+                },
+                state={"fields": {nb: {"type": "string", "default": b}}, "maxBytes": 4096},
+            )
+        elif kind == 2:  # a literal loop's items, accumulated
+            pieces = [tok[i : i + 6] for i in range(0, len(tok), 6)]
+            nodes = [
+                {"id": "s1", "type": "set", "target": nc, "value": ""},
+                {"id": "l", "type": "foreach", "source": [a], "itemVar": "it",
+                 "maxItems": 4, "body": [
+                     {"id": "b", "type": "set", "target": nc,
+                      "value": {"$template": "{{it}}%s" % b}}]},
+                ret,
+            ]  # fmt: skip
+            del pieces
+            doc = _flow(_chained(nodes))
+        elif kind == 3:  # a list built by a set, the token whole in it
+            nodes = [
+                {"id": "s1", "type": "set", "target": na, "value": a},
+                {"id": "s3", "type": "set", "target": nc,
+                 "value": ["x", {"$template": "{{%s}}%s" % (na, b)}]},
+                ret,
+            ]  # fmt: skip
+            doc = _flow(_chained(nodes))
+        elif kind == 4:  # an object built by a set
+            nodes = [
+                {"id": "s1", "type": "set", "target": na, "value": b},
+                {"id": "s3", "type": "set", "target": nc,
+                 "value": {nb: {"$template": "%s{{%s}}" % (a, na)}}},
+                ret,
+            ]  # fmt: skip
+            doc = _flow(_chained(nodes))
+        else:  # a template of three literal pieces through two sets
+            c = rng.randint(1, len(b) - 1)
+            nodes = [
+                {"id": "s1", "type": "set", "target": na, "value": a},
+                {"id": "s2", "type": "set", "target": nb,
+                 "value": {"$template": "{{%s}}%s" % (na, b[:c])}},
+                {"id": "s3", "type": "set", "target": nc,
+                 "value": {"$template": "{{%s}}%s" % (nb, b[c:])}},
+                ret,
+            ]  # fmt: skip
+            doc = _flow(_chained(nodes))
+        made += 1
+        yield f"flow {kind} ({na}, {nb}, {nc})", doc
+
+
+def wider_cases(n: int, seed: int = 18) -> Iterator[tuple[str, Any]]:
+    """`n` positive documents of the widened generator (`_more_uses`)."""
+    rng = random.Random(seed)
+    made = 0
+    while made < n:
+        docs = _more_uses(rng, token(rng), prefixed_token(rng))
+        use = rng.randrange(len(docs))
+        made += 1
+        yield f"wider use {use}", docs[use]
+
+
+def wider_negative_cases(seed: int = 18) -> Iterator[tuple[str, Any]]:
+    """The widened uses holding ordinary values (identifiers, words, paths): must stay clean."""
+    rng = random.Random(seed)
+    for value in (*ORDINARY, "page_2", "user-preferences", "item_count"):
+        if " " in value:
+            continue
+        for use, doc in enumerate(_more_uses(rng, value, value)):
+            if use in (1, 2, 3, 4, 5, 6, 7):
+                continue  # a value in a credential's use is a secret whatever it spells
+            yield f"wider use {use}: {value!r}", doc
+
+
 def cases(n: int, seed: int = 18) -> Iterator[tuple[str, Any]]:
     """`n` positive cases: (what it is, the JSON document)."""
     rng = random.Random(seed)
@@ -168,8 +343,37 @@ def rate(found: Callable[[Any], bool], docs: Iterator[tuple[str, Any]]) -> tuple
     return len(missed) / max(total, 1), missed[:10]
 
 
+def flow_found(doc: dict[str, Any]) -> bool:
+    """Whether `forgec.check` of the manifest DOC reports FORGE_SECRET_FOUND."""
+    import orjson
+
+    from forgec.api import check
+
+    report = check(orjson.dumps(doc), path="t.talostool")
+    return any(d.code == "FORGE_SECRET_FOUND" for d in report.diagnostics)
+
+
 if __name__ == "__main__":
     from forgec.passes.secrets import find_secrets
+
+    by_use: dict[str, list[int]] = {}
+    for what, doc in wider_cases(1200):
+        use = what.split()[2]
+        by_use.setdefault(use, [0, 0])[0] += 1
+        by_use[use][1] += not find_secrets(doc)
+    total = sum(m for _, m in by_use.values()) / sum(t for t, _ in by_use.values())
+    print(f"wider generator: missed {total:.1%}")
+    for use, (t, m) in sorted(by_use.items(), key=lambda x: int(x[0])):
+        print(f"  use {use}: {m}/{t} missed")
+    flow = [(what, flow_found(doc)) for what, doc in flow_cases(300)]
+    per: dict[str, list[int]] = {}
+    for what, ok in flow:
+        kind = what.split()[1]
+        per.setdefault(kind, [0, 0])[0] += 1
+        per[kind][1] += not ok
+    print(f"flows: missed {sum(m for _, m in per.values()) / len(flow):.1%}", per)
+    flagged, examples = rate(lambda d: not find_secrets(d), wider_negative_cases())
+    print(f"wider negatives flagged: {flagged:.1%}", examples)
 
     miss, examples = rate(lambda d: bool(find_secrets(d)), cases(2000))
     print(f"miss rate over 2000 generated secrets: {miss:.1%}")

@@ -383,3 +383,84 @@ def test_a_literal_url_host_is_a_fixed_destination(url: Any, destination: bool) 
     # the in-memory host has no net.http: a call the rule lets through fails there instead
     code = "RUN_FLOW_DENIED" if destination else "RUN_CAPABILITY_FAILED"
     assert result.status == "failed" and result.error.code == code, result.error
+
+
+def test_inspect_names_a_flow_into_a_destination(tmp_path: Path) -> None:
+    import orjson
+
+    path = tmp_path / "busiest.talostool"
+    path.write_bytes(orjson.dumps(_busiest_channel_tool("WHERE content LIKE '%x%'")))
+    text = _forgec("inspect", str(path), "--target", "talon", cwd=tmp_path)
+    assert text.returncode == 0, text.stderr
+    line = next(ln for ln in text.stdout.splitlines() if "at post.channelId" in ln)
+    assert "external:talon" in line and "data (destination)" in line
+    done = _forgec("inspect", str(path), "--target", "talon", "--format", "json", cwd=tmp_path)
+    flows = orjson.loads(done.stdout)["flows"]
+    picked = [f for f in flows if f["argument"] == "channelId" and f["via"] == "data"]
+    assert picked and all(f["destination"] is True for f in picked)
+    # control is not a destination flow (the coarse rules are for it)
+    assert all("destination" not in f for f in flows if f["via"] == "control")
+
+
+@pytest.mark.parametrize(
+    ("capability", "result", "outside"),
+    [
+        ("persona.send", {"taskId": "t1", "status": "queued"}, False),
+        ("persona.send", {"taskId": "t1", "status": "completed", "result": "hi"}, True),
+        ("persona.task_status", {"taskId": "t1", "status": "failed", "error": "boom"}, True),
+        ("subagent.invoke", {"result": {"summary": "x"}}, True),
+        ("subagent.background", {"taskId": "b1", "status": "running"}, False),
+        ("persona.list", {"result": [{"name": "p"}]}, True),
+        ("persona.send", "not an object", True),
+        ("memory.access", {"key": "k", "value": "v"}, False),
+    ],
+)
+def test_a_delegated_answer_is_outside_text_only_when_it_holds_some(
+    capability: str, result: Any, outside: bool
+) -> None:
+    """SPEC §21 "origin per field": the host's receipt (`taskId`, `status`) is its own fact."""
+    from forgec.runtime import flowlabels as fl
+
+    labels = fl.origin_labels(capability, {}, result)
+    assert (fl.TALON in labels) is outside
+    assert fl.source_label(capability, None) in labels
+
+
+def test_a_failed_forged_run_hands_back_every_label_it_held() -> None:
+    """Its error message (shown to the model) may quote anything it read: a turn or a session
+    joins all of it (`forged_output_labels`), never nothing."""
+    import orjson
+
+    import forgec
+    from forgec.backend import lower_manifest
+    from forgec.host.agentcall import forged_output_labels
+    from forgec.runtime import run
+    from forgec.runtime.memory_host import MemoryHost
+
+    doc = _busiest_channel_tool("")
+    doc["flow"]["entry"] = "read"
+    doc["flow"]["nodes"] = [
+        {
+            "id": "read",
+            "type": "capability",
+            "capability": "notes.list",
+            "input": {"limit": 5},
+            "target": "found",
+            "next": "keep",
+        },
+        {
+            "id": "keep",
+            "type": "capability",
+            "capability": "tasks.create",
+            "input": {"title": {"$ref": "found.items"}},
+            "next": "done",
+        },
+        {"id": "done", "type": "return", "value": "ok"},
+    ]
+    report = forgec.check(orjson.dumps(doc), target="talos")
+    assert report.ok, [d.message for d in report.errors]
+    program = lower_manifest(report.ir, marks=report.marks)
+    result = run(program, {}, host=MemoryHost(), consent=lambda r: True, input_labels={WEB})
+    assert result.status == "failed"
+    assert result.output_labels == ()
+    assert {"private:notes.list", WEB} <= forged_output_labels(result)

@@ -1,7 +1,9 @@
 """SPEC §21's soundness, searched for counterexamples: hypothesis writes turn scripts — a
 model's own host-tool calls whose arguments copy earlier results (`strategies.turn_scripts`) —
 and runs them through the bridge's call API (`forgec.host.agentcall`) on the real reference
-host, growing the turn's context from each result's labels as the daemon and the MCP server do.
+host, growing the turn's context from each result's labels as the daemon does — and through the
+MCP server's own call path (`ForgeServer.call`, in process), where the server keeps the
+session's labels itself.
 
 An oracle tracks, independently of the guard, where each value really came from: the text that
 started the turn (seeded with its labels), a memory item (private, plus what was written into
@@ -48,6 +50,9 @@ class Recording:
         self.config = host.config
         self.seen: list[tuple[str, Any, Any]] = []
 
+    def close(self) -> None:
+        """The MCP server's pool closes a host it does not keep; the test closes this one."""
+
     def call(self, capability: str, input: Any, context: Any) -> Any:
         self.host.check_flow(capability, input, context)  # raises before anything is recorded
         self.seen.append((capability, input, context))
@@ -55,6 +60,8 @@ class Recording:
 
 
 class Turn:
+    """A daemon-like turn: calls through `call_as_agent`, joining each result's labels."""
+
     def __init__(self, host: Recording, seed: frozenset[str]) -> None:
         self.host = host
         self.context = AgentContext.start(seed)
@@ -82,12 +89,42 @@ class Turn:
         return outcome.result
 
 
+class Session(Turn):
+    """An MCP session: the same calls through the server's own call path (`ForgeServer.call`:
+    the listing, the input schema, the session's context, the bridge); the server joins the
+    labels, the test never does."""
+
+    def __init__(self, host: Recording, seed: frozenset[str], db: Path, cfg: HostConfig) -> None:
+        super().__init__(host, frozenset())
+        from forgec.mcp.server import ForgeServer, ServeOptions
+
+        labels = ("memory.access:thread", "channel.send:*", "db.query:own")
+        options = ServeOptions(store=db.parent / "tools.db", labels=labels, db=db)
+        self.forge = ForgeServer(options, host_factory=lambda _options: host)
+        self.truth["v0"] = frozenset()  # a session starts with no labels
+
+    def call(self, capability: str, args: dict[str, Any]) -> Any:
+        import anyio
+
+        from forgec.ir.capabilities import BY_NAME
+
+        name = BY_NAME[capability].mcp_name
+        result = anyio.run(self.forge.call, None, name, args)
+        text = "".join(getattr(c, "text", "") for c in result.content)
+        if result.is_error:
+            code = "RUN_FLOW_DENIED" if "RUN_FLOW_DENIED" in text else "OTHER"
+            raise HostError(code, text)
+        return result.structured_content
+
+
 def _messages(db: Path) -> int:
     with sqlite3.connect(db) as raw:
         return raw.execute("SELECT count(*) FROM messages").fetchone()[0]
 
 
-def run_script(script: list[Any], seed: frozenset[str], deny: tuple[str, ...]) -> None:
+def run_script(
+    script: list[Any], seed: frozenset[str], deny: tuple[str, ...], *, via: str = "bridge"
+) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "h.db"
         cfg = HostConfig(
@@ -98,7 +135,7 @@ def run_script(script: list[Any], seed: frozenset[str], deny: tuple[str, ...]) -
         labels = ("memory.access:thread", "channel.send:*", "db.query:own")
         with open_host(HostOptions(db=db, config=cfg, persona_labels=labels)) as real:
             host = Recording(real)
-            turn = Turn(host, seed)
+            turn = Turn(host, seed) if via == "bridge" else Session(host, seed, db, cfg)
             posted: list[tuple[str, str]] = []  # (channel, content) the oracle knows went out
             for tool, a, b in script:
                 before = len(host.seen)
@@ -205,3 +242,14 @@ def test_every_flow_that_reaches_the_host_is_one_the_guard_saw(
     script: list[Any], seed: frozenset[str], deny: tuple[str, ...]
 ) -> None:
     run_script(script, seed, deny)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    script=turn_scripts(),
+    deny=st.lists(st.sampled_from(fl.DENY_RULES), unique=True, max_size=4).map(tuple),
+)
+def test_an_mcp_session_lets_no_flow_by_the_guard(script: list[Any], deny: tuple[str, ...]) -> None:
+    """The same scripts through the MCP server's call path, in process: the server keeps the
+    session's labels itself."""
+    run_script(script, frozenset(), deny, via="mcp")

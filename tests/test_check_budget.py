@@ -22,7 +22,10 @@ from typing import Any
 import anyio
 import orjson
 import pytest
+import pytest_lsp
+from lsprotocol import types as lsp
 from manifests import manifest_with_nodes
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 from forgec.budget import DELAY_ENV, DELAY_MARKER, check_with_budget
 from forgec.store import Store
@@ -230,9 +233,6 @@ def test_a_genuinely_hostile_manifest_stops_at_the_budget(tmp_path: Path) -> Non
 
 # -- LSP --------------------------------------------------------------------------------------
 
-pytest_lsp = pytest.importorskip("pytest_lsp")
-from lsprotocol import types as lsp  # noqa: E402
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities  # noqa: E402
 
 FAST = """tool fast-doc {
   version 1

@@ -125,6 +125,12 @@ def test_the_largest_of_every_family_checks_within_the_bound_in_a_child(tmp_path
     # each family is built to check clean but for what it is about
     errors = {Path(r["path"]).stem: r["errors"] for r in result["results"]}
     assert errors.pop("secret_scan") == ["FORGE_SECRET_FOUND"]
+    # issue 30's families are made of errors: many diagnostics, each with a hint and an excerpt
+    assert errors.pop("many_diagnostics") == ["FORGEC_CAPABILITY_INPUT"]
+    assert errors.pop("similar_names") == ["FORGEC_REF_UNDEFINED"]
+    assert errors.pop("repeated_keys") == ["FORGE_MANIFEST_STRUCTURE"]
+    assert errors.pop("long_lines_forge") == ["FORGE_CAPABILITY_UNKNOWN"]
+    assert errors.pop("forge_many_errors") == ["FORGEC_REF_UNDEFINED"]
     assert all(e == [] for e in errors.values()), errors
 
 

@@ -326,6 +326,25 @@ async def test_completion_of_capabilities_nodes_and_variables(client: LanguageCl
 
 
 @pytest.mark.asyncio
+async def test_completion_after_an_arrow_offers_only_the_steps_of_its_scope(
+    client: LanguageClient,
+) -> None:
+    # after `->` it offered the loop body's steps too, which a top-level edge cannot name
+    text = forge(
+        "    a: for t in $input.xs max 3 {\n"
+        "      b: y = 1 -> c\n"
+        "      c: z = 2\n"
+        "    } -> d\n"
+        "    d: return 1\n"
+    )
+    uri, _ = await open_doc(client, "scopes.forge", text)
+    top = await _labels(client, uri, at(text, "-> d", 3))
+    assert set(top) == {"a", "d"}
+    body = await _labels(client, uri, at(text, "-> c", 3))
+    assert set(body) == {"b", "c"}
+
+
+@pytest.mark.asyncio
 async def test_completion_of_node_fields_in_a_manifest(client: LanguageClient) -> None:
     text = (EXAMPLES / "note-updater.talostool").read_text()
     uri, _ = await open_doc(client, "note-updater.talostool", text)

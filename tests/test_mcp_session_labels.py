@@ -217,3 +217,52 @@ def test_a_typo_in_the_host_configs_labels_is_a_one_line_error_at_start(
     done = _serve_exits(*serve_args(store_path, tmp_path, "--host-config", str(bad)))
     assert done.returncode == 2 and "unknown label 'chanel.send:*'" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("allow", [None, True, False])
+def test_a_2026_client_session_carries_labels_and_answers_in_a_round(
+    store_path: Path, config: Path, tmp_path: Path, allow: bool | None
+) -> None:
+    """A 2026-07-28 client (no server-to-client request mid-call): the session's context is kept
+    across its calls, and the person's answer comes back as an `input_required` round."""
+    import os
+
+    import anyio
+    import mcp_types as types
+    from mcp.client.client import Client
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    asked: list[str] = []
+
+    async def answer(context: Any, params: Any) -> Any:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"allow": allow})
+
+    args = serve_args(
+        store_path, tmp_path, "--host-config", str(config), "--persona-labels", LABELS
+    )
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "forgec", "mcp", "serve", *args],
+        env={"PYTHONPATH": str(ROOT)},
+        cwd=str(ROOT),
+    )
+
+    async def main() -> Any:
+        with anyio.fail_after(60), open(os.devnull, "w") as errlog:
+            callback = answer if allow is not None else None
+            async with Client(
+                stdio_client(params, errlog=errlog), elicitation_callback=callback
+            ) as c:
+                assert c.protocol_version == "2026-07-28"
+                await c.call_tool("dynamic_list_Dnotes", {})
+                return await c.call_tool(
+                    "channel_send", {"channelId": "general", "content": "the notes say: 4921"}
+                )
+
+    result = anyio.run(main)
+    assert len(asked) == (0 if allow is None else 1)
+    assert result.is_error is (not allow)
+    if allow is None:
+        assert "RUN_FLOW_DENIED" in _text(result)
+    assert _outbox(tmp_path) == (["the notes say: 4921"] if allow else [])

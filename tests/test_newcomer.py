@@ -134,3 +134,55 @@ def test_mcp_serve_says_when_its_store_is_new(tmp_path: Path) -> None:
     fresh = tmp_path / "tools.db"
     proc = forgec("mcp", "serve", "--store", str(fresh), stdin="")
     assert f"forgec: a new, empty tool store at {fresh}" in proc.stderr.splitlines(), proc
+
+
+def test_check_file_reads_the_project_settings_as_check_does(tmp_path: Path) -> None:
+    # `forgec.check_file` used to check every file against `talos`, whatever [tool.forgec] said
+    import shutil
+
+    import forgec
+    from forgec.frontend.settings import clear_cache
+
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.forgec]\ntarget = "talos"\n[tool.forgec.targets]\n"talon-*" = "talon"\n'
+    )
+    talon = tmp_path / "talon-db-digest.talostool"
+    shutil.copy(ROOT / "examples" / "talon-db-digest.talostool", talon)
+    clear_cache()
+    assert forgec.check_file(talon).ok
+    assert forgec.check_file(talon).target == "talon"
+    assert not forgec.check_file(talon, target="talos").ok  # an explicit target still wins
+    assert forgec_check_code(talon) == 0  # and the command line agrees
+
+
+def forgec_check_code(path: Path) -> int:
+    return forgec("check", str(path), cwd=path.parent).returncode
+
+
+def test_what_compile_dsl_compiles_lower_lowers() -> None:
+    # compile_dsl defaulted to `talon` while check and lower default to `talos`
+    import forgec
+
+    talos = (ROOT / "examples" / "weekly-review.forge").read_text()
+    assert forgec.lower(forgec.compile_dsl(talos)) is not None
+    talon = (ROOT / "examples" / "talon-db-digest.forge").read_text()
+    with pytest.raises(forgec.CheckError):
+        forgec.compile_dsl(talon)
+    with pytest.raises(forgec.CheckError):
+        forgec.lower(talon)
+    assert forgec.lower(forgec.compile_dsl(talon, target="talon"), target="talon") is not None
+
+
+def test_inspect_of_a_talon_tool_outside_any_config_shows_no_false_risk(tmp_path: Path) -> None:
+    # it printed `risk R1` (its host-tool steps unknown under `talos`) for an R3 tool
+    import shutil
+
+    tool = tmp_path / "digest.talostool"
+    shutil.copy(ROOT / "examples" / "talon-db-digest.talostool", tool)
+    proc = forgec("inspect", str(tool), cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "risk" not in proc.stdout and "R1" not in proc.stdout
+    assert "not known: the tool does not check under --target talos" in proc.stdout
+    assert "it checks under --target talon" in proc.stderr
+    proc = forgec("inspect", str(tool), "--target", "talon", cwd=tmp_path)
+    assert proc.returncode == 0 and "  risk         R3" in proc.stdout

@@ -182,7 +182,15 @@ def test_a_file_named_outright_is_read_as_named_without_printing_a_secret(
     assert proc.returncode == 1, proc.stderr  # read, and not a manifest
     assert key not in proc.stdout + proc.stderr, "the environment's secret was printed"
     # a credentials file named as a tool: its first line is the excerpt of a syntax error
+    quoted = json.dumps(  # a diagnostic's message quotes the capability name it read
+        {
+            "schema": "talos.local-tool.v1",
+            "id": "x.y",
+            "flow": {"entry": "a", "nodes": [{"id": "a", "type": "capability", "capability": key}]},
+        }
+    )
     for name, text in (
+        ("quoted.talostool", quoted),
         ("creds.talostool", f"OPENAI_API_KEY={key}\n"),
         ("creds.forge", f"OPENAI_API_KEY={key}\n"),
         ("conf.forge", f"tool t {{\n  api = {key}\n}}\n"),

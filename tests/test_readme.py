@@ -43,3 +43,37 @@ def test_python_api_example_runs(
     out = capsys.readouterr().out
     assert out.startswith("True [] R2\n")
     assert "'status': 'ok'" in out
+
+
+def test_the_tools_block_runs_as_written(tmp_path: Path) -> None:
+    # every line of "Install, turn on, roll back", in a fresh folder with the examples, a fresh
+    # default store (the user data folder), `--yes` where it asks: none ends in an error
+    import os
+    import shlex
+    import shutil
+    import subprocess
+    import sys
+
+    shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FORGEC_")}
+    env.update(PYTHONPATH=str(ROOT), NO_COLOR="1", HOME=str(tmp_path))
+    env["XDG_DATA_HOME"] = str(tmp_path / "data")
+    block = _block_after("### Install, turn on", "sh").splitlines()
+    comments = {ln.split("  #")[0].strip(): ln for ln in block}
+
+    def raw_comment(line: str) -> str:
+        return comments[line].partition("  #")[2]
+
+    lines = [ln.split("  #")[0] for ln in block]
+    assert len(lines) >= 5
+    for line in filter(None, (ln.strip() for ln in lines)):
+        words = shlex.split(line)
+        assert words[0] == "forgec", line
+        if "(or --yes)" in raw_comment(line):  # a person answers at the terminal; no terminal here
+            words.append("--yes")
+        proc = subprocess.run(
+            [sys.executable, "-m", "forgec", *words[1:]],
+            capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path, input="y\n",
+        )  # fmt: skip
+        assert proc.returncode == 0, (line, proc.stdout[-400:], proc.stderr[-400:])
+        assert "error" not in proc.stderr, (line, proc.stderr)

@@ -94,33 +94,64 @@ def host(tmp_path_factory: pytest.TempPathFactory) -> Any:
         yield h
 
 
-def _padded(row: rows.Capability, size: int) -> dict[str, Any] | None:
-    """An input of exactly `size` bytes that passes every rule but the size, or None."""
-    # capability → (the smallest input, the field to pad)
-    minimal, key = {
-        "tasks.create": ({"title": "t", "notes": ""}, "notes"),
-        "notes.create": ({"title": "t", "body": ""}, "body"),
-        "memory.create": ({"text": "x"}, "text"),
-        "memory.access": ({"operation": "write", "value": ""}, "value"),
-        "channel.send": ({"channelId": "c", "content": "x"}, "content"),
-        "net.http": ({"method": "POST", "url": "https://h.example/", "body": ""}, "body"),
-        "persona.send": ({"target_persona": "p", "message": "x"}, "message"),
-    }.get(row.name, (None, ""))
-    if minimal is None:
-        return None
-    base = len(orjson.dumps(minimal))
-    inp = {**minimal, key: minimal[key] + "x" * (size - base)}
-    assert len(orjson.dumps(inp)) == size
-    return inp
+# every row's smallest valid input (a new row fails the test below until it has one)
+MINIMAL: dict[str, dict[str, Any]] = {
+    "tasks.list": {},
+    "tasks.create": {"title": "t"},
+    "tasks.setStatus": {"id": "t1", "status": "done"},
+    "notes.list": {},
+    "notes.create": {"title": "t", "body": ""},
+    "notes.update": {"id": "n1"},
+    "memory.search": {"query": "q"},
+    "memory.create": {"text": "x"},
+    "schedule.manage": {"action": "list"},
+    "channel.send": {"channelId": "c", "content": "x"},
+    "memory.access": {"operation": "write", "key": "k", "value": ""},
+    "net.http": {"method": "POST", "url": "https://h.example/", "body": ""},
+    "db.query": {"sql": "SELECT 1", "params": []},
+    "subagent.invoke": {"name": "memory-retriever", "input": {"query": "q"}},
+    "subagent.background": {"action": "profiles"},
+    "persona.send": {"target_persona": "p", "message": "x"},
+    "persona.task_status": {"task_id": "t1"},
+    "persona.list": {},
+}
+
+
+def _room(row: rows.Capability) -> str | None:
+    """A field of the row's shape that takes content of any length up to the row's limit
+    (a free string, a value of any kind, a list), or None: no valid input reaches the limit."""
+    for name, field in row.shape.fields.items():
+        if field.enum is not None or field.validate is not None:
+            continue
+        if field.kind == "string" and (field.max_length or row.input_limit) >= row.input_limit:
+            return name
+        if field.kind in ("any", "array"):
+            return name
+    return None
+
+
+def _padded(row: rows.Capability, size: int, key: str) -> dict[str, Any]:
+    """The row's smallest input with `key` padded to exactly `size` bytes in all."""
+    out = dict(MINIMAL[row.name])
+    array = row.shape.fields[key].kind == "array"
+    out[key] = [""] if array else ""
+    pad = "x" * (size - len(orjson.dumps(out)))
+    out[key] = [pad] if array else pad
+    assert len(orjson.dumps(out)) == size
+    return out
 
 
 @pytest.mark.parametrize("row", rows.ROWS, ids=lambda r: r.name)
 def test_the_bridge_limit_is_the_rows_limit(host: Any, row: rows.Capability) -> None:
-    at = _padded(row, row.input_limit)
-    if at is None:
-        pytest.skip("no field of unbounded length to pad")
-    host.check_call(row.name, at)  # exactly at the limit: passes
-    over = _padded(row, row.input_limit + 1)
+    assert row.name in MINIMAL, "give the new row its smallest valid input in MINIMAL"
+    host.check_call(row.name, MINIMAL[row.name])  # the smallest input passes
+    key = _room(row)
+    if key is None:
+        # no valid input reaches the limit; one over it is still refused for its size
+        over = {**MINIMAL[row.name], "padding": "x" * row.input_limit}
+    else:
+        host.check_call(row.name, _padded(row, row.input_limit, key))  # exactly at the limit
+        over = _padded(row, row.input_limit + 1, key)
     with pytest.raises(HostError) as info:
         host.check_call(row.name, over)
     assert f"{row.input_limit}" in info.value.message

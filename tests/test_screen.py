@@ -261,8 +261,13 @@ def test_every_post_route_checks_the_csrf_token() -> None:
     assert posts
     for r in posts:
         assert r.path.startswith("/api/") or getattr(r.endpoint, "screen_action", False), r.path
-    # the JSON API only checks text: nothing there accepts, rejects, enables or rolls back
-    assert {r.path for r in posts if r.path.startswith("/api/")} == {"/api/check", "/api/inspect"}
+    # the JSON API only checks text or tries a tool on a copy of the data (SPEC §22, a staged
+    # run): nothing there accepts, rejects, enables or rolls back
+    assert {r.path for r in posts if r.path.startswith("/api/")} == {
+        "/api/check",
+        "/api/inspect",
+        "/api/tools/{tool:str}/try",
+    }
 
 
 # -- one code path with the CLI ------------------------------------------------------------------
@@ -757,3 +762,19 @@ def test_no_path_makes_the_login_redirect_leave_the_origin(path: str, raw: bool)
     assert URL(location, "http://127.0.0.1:4242/").origin == "http://127.0.0.1:4242"
     if location != "/":
         assert location == target  # when it stays, it is the very path that was asked for
+
+
+def test_an_upload_is_read_by_the_bounded_reader(screen: Screen) -> None:
+    """SPEC §24: the screen's upload goes through `forgec.frontend.reading` (at most the
+    form's limit + 1 bytes, then FORGE_MANIFEST_TOO_LARGE), never read whole."""
+    with screen.client() as c:
+        token = screen.csrf(c)
+        big = b"{" + b" " * (70 * 1024) + b"}"  # within the screen's body limit, over 64 KiB
+        r = c.post(
+            "/import",
+            data={"csrf": token, "kind": "auto"},
+            headers={"Origin": screen.origin},
+            files={"file": ("big.talostool", big)},
+        )
+        assert "FORGE_MANIFEST_TOO_LARGE" in r.text, r.text[-2000:]
+        assert "65,537 bytes or more" in r.text

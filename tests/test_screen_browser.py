@@ -705,8 +705,18 @@ def test_the_review_page_answers_first_and_shows_both_versions(
     person.go("/")
     assert "1 proposal waits for your review, in 1 tool" in page.inner_text("#waiting-count")
     person.go(f"/tools/talon-db-digest/review/{number}")
+    # the first line answers the question (SPEC §23), the gains listed in words below it
     first = page.locator("main > *").first
     assert first.evaluate("e => e.tagName") == "H1"
+    assert first.inner_text().startswith("New power: this version can do ")
+    assert first.inner_text().endswith(" v1 could not.")
+    gains = page.locator("#verdict .gains").inner_text()
+    assert "can post to #general (v1: #team)" in gains
+    assert "can read up to 50 rows a query (v1: 20)" in gains
+    # the gained steps are highlighted in the proposal's graph
+    gained = page.locator("svg .node.gained .node-id").all_text_contents()
+    assert "post" in gained and "query" in gained
+    person.shot("review")
     # the cards: distinct headings, the differing rows marked on both sides
     current, proposed = page.locator(".card-current"), page.locator(".card-proposal")
     assert current.locator(".which").inner_text() == "v1 — current, you agreed to it"
@@ -736,7 +746,6 @@ def test_the_review_page_answers_first_and_shows_both_versions(
     banner = page.locator("#ask-banner").inner_text()
     assert "it sends your private data off the device" in banner and "(it is R3)" in banner
     assert "R4" not in banner
-    person.shot("review")
     person.inert()
 
 

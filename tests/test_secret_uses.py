@@ -10,7 +10,18 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from secret_uses import HEADS, OTHER_HEADERS, SECRET_HEADERS, cases, negative_cases, rate
+from secret_uses import (
+    HEADS,
+    OTHER_HEADERS,
+    SECRET_HEADERS,
+    cases,
+    flow_cases,
+    flow_found,
+    negative_cases,
+    rate,
+    wider_cases,
+    wider_negative_cases,
+)
 
 from forgec.passes.secrets import find_secrets, walk_secrets
 from forgec.secretscan.names import name_class
@@ -22,6 +33,37 @@ MISS_RATE_BOUND = 0.12
 def test_the_miss_rate_on_generated_secrets_is_low() -> None:
     miss, examples = rate(lambda doc: bool(find_secrets(doc)), cases(1500, seed=7))
     assert miss <= MISS_RATE_BOUND, (miss, examples)
+
+
+# Issue 30: the generator widened to neutral names, uses (a header pair, Basic credentials, a
+# username/password pair, URL userinfo in a value, a template or prose, secret-meaning query
+# parameters) and shapes (a prefixed token alone, in a list, at a key, inside `name=value`
+# text) missed 19.3% before the scanner judged those (embedded tokens, a password used as a
+# header value, `sig`/`signature`/`session` names, prefixed tokens from 27 characters), 3.2%
+# after; the original generator 9.3% → 7.2%; secrets assembled across sets, templates,
+# defaults and loops 0.7% (2 of 300) → 0.
+WIDER_MISS_RATE_BOUND = 0.06
+FLOW_MISS_RATE_BOUND = 0.03
+
+
+def test_the_miss_rate_on_the_wider_generator_is_low() -> None:
+    miss, examples = rate(lambda doc: bool(find_secrets(doc)), wider_cases(1200, seed=7))
+    assert miss <= WIDER_MISS_RATE_BOUND, (miss, examples)
+
+
+def test_secrets_assembled_from_literals_are_found_by_the_check() -> None:
+    miss, examples = rate(flow_found, flow_cases(120, seed=7))
+    assert miss <= FLOW_MISS_RATE_BOUND, (miss, examples)
+
+
+def test_ordinary_values_in_the_wider_uses_stay_clean() -> None:
+    flagged, examples = rate(lambda doc: not find_secrets(doc), wider_negative_cases(seed=7))
+    assert flagged == 0, examples
+
+
+def test_screen_matches_walk_on_the_wider_uses() -> None:
+    for _, doc in wider_cases(400, seed=11):
+        assert find_secrets(doc) == walk_secrets(doc), doc
 
 
 def test_ordinary_values_in_the_same_uses_stay_clean() -> None:

@@ -372,7 +372,7 @@ def test_a_schema_1_store_is_upgraded_in_place(tmp_path: Path) -> None:
         assert s.get("demo.tool").effects["operations"] == [["tasks.list", "tasks.list"]]
         assert [v.tool_id for v in s.enabled_versions()] == ["demo.tool"]
     conn = sqlite3.connect(db)
-    assert conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() == ("3",)
+    assert conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() == ("4",)
     conn.close()
 
 

@@ -41,10 +41,12 @@ def _cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
 LEAKY = ("net.http:egress", "memory.access:thread", "channel.send:journal")
 
 
-def _host(root: Path, deny: str = "") -> tuple[Path, Path]:
+def _host(root: Path, deny: str = "", network: bool = True) -> tuple[Path, Path]:
     write_personas(root, {"alpha": LEAKY, "beta": ("memory.access:thread",), "gamma": ()})
     store = make_store(root)  # add.task (tasks.create): needs no label, so every persona has it
-    config = write_config(root, None, f"[flows]\ndeny = [{deny}]\n" if deny else "")
+    extra = '[network]\nallow = ["news.example.com"]\n\n' if network else ""
+    extra += f"[flows]\ndeny = [{deny}]\n" if deny else ""
+    config = write_config(root, None, extra)
     return config, store
 
 
@@ -65,7 +67,9 @@ def test_the_card_names_each_leg_and_warns_only_when_one_persona_holds_three(
 
     forged = "dynamic_add_Dtask"
     assert tools("alpha", "private") == {"memory_access", forged}
-    assert tools("alpha", "untrusted") == {"net_http"}
+    assert cards["alpha"]["untrusted"] == [
+        {"tool": "net_http", "what": ["external:news.example.com"]}
+    ]
     assert tools("alpha", "egress") == {"net_http", "channel_send"}
     assert tools("alpha", "writes") == {"memory_access", forged}
     assert cards["alpha"]["ruleOfTwo"] is True
@@ -220,3 +224,45 @@ def test_the_readme_shows_what_talond_check_prints_for_the_example(tmp_path: Pat
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout == block.group(2)
+
+
+def test_a_models_own_net_http_reaches_nothing_without_a_host_allowlist(tmp_path: Path) -> None:
+    # the bridge refuses a direct net_http call to any host when `[network] allow` is empty,
+    # so the card does not count it: alpha then sends, but reads nothing from outside
+    config, store = _host(tmp_path, network=False)
+    done = _cli(
+        tmp_path, "talond", "check", "--host-config", str(config), "--store", str(store),
+        "--format", "json",
+    )  # fmt: skip
+    (alpha,) = [c for c in json.loads(done.stdout)["personas"] if c["persona"] == "alpha"]
+    assert alpha["untrusted"] == [] and alpha["warning"] is None
+    assert [i["tool"] for i in alpha["egress"]] == ["channel_send"]
+
+
+def test_schedule_manage_keeps_a_plan_in_place_of_a_prompt_and_undoes_it(tmp_path: Path) -> None:
+    from forgec.host import HostOptions, open_host
+    from forgec.runtime.host import CallContext
+
+    ctx = CallContext("t", 1, "n")
+    options = HostOptions(db=tmp_path / "h.db", persona_labels=("schedule.manage:own",))
+    with open_host(options) as h:
+        made = h.call(
+            "schedule.manage", {"action": "create", "cronExpr": "0 9 * * *", "prompt": "hi"}, ctx
+        )
+        sid = made["scheduleId"]
+        planned = {"action": "update", "scheduleId": sid, "tool": "digest", "input": {"n": 1}}
+        changed = h.call("schedule.manage", planned, ctx)
+        assert (changed["tool"], changed["input"], changed["prompt"]) == ("digest", {"n": 1}, None)
+        assert changed["previous"]["prompt"] == "hi" and changed["previous"]["tool"] is None
+        # the compensation puts the prompt back and the plan away
+        h.compensate("schedule.manage", "schedule.manage", planned, changed, ctx)
+        (row,) = h.call("schedule.manage", {"action": "list"}, ctx)["schedules"]
+        assert (row["prompt"], row["tool"], row["input"]) == ("hi", None, None)
+        again = h.call(
+            "schedule.manage", {"action": "update", "scheduleId": sid, "tool": "digest"}, ctx
+        )
+        assert again["input"] == {}  # a plan with no input runs the tool on `{}`
+        back = h.call(
+            "schedule.manage", {"action": "update", "scheduleId": sid, "prompt": "bye"}, ctx
+        )
+        assert (back["prompt"], back["tool"], back["input"]) == ("bye", None, None)

@@ -685,3 +685,97 @@ def test_planned_a2a_and_background_tasks_run_their_tool_with_the_sending_turns_
     for table in ("a2a_tasks", "background_tasks"):
         (task,) = db_rows(db, f"SELECT tool, labels FROM {table}")
         assert task["tool"] == "digest" and "private:memory.access" in json.loads(task["labels"])
+
+
+RELAY = """tool relay {
+  version 1
+  title "Relay"
+  description "Posts its input's text to the journal."
+  created "2026-12-01T09:00:00Z"
+  parent null
+  network forbidden
+  input {type: "object", properties: {text: {type: "string"}}, required: ["text"]}
+  flow entry post max 4 {
+    post: sent = call channel.send {channelId: "journal", content: $input.text} -> done
+    done: return {messageId: $sent.messageId}
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("seed", [(), ("external:evil.example",)], ids=["clean", "web-text"])
+def test_a_forged_tool_called_in_a_turn_starts_with_the_turns_labels_on_input(
+    tmp_path: Path, seed: tuple[str, ...]
+) -> None:
+    """The same relay call from a clean turn posts; from a turn that has read web text it is
+    refused by `untrusted->egress` inside the tool's run (its input carries the turn's labels),
+    and the turn learns nothing new from the failure but the tool's sources."""
+    from forgec.daemon.agent import Agents
+    from forgec.host.agentcall import AgentContext
+    from forgec.host.config import load_config
+    from forgec.mcp.policy import ConsentPolicy
+    from forgec.store import Store
+
+    labels = ("channel.send:journal",)
+    write_personas(tmp_path, {"alpha": labels})
+    extra = '[channels.journal]\nconnector = "outbox"\n\n[flows]\ndeny = ["untrusted->egress"]\n'
+    config = load_config(write_config(tmp_path, None, extra))
+    store = tmp_path / "tools.db"
+    with Store(store) as s:
+        s.install(RELAY, path="relay.forge", target="talon")
+        s.enable("relay", consent=True)
+    agents = Agents(config, db_path=tmp_path / "host.db", store_path=store, policy=ConsentPolicy())
+    options = HostOptions(
+        db=tmp_path / "host.db", config=config, persona="alpha", persona_labels=labels
+    )
+    with open_host(options) as h:
+        offered = agents.offered(labels)
+        turn = AgentContext.start(seed)
+        answer = json.loads(
+            agents.call_tool(offered, "dynamic_relay", json.dumps({"text": "hi"}), h, turn)
+        )
+        sent = h.conn.execute("SELECT content, labels FROM messages").fetchall()
+    if seed:
+        assert "RUN_FLOW_DENIED" in answer["error"] and sent == []
+    else:
+        assert "messageId" in answer and [r["content"] for r in sent] == ["hi"]
+        assert json.loads(sent[0]["labels"]) == ["input"]  # the relay's own input label only
+
+
+def test_an_a2a_task_from_a_turn_that_read_a_page_starts_with_its_label(
+    tmp_path: Path, daemons: list[Daemon]
+) -> None:
+    """alpha reads a page and hands beta a task (a send is allowed here: only writes are
+    refused); beta's turn starts with the page's label, so its write is refused though beta
+    itself never read the page."""
+    labels = ("net.http:egress", "persona.send:*", "memory.access:thread")
+    write_personas(tmp_path, {"alpha": labels, "beta": labels})
+    store = make_store(tmp_path)
+    clock = tmp_path / "clock"
+    save = {"tool": "memory_access", "args": {"operation": "write", "key": "k", "value": "v"}}
+    with fake_model(obeying) as srv, _page("nothing to see") as page:
+        config = _config(tmp_path, f"http://127.0.0.1:{srv.server_port}", ["untrusted->write"])
+        orders = [
+            {"tool": "net_http", "args": {"method": "GET", "url": page}},
+            {
+                "tool": "persona_send",
+                "args": {"target_persona": "beta", "message": f"{MARK}{json.dumps(save)}"},
+            },
+        ]
+        t0 = fresh_minute()
+        set_clock(clock, t0)
+        create_schedule(
+            tmp_path, "* * * * *", prompt="\n".join(MARK + json.dumps(o) for o in orders)
+        )
+        daemon = Daemon(tmp_path, config, store, clock).start()
+        daemons.append(daemon)
+        set_clock(clock, (t0 + dt.timedelta(minutes=1)).replace(second=1, microsecond=0))
+        daemon.wait_for(
+            lambda e: e["event"] == "task.a2a" and e["status"] != "running", what="beta's task"
+        )
+        assert daemon.stop() == 0
+    beta = [b for b in srv.seen if b["messages"][0]["content"].startswith("# beta")]
+    results = _results(beta[-1])
+    assert results[0][0] == "memory_access" and "RUN_FLOW_DENIED" in results[0][1]
+    assert "external:127.0.0.1" in results[0][1]
+    assert db_rows(tmp_path / "host.db", "SELECT 1 FROM memory_items") == []

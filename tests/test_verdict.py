@@ -253,6 +253,53 @@ GROWS = [
         "can save state.last with value computed from your input (v1: `a`)",
     ),
     (
+        "a write moved before a read that feeds a write",
+        [
+            cap("read", "tasks.list", "open", limit=10),
+            {
+                **loop("each", [cap("copy", "notes.create", title=ref("t.title"), body="copied")]),
+                "source": ref("open.items"),
+                "itemVar": "t",
+                "maxItems": 10,
+            },
+            cap("more", "tasks.create", title="Follow up"),
+            ret(),
+        ],
+        [
+            cap("more", "tasks.create", title="Follow up"),
+            cap("read", "tasks.list", "open", limit=10),
+            {
+                **loop("each", [cap("copy", "notes.create", title=ref("t.title"), body="copied")]),
+                "source": ref("open.items"),
+                "itemVar": "t",
+                "maxItems": 10,
+            },
+            ret(),
+        ],
+        {},
+        {},
+        "talos",
+        "can call notes.create with title",
+    ),
+    (
+        "private data posted where nothing left the device",
+        [cap("read", "notes.list", "notes", limit=5), ret()],
+        [
+            cap("read", "notes.list", "notes", limit=5),
+            cap(
+                "post",
+                "channel.send",
+                channelId="general",
+                content={"$template": "{{notes.items}}"},
+            ),
+            ret(),
+        ],
+        {},
+        {},
+        "talon",
+        "sends notes (notes.list) to #general (v1: nothing left the device)",
+    ),
+    (
         "a new trigger",
         BASE,
         BASE,
@@ -539,3 +586,15 @@ def test_forgec_test_against_gives_the_verdict(tmp_path: Path) -> None:
     ), found
     text = forgec("test", str(tmp_path / "task-triage.tests.toml"), "--against", against)
     assert "New power: this version can do" in text.stdout
+
+
+def test_a_gain_never_carries_a_raw_control_or_bidi_character() -> None:
+    """A proposal's values are data: its sentences escape them (SPEC §14), in JSON and text."""
+    from forgec.render.diff import render_verdict
+
+    evil = "\x1b[2J\u202eevil"
+    v2 = [BASE[0], cap("log", "notes.create", title=evil, body="closed"), ret()]
+    found = judge(tool(BASE), tool(v2)).to_json()
+    text = json.dumps(found, ensure_ascii=False) + render_verdict(found)
+    assert "\x1b" not in text and "\u202e" not in text
+    assert any("\\x1b[2J\\u202eevil" in g["sentence"] for g in found["gains"])

@@ -162,3 +162,62 @@ def pair(family: str) -> tuple[dict[str, Any], dict[str, Any]]:
     v2 = copy.deepcopy(make("q"))
     v2["version"] = 2
     return v1, v2
+
+
+def blocks(kinds: list[tuple[str, int]], tag: str) -> dict[str, Any]:
+    """A flow of blocks (a diamond setting a variable, a loop of k body steps with conditions
+    on the item, a write reading every variable so far), cut to the 64-node limit."""
+    nodes: list[dict[str, Any]] = []
+    made: list[str] = []
+    budget = 62
+    for b, (kind, k) in enumerate(kinds):
+        if kind == "diamond" and budget >= 3:
+            nodes += [
+                {
+                    "id": f"i{b}",
+                    "type": "if",
+                    "condition": {"op": "truthy", "left": {"$ref": f"input.c{b % 32}"}},
+                    "then": f"a{b}",
+                    "else": f"e{b}",
+                },
+                {"id": f"a{b}", "type": "set", "target": f"v{b}", "value": f"{tag}{b}a"},
+                {"id": f"e{b}", "type": "set", "target": f"v{b}", "value": f"{tag}{b}b"},
+            ]
+            made.append(f"v{b}")
+            budget -= 3
+        elif kind == "loop" and budget >= 2 + k:
+            body: list[dict[str, Any]] = []
+            for j in range(k):
+                body.append(_note(f"l{b}w{j}", {"$template": "%s{{item}}" % tag}, None))
+            nodes.append(
+                {
+                    "id": f"l{b}",
+                    "type": "foreach",
+                    "source": {"$ref": "input.ids"},
+                    "itemVar": "item",
+                    "maxItems": 1 + k,
+                    "body": body,
+                }
+            )
+            budget -= 1 + k
+        elif budget >= 1:
+            parts = "".join("{{%s}}" % v for v in made[-8:]) or tag
+            nodes.append(_note(f"w{b}", {"$template": tag + parts}, None))
+            budget -= 1
+    nodes.append({"id": "done", "type": "return", "value": {"ok": True}})
+    # link: each node to the next top-level one; a diamond's arms to what follows it
+    for i, node in enumerate(nodes[:-1]):
+        follow = nodes[i + 1]["id"]
+        if node["type"] == "if":
+            continue
+        if node["id"].startswith(("a", "e")) and node["type"] == "set":
+            after = next(
+                (n["id"] for n in nodes[i + 1 :] if not n["id"].startswith(("a", "e"))), "done"
+            )
+            node["next"] = after
+            continue
+        node["next"] = follow
+        if node["type"] == "foreach":
+            for x, y in zip(node["body"], node["body"][1:], strict=False):
+                x["next"] = y["id"]
+    return base(nodes)

@@ -368,6 +368,107 @@ def forge_text(n: int, k: int) -> str:
     return text
 
 
+# -- issue 30: shapes the search had not tried (SPEC §24: renderers and suggestions too) --------
+
+
+def _similar(i: int) -> str:
+    """Names that differ in one or two characters: every one is near every other."""
+    return "field_%04d_value" % i
+
+
+def many_diagnostics(n: int, k: int) -> bytes:
+    """Minified (one 64 KiB line) with an error per few bytes: every capability step's input
+    holds many unknown fields, each a diagnostic with a "did you mean" and a source excerpt cut
+    from the same long line."""
+    steps = min(max(1, n // 50), TOP_NODES - 1)
+    per = 1 + n // max(steps, 1)
+    nodes = [
+        {
+            "id": f"c{i}",
+            "type": "capability",
+            "capability": "tasks.create",
+            "input": {"title": "t", **{"titel%d" % j: j for j in range(per)}},
+            "target": f"r{i}",
+        }
+        for i in range(steps)
+    ]
+    return orjson.dumps(base([*_chain(nodes), _ret(k)]))
+
+
+def similar_names(n: int, k: int) -> dict[str, Any]:
+    """Thousands of near-identical state fields and reads of near-misses of them in templates:
+    each undefined read asks "did you mean" among all the fields."""
+    fields = {_similar(i): {"type": "string"} for i in range(n)}
+    reads = "".join("{{state.%s}}" % _similar(i).replace("value", "valeu") for i in range(n))
+    nodes = [
+        {"id": f"s{i}", "type": "set", "target": f"v{i}", "value": {"$template": reads}}
+        for i in range(min(k, 8))
+    ]
+    m = base([*_chain(nodes), _ret(1)])
+    m["state"] = {"fields": fields, "maxBytes": 65536}
+    return m
+
+
+def repeated_keys(n: int, k: int) -> bytes:
+    """One JSON object whose keys repeat thousands of times (the loader's duplicate proof)."""
+    m = base([_ret(1)])
+    text = orjson.dumps(m)
+    member = b'"title":"Worst case",' if k % 2 else b'"x%d":1,'
+    repeated = b"".join(member.replace(b"%d", str(i % 7).encode()) for i in range(n * 4))
+    return b"{" + repeated + text[1:]
+
+
+def long_lines_forge(n: int, k: int) -> str:
+    """A `.forge` text at the size limit whose steps are few very long lines, each with an
+    error near its end (an unknown capability, a misspelt field): excerpts of long lines."""
+    steps = min(max(2, k * 4), TOP_NODES - 1)
+    lines = [
+        "tool worst.long {",
+        "  version 1",
+        '  title "Long lines"',
+        '  description "Very long lines."',
+        '  created "2026-12-01T00:00:00Z"',
+        "  parent null",
+        "  network forbidden",
+        "  flow entry s0 max 256 {",
+    ]
+    width = max(80, (FORGE_LIMIT - 4000) // steps - 120)
+    for i in range(steps):
+        nxt = f"s{i + 1}" if i + 1 < steps else "done"
+        pad = " " * width  # blank in the text, nothing in the compiled manifest
+        lines.append(
+            f'    s{i}: r{i} = call tasks.craete {{title: "t",{pad}titel: 1, "x\\u202e": "y"}}'
+            f" -> {nxt}"
+        )
+    lines.append("    done: return 1")
+    lines += ["  }", "}"]
+    return "\n".join(lines) + "\n"
+
+
+def forge_many_errors(n: int, k: int) -> str:
+    """The largest `.forge` text made of errors: undefined near-miss references in every step,
+    many per line, and a misspelt capability on each."""
+    steps = TOP_NODES - 1
+    per = max(1, min(n // steps, 50))  # the compiled manifest stays within 64 KiB
+    lines = [
+        "tool worst.errors {",
+        "  version 1",
+        '  title "Errors"',
+        '  description "Errors everywhere."',
+        '  created "2026-12-01T00:00:00Z"',
+        "  parent null",
+        "  network forbidden",
+        "  flow entry s0 max 256 {",
+    ]
+    for i in range(steps):
+        nxt = f"s{i + 1}" if i + 1 < steps else "done"
+        text = "".join("{{%s}}" % _similar(j)[: 10 + j % 5] for j in range(per))
+        lines.append(f'    s{i}: {_similar(i)} = "{text}" -> {nxt}')
+    lines.append("    done: return 1")
+    lines += ["  }", "}"]
+    return "\n".join(lines) + "\n"
+
+
 FAMILIES: dict[str, tuple[Callable[[int, int], Any], str]] = {
     "fold_chain": (fold_chain, "talos"),
     "shared_chain": (shared_chain, "talos"),
@@ -380,6 +481,11 @@ FAMILIES: dict[str, tuple[Callable[[int, int], Any], str]] = {
     "secret_scan": (secret_scan, "talos"),
     "flows": (flows, "talon"),
     "forge_text": (forge_text, "talon"),
+    "many_diagnostics": (many_diagnostics, "talos"),
+    "similar_names": (similar_names, "talos"),
+    "repeated_keys": (repeated_keys, "talos"),
+    "long_lines_forge": (long_lines_forge, "talos"),
+    "forge_many_errors": (forge_many_errors, "talos"),
 }
 
 
@@ -389,7 +495,10 @@ def build(family: str, n: int, k: int) -> Built:
     n = max(1, n)
     while True:
         doc = make(n, k)
-        if isinstance(doc, str):
+        if isinstance(doc, bytes):  # a manifest text written as is (minified, repeated keys)
+            if len(doc) <= MANIFEST_LIMIT or (n == 1 and k <= 1):
+                return doc, "worst.talostool", target
+        elif isinstance(doc, str):
             data = doc.encode()
             if len(data) <= FORGE_LIMIT or (n == 1 and k <= 1):
                 return data, "worst.forge", target
@@ -418,7 +527,20 @@ def complete_check(source: bytes, path: str, target: str) -> Any:
         from forgec.backend import lower_report
 
         lower_report(report)
+    render(report)
     return report
+
+
+def render(report: Any) -> None:
+    """What `forgec check` prints, in every format (SPEC §24: renderers are bounded too)."""
+    from forgec.answers import check_json
+    from forgec.render.sarif import to_sarif
+    from forgec.render.text import render_report
+    from forgec.runtime.jsontext import dumps_text
+
+    render_report(report)
+    dumps_text(check_json([report]), indent=True)
+    dumps_text(to_sarif([report]), indent=True)
 
 
 def search(max_examples: int, *, derandomize: bool, bound_s: float) -> dict[str, Any]:

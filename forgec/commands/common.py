@@ -332,3 +332,10 @@ def new_store(store_path: Any) -> None:
     Store(path, create="file").close()
     if fresh:
         print(f"forgec: a new, empty tool store at {path}", file=sys.stderr)
+
+
+def closest(word: str, choices: list[str]) -> str | None:
+    """The one "did you mean" (`forgec.ir.suggest`), for the command line's own words."""
+    from forgec.ir.suggest import closest as nearest
+
+    return nearest(word, choices)

@@ -36,15 +36,25 @@ def inspect_text(report: Any) -> str:
     data = inspect_json(report)
     marks = data["marks"] or {}
     lines: list[str] = []
-    if report.manifest is not None and report.marks is not None:
+    if report.ok and report.manifest is not None and report.marks is not None:
         lines += [*render_consent_card(report.manifest, report.marks).split("\n"), ""]
     lines.append("Marks")
-    lines.append(f"  powers       {', '.join(marks.get('powers', [])) or '-'}")
-    lines.append(f"  risk         {marks.get('risk', '-')}")
-    lines.append(f"  always asks  {'yes' if marks.get('alwaysAsks') else 'no'}")
-    lines.append(f"  labels       {', '.join(marks.get('labels', [])) or '-'}")
-    lines.append(f"  network      {', '.join(marks.get('network', [])) or '-'}")
-    lines.append(f"  credentials  {', '.join(marks.get('credentials', [])) or '-'}")
+    errors = [d for d in report.diagnostics if d.is_error]
+    if errors:
+        # a tool that does not check has no marks to show: a Talon tool read under `talos`
+        # would show its host-tool steps as unknown, an R4 tool as R1
+        lines.append(
+            f"  not known: the tool does not check under --target {report.target} "
+            f"({len(errors)} error(s))"
+        )
+        marks = {}
+    else:
+        lines.append(f"  powers       {', '.join(marks.get('powers', [])) or '-'}")
+        lines.append(f"  risk         {marks.get('risk', '-')}")
+        lines.append(f"  always asks  {'yes' if marks.get('alwaysAsks') else 'no'}")
+        lines.append(f"  labels       {', '.join(marks.get('labels', [])) or '-'}")
+        lines.append(f"  network      {', '.join(marks.get('network', [])) or '-'}")
+        lines.append(f"  credentials  {', '.join(marks.get('credentials', [])) or '-'}")
     model = marks.get("model")
     if model:
         lines.append(
@@ -75,11 +85,11 @@ def inspect_text(report: Any) -> str:
         lines.append("")
         lines.append("Flows (source -> sink at node.argument, via, path)")
         for f in data["flows"]:
+            via = f"{f['via']} (destination)" if f.get("destination") else f["via"]
             lines.append(
-                f"  {f['source']} -> {f['sink']} at {f['node']}.{f['argument']}, {f['via']}, "
+                f"  {f['source']} -> {f['sink']} at {f['node']}.{f['argument']}, {via}, "
                 f"{' -> '.join(f['path'])}"
             )
-    errors = [d for d in report.diagnostics if d.is_error]
     if errors:
         lines.append("")
         lines.append(f"{len(errors)} error(s): run `forgec check {report.path}` for details")
@@ -117,7 +127,7 @@ def _say_it_does_not_check(
     from forgec.catalog import TARGETS
 
     count = len(report.errors)
-    line = f"forgec: {name}: does not check under --target {target} ({count} error(s)); the card and marks above are incomplete"
+    line = f"forgec: {name}: does not check under --target {target} ({count} error(s)); it has no card or marks"
     others = [t for t in TARGETS if t != target and check(data, path=path, target=t).ok]
     if others:
         line += f"; it checks under --target {others[0]} (or set `target` in [tool.forgec])"

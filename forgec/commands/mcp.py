@@ -155,6 +155,7 @@ def serve(args: argparse.Namespace) -> int:
         labels,
         enabled_forged(Path(args.store) if args.store else default_store_path()),
         config.flow_deny if config is not None else (),
+        config.allow_hosts if config is not None else (),
     )
     if card["warning"]:
         print(f"forgec mcp: warning: {escape_unsafe(card['warning'])}", file=sys.stderr)

@@ -290,34 +290,17 @@ def orjson_dumps(value: Any) -> bytes:
 
 def _paired(tf: Any, other: Any) -> dict[str, Any]:
     """Every case on both versions; each case whose status, output or effects differ."""
-    from forgec.testing import run_case
+    from forgec.testing.paired import paired
 
     report, program, name = other
-    differing = []
-    for case in tf.cases:
-        mine = run_case(tf.program, case, check=False)
-        theirs = run_case(program, case, check=False)
-        what = []
-        if mine.result.status != theirs.result.status:
-            what.append(
-                {"what": "status", "this": mine.result.status, "other": theirs.result.status}
-            )
-        if mine.result.output != theirs.result.output:
-            what.append(
-                {"what": "output", "this": mine.result.output, "other": theirs.result.output}
-            )
-        mine_fx = [{"capability": e.capability, "input": e.input} for e in mine.effects]
-        theirs_fx = [{"capability": e.capability, "input": e.input} for e in theirs.effects]
-        if mine_fx != theirs_fx:
-            what.append({"what": "effects", "this": mine_fx, "other": theirs_fx})
-        if what:
-            differing.append({"case": case.name, "differences": what})
-    out: dict[str, Any] = {"other": name, "differing": differing, "verdict": None}
-    try:
-        from forgec.store.verdict import verdict  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        return out
-    v = verdict(report, tf.report, was=name, inputs=[c.input for c in tf.cases])
+    out: dict[str, Any] = {
+        "other": name,
+        "differing": paired(tf.cases, tf.program, program),
+        "verdict": None,
+    }
+    from forgec.store.verdict import verdict
+
+    v = verdict(report, tf.report, was=name, cases=tf.cases)  # each case: host, mocks, model
     out["verdict"] = v.to_json() if v is not None else None
     return out
 
@@ -373,14 +356,9 @@ def text(outcome: dict[str, Any], *, files_data: list[Any]) -> str:
         paired = entry["against"]
         if paired is not None:
             if paired.get("verdict"):
-                try:
-                    from forgec.render.diff import (  # type: ignore[attr-defined,unused-ignore]
-                        render_verdict,
-                    )
+                from forgec.render.diff import render_verdict
 
-                    lines.append(render_verdict(paired["verdict"]))
-                except ImportError:
-                    pass
+                lines.append(render_verdict(paired["verdict"]))
             if not paired["differing"]:
                 lines.append(safe_text(f"  against {paired['other']}: every case does the same"))
             for d in paired["differing"]:
@@ -388,8 +366,8 @@ def text(outcome: dict[str, Any], *, files_data: list[Any]) -> str:
                 for w in d["differences"]:
                     lines.append(
                         safe_text(
-                            f"    {w['what']}: this {dumps_text(w['this'])}, "
-                            f"{paired['other']} {dumps_text(w['other'])}"
+                            f"    {w['what']}: this {dumps_text(w['new'])}, "
+                            f"{paired['other']} {dumps_text(w['old'])}"
                         )
                     )
     total = outcome.get("coverage")

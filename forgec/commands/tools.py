@@ -190,8 +190,9 @@ def cmd_install(args: argparse.Namespace) -> int:
     from forgec.commands.common import read_path
 
     data, path = read_path(args.path)
+    tests = _tests_beside(path, target_of(args, path))
     with _open(args, creates=True) as store:
-        result = store.install(data, path=path, target=target_of(args, path))
+        result = store.install(data, path=path, target=target_of(args, path), tests=tests)
     if args.format == "json":
         emit_json(result.to_json())
     else:
@@ -205,10 +206,40 @@ def cmd_install(args: argparse.Namespace) -> int:
                 f"installed dynamic:{tool_id} v{version} (off); turn it on with "
                 f"`forgec tools enable {tool_id}`"
             )
+            if tests is not None:
+                print(f"kept its {len(tests)} test case(s) with it")
         else:
             errors = sum(1 for d in result.report.diagnostics if d.is_error)
             print(f"not installed: {errors} error{'s' if errors != 1 else ''}", file=sys.stderr)
     return 0 if result.installed else 1
+
+
+def _tests_beside(path: str | None, target: str) -> list[dict[str, Any]] | None:
+    """The cases of NAME.tests.toml beside the tool file, as JSON (SPEC §22: kept with the
+    version); None without one. A tests file with problems is named on stderr and not kept."""
+    if path is None:
+        return None
+    from pathlib import Path
+
+    tool = Path(path)
+    beside = tool.with_name(tool.name.rsplit(".", 1)[0] + ".tests.toml")
+    if not beside.is_file():
+        return None
+    from forgec.testing import load_tests
+
+    try:
+        tests = load_tests(beside, target=target)
+    except OSError as exc:
+        print(f"forgec: {beside}: not kept: {exc}", file=sys.stderr)
+        return None
+    if not tests.ok:
+        print(
+            f"forgec: {beside}: not kept: {len(tests.diagnostics)} problem(s); "
+            f"`forgec test {beside}` lists them",
+            file=sys.stderr,
+        )
+        return None
+    return [case.to_json() for case in tests.cases]
 
 
 @_guard
@@ -496,6 +527,9 @@ def cmd_review(args: argparse.Namespace) -> int:
         status = store.consent_status(args.tool, proposal.version)
         current_latest = store.tool(args.tool).latest_version
         diff = diff_versions(store, proposal.tool_id, current.version, f"p{wanted}")
+        from forgec.testing.paired import review_tests
+
+        tests = review_tests(store, current, proposal)
     if args.format == "json":
         emit_json(
             {
@@ -503,6 +537,7 @@ def cmd_review(args: argparse.Namespace) -> int:
                 "proposal": _show_json(proposal, status),
                 "verdict": diff.get("verdict"),
                 "diff": diff,
+                "tests": tests,
             }
         )
         return 0
@@ -517,6 +552,11 @@ def cmd_review(args: argparse.Namespace) -> int:
     print(_card(proposal))
     print()
     print(render_diff(diff, verdict=False))
+    print()
+    from forgec.testing.paired import paired_lines
+
+    for line in paired_lines(tests, new=proposal.label, old=f"v{current.version}"):
+        print(safe_text(line))
     if proposal.status == "proposed":
         print(
             f"accept: `forgec tools accept {proposal.tool_id} {proposal.proposal}` (it becomes "

@@ -235,7 +235,11 @@ class Talond:
         forged = enabled_forged(self.agents.store_path)
         for name, persona in sorted(self.agents.personas.items()):
             card = persona_reach(
-                name, persona_labels(persona, self.config), forged, self.config.flow_deny
+                name,
+                persona_labels(persona, self.config),
+                forged,
+                self.config.flow_deny,
+                self.config.allow_hosts,
             )
             legs = {leg: [i["tool"] for i in card[leg]] for leg in ("private", "untrusted")}
             egress = [i["tool"] for i in card["egress"]]

@@ -1255,7 +1255,7 @@ class _Builder:
         self.value_bad = True
         for k in EXPRESSION_KEYS:
             if k in v:
-                others = ", ".join(f"`{_short(o)}`" for o in v if o != k)
+                others = ", ".join(f"`{_short(o)}`" for o in list(v)[:9] if o != k)
                 self.diags.append(
                     make(
                         STRUCTURE,

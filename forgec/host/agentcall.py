@@ -135,6 +135,8 @@ def forged_input_labels(context: AgentContext) -> frozenset[str]:
 
 
 def forged_output_labels(run_result: Any) -> frozenset[str]:
-    """The labels a forged tool's run gave its output (a failed run: none are known beyond
-    what it was given, which the context already holds)."""
-    return frozenset(getattr(run_result, "output_labels", ()) or ())
+    """The labels a forged tool's run gave its output; of a failed run, every label it held
+    when it stopped (its error message may quote any of it)."""
+    if getattr(run_result, "ok", True):
+        return frozenset(getattr(run_result, "output_labels", ()) or ())
+    return frozenset(getattr(run_result, "error_labels", ()) or ())

@@ -63,8 +63,6 @@ TALON_LABELS: dict[str, str] = {
     row.name: row.label for row in rows.rows_of("talon") if row.label is not None
 }
 TALON_TOOLS = tuple(TALON_LABELS)
-# bytes of compact JSON input, every capability of the host
-INPUT_LIMITS: dict[str, int] = {row.name: row.input_limit for row in rows.rows_of("talon")}
 
 # memory.access undo records kept per (tool, node): more than a run can make (256 transitions)
 JOURNAL_DEPTH = 512

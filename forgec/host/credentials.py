@@ -126,10 +126,6 @@ class CredentialStore:
         """The key read from the environment variable `name` when the host opened, or None."""
         return self._keys.get(name)
 
-    def add_secret(self, value: str, what: str) -> None:
-        """A secret read elsewhere (an embedder's), checked and scrubbed like the rest."""
-        self.add_key(f"\0{len(self._keys)}", value, what)
-
     def secrets(self) -> list[str]:
         """Every secret value the store holds: what the scrub removes."""
         return [*self._values.values(), *self._environ.values(), *self._keys.values()]

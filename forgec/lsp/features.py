@@ -35,11 +35,6 @@ def to_range(index: LineIndex, span: Span) -> lsp.Range:
     return lsp.Range(lsp.Position(sl, sc), lsp.Position(el, ec))
 
 
-def whole_document(index: LineIndex) -> lsp.Range:
-    last = len(index.lines) - 1
-    return lsp.Range(lsp.Position(0, 0), lsp.Position(last, index._units(index.lines[last])))
-
-
 def _loc(a: Analysis, index: LineIndex, span: Span) -> lsp.Location:
     return lsp.Location(uri=a.uri, range=to_range(index, span))
 
@@ -365,7 +360,11 @@ def completion(
             for name, spec in sorted(catalog.capabilities.items())
         ]
     if _EDGE_BEFORE.search(before):
-        return _items(sorted(source.nodes), lsp.CompletionItemKind.Reference, "node")
+        # an edge stays in its scope: the top level's nodes, or the same loop body's
+        node = a.node_at(point) or (known.node_at(point) if known else None)
+        scope = node.loop if node is not None else None
+        here = [n for n, defs in source.nodes.items() if any(d.loop == scope for d in defs)]
+        return _items(sorted(here), lsp.CompletionItemKind.Reference, "node")
     if a.form == "talostool" and _KEY_BEFORE.search(before):
         node = a.node_at(point) or (known.node_at(point) if known else None)
         if node is not None:
@@ -552,7 +551,3 @@ def formatting(a: Analysis, index: LineIndex) -> list[lsp.TextEdit]:
     if same_text(a.text, text):
         return []
     return minimal_edits(index, text)
-
-
-def uses_in(a: Analysis, name: str) -> list[Use]:
-    return [u for u in a.edges + a.writes + a.reads if u.name == name]

@@ -56,6 +56,13 @@ TOOL_CREATE_INPUT: dict[str, Any] = {
             "enum": ["talos", "talon"],
             "description": "Capability catalog to check against (default: talon).",
         },
+        "tests": {
+            "type": "array",
+            "items": {"type": "object"},
+            "description": "Test cases kept with the tool for its reviewer (each: name, input, "
+            "host, mock, model, expect — the keys of a NAME.tests.toml case). They are "
+            "checked against the tool and only ever run on an in-memory host.",
+        },
     },
     "additionalProperties": False,
 }

@@ -67,10 +67,13 @@ def persona_reach(
     labels: Iterable[str],
     forged: Iterable[Any] = (),
     deny: Iterable[str] = (),
+    allow_hosts: Iterable[str] = (),
 ) -> dict[str, Any]:
-    """The card of PERSONA with LABELS: each leg as `[{"tool", "labels"}]`, the rule-of-two
+    """The card of PERSONA with LABELS: each leg as `[{"tool", "what"}]`, the rule-of-two
     warning (None when it does not hold all three) and the deny rules that guard it.
-    FORGED: the enabled stored versions (`StoredVersion`) to consider."""
+    FORGED: the enabled stored versions (`StoredVersion`) to consider; ALLOW_HOSTS: the host
+    config's `[network] allow` (the hosts a model's own `net_http` may reach; none: nothing, as
+    the bridge's precheck says)."""
     from forgec.mcp.listing import forged_entry, forged_visible, host_entries
 
     granted = tuple(labels)
@@ -82,7 +85,9 @@ def persona_reach(
                 legs[leg].setdefault(tool, set()).update(items)
 
     for entry in host_entries(granted):
-        add(entry.name, capability_legs(entry.internal))
+        if entry.internal == fl.HTTP and not allow_hosts:
+            continue  # a model's own net_http reaches only `[network] allow`: none, nothing
+        add(entry.name, capability_legs(entry.internal, allow_hosts))
     for stored in forged:
         if not forged_visible(stored.marks, granted):
             continue
@@ -152,11 +157,12 @@ def host_cards(config: Any, store_path: Any) -> list[dict[str, Any]]:
 
     forged = enabled_forged(store_path)
     deny = tuple(config.flow_deny)
+    hosts = tuple(config.allow_hosts)
     personas = load_personas(config.personas_dir)
     if not personas:
-        return [persona_reach(config.persona, config.labels or (), forged, deny)]
+        return [persona_reach(config.persona, config.labels or (), forged, deny, hosts)]
     return [
-        persona_reach(name, persona_labels(p, config), forged, deny)
+        persona_reach(name, persona_labels(p, config), forged, deny, hosts)
         for name, p in sorted(personas.items())
     ]
 

@@ -40,7 +40,6 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-import weakref
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -49,7 +48,7 @@ from typing import Any
 import attrs
 import orjson
 
-from forgec.host.agentcall import AgentContext
+from forgec.host.agentcall import AgentContext, forged_output_labels
 from forgec.ir.capabilities import TOOL_CREATE_LABEL
 from forgec.mcp.listing import (
     ToolEntry,
@@ -187,24 +186,15 @@ class ForgeServer:
         self._listing: Listing | None = None
         self._announced: bytes | None = None
         self._fixed = self._fixed_visible()
-        # SPEC §21: session → the labels of every result returned in it
-        self._contexts: weakref.WeakKeyDictionary[Any, AgentContext] = weakref.WeakKeyDictionary()
-        self._shared_context = AgentContext()  # for a request without a session object
+        # SPEC §21: the labels of every result this server returned to its client. `serve`
+        # speaks stdio: one process serves one client, so the process is the session (a
+        # 2026-07-28 client keeps no protocol session at all; the SDK's per-request session
+        # and connection objects are not the client's session)
+        self._session = AgentContext()
 
     def context(self, ctx: Any) -> AgentContext | None:
         """The session's label context (None: `--session-labels off`)."""
-        if not self.options.session_labels:
-            return None
-        session = getattr(ctx, "session", None)
-        if session is None:
-            return self._shared_context
-        # the SDK builds a `ServerSession` per request around the connection it keeps for the
-        # client's whole session: the connection is the key (the session object, failing that)
-        key = getattr(session, "_connection", None) or session
-        try:
-            return self._contexts.setdefault(key, AgentContext())
-        except TypeError:  # a session object that cannot be weakly referenced
-            return self._shared_context
+        return self._session if self.options.session_labels else None
 
     def close(self) -> None:
         self.hosts.close()
@@ -363,7 +353,7 @@ class ForgeServer:
             return result  # consent refused, or its 2026-07-28 `input_required` round
         if session is not None:
             # what the run returned enters the client's context (a failed run: its message)
-            session.join(result.output_labels or labels.input)
+            session.join(forged_output_labels(result))
         out = result.to_json()
         if result.ok:
             fields = forged_ok(out, wraps_output=entry.wraps_output, ui=entry.ui)
@@ -530,7 +520,9 @@ class ForgeServer:
             allowed = self.options.policy.flows_allowed((entry.name, entry.internal))
             try:
                 try:
-                    result = await _in_thread(_call_host_tool, entry, args, host, session, allowed)
+                    result, labels = await _in_thread(
+                        _call_host_tool, entry, args, host, session, allowed
+                    )
                 except Exception as exc:
                     # (a 2026-07-28 client answers one question per call: an R4 tool it was
                     # just asked about keeps the deny)
@@ -538,12 +530,15 @@ class ForgeServer:
                     if getattr(exc, "code", None) != "RUN_FLOW_DENIED" or not ask:
                         raise
                     # the call had no effect: the person's answer replaces the deny
-                    refusal = await self._ask(ctx, entry, f"`{entry.name}`", flow=exc.message)  # type: ignore[attr-defined]
+                    why = getattr(exc, "message", None) or str(exc)
+                    refusal = await self._ask(ctx, entry, f"`{entry.name}`", flow=why)
                     if refusal is not None:
                         return refusal
                     rules = getattr(getattr(host, "config", None), "flow_deny", ())
                     allowed = allowed | frozenset(rules)
-                    result = await _in_thread(_call_host_tool, entry, args, host, session, allowed)
+                    result, labels = await _in_thread(
+                        _call_host_tool, entry, args, host, session, allowed
+                    )
             except Exception as exc:
                 code = getattr(exc, "code", None)
                 message = getattr(exc, "message", None) or str(exc)
@@ -551,6 +546,10 @@ class ForgeServer:
         finally:
             # a host tool's failure is a HostError from the bridge, not a broken host
             self.hosts.give(host)
+        if session is not None:
+            # on the event loop, before the client sees the result: a later call it makes
+            # after reading this one carries these labels (calls run in worker threads)
+            session.join(labels)
         structured = result if isinstance(result, dict) else {"result": result}
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=_dumps(structured))],
@@ -562,6 +561,9 @@ class ForgeServer:
         if has_manifest == has_source:
             return _refusal("tool_create takes exactly one of `manifest` (object) or `source`")
         target = args.get("target", "talon")
+        tests = args.get("tests")
+        if tests is not None and not isinstance(tests, list):
+            return _refusal("tool_create's `tests` is a list of test cases")
         source: str | bytes
         if has_manifest:
             source = _manifest_text(args["manifest"])
@@ -582,6 +584,7 @@ class ForgeServer:
                     target=target,
                     author="model",
                     author_name=getattr(self.options, "persona", None),
+                    tests=tests,
                 )
         except StoreError as exc:
             return _refusal(f"tool_create failed: {exc}")
@@ -767,14 +770,15 @@ def _call_host_tool(
     host: Any,
     session: AgentContext | None,
     allowed_flows: frozenset[str],
-) -> Any:
+) -> tuple[Any, frozenset[str]]:
     """One host-tool call of a session, through the bridge's call API for a model's own calls
-    (`forgec.host.agentcall`): the session's labels ride it; its result's labels join them."""
+    (`forgec.host.agentcall`): the session's labels ride it. Returns the result and its
+    labels, which the caller joins to the session."""
     from forgec.host.agentcall import call_as_agent
 
     direct = getattr(host, "call_tool", None)
     if direct is not None:
-        return direct(entry.internal, args)
+        return direct(entry.internal, args), frozenset()
     # a direct call has no manifest: the host config's allowlist is the only one, and
     # an empty one allows no host (deny by default)
     outcome = call_as_agent(
@@ -786,9 +790,7 @@ def _call_host_tool(
         name=entry.name,
         allowed_flows=allowed_flows,
     )
-    if session is not None:
-        session.join(outcome.labels)
-    return outcome.result
+    return outcome.result, outcome.labels
 
 
 def open_reference_host(options: ServeOptions) -> Any:

@@ -147,7 +147,3 @@ class PassContext:
         if self.manifest_or_none is None:
             raise RuntimeError("the structure pass has not run")
         return self.manifest_or_none
-
-    @property
-    def has_errors(self) -> bool:
-        return any(d.is_error for d in self.diagnostics)

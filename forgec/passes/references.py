@@ -32,7 +32,7 @@ Three checks, in one pass because they share the value walk:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, cast
 
 import attrs
@@ -60,7 +60,7 @@ from forgec.ir.nodes import (
     node_values,
 )
 from forgec.ir.pointer import join
-from forgec.ir.suggest import closest, suggest
+from forgec.ir.suggest import MAX_LISTED, closest, listed, suggest
 from forgec.passes.context import PassContext
 from forgec.passes.graph import shown
 
@@ -178,7 +178,7 @@ def _check_target(ctx: PassContext, node: Node, state_fields: set[str]) -> None:
         field = segments[1]
         if isinstance(field, str) and field in state_fields:
             return
-        declared = ", ".join(f"`{f}`" for f in sorted(state_fields)) or "none"
+        declared = listed(state_fields)
         ctx.report(
             "FORGE_TARGET_UNSAFE",
             pointer,
@@ -301,7 +301,7 @@ def _check_credentials(
                 hint='use it as `"headers": {"Authorization": {"$credential": "ID"}}`',
             )
         if value.id not in declared:
-            names = ", ".join(f"`{d}`" for d in sorted(declared)) or "none"
+            names = listed(declared)
             ctx.report(
                 "FORGEC_CREDENTIAL_UNDECLARED",
                 value.pointer,
@@ -457,7 +457,9 @@ class _Analysis:
             )
             return
         writers = self.facts.writers.get(root, [])
-        shown = ", ".join(f"`{w}`" for w in writers)
+        shown = ", ".join(f"`{w}`" for w in writers[:MAX_LISTED]) + (
+            f" and {len(writers) - MAX_LISTED} more" if len(writers) > MAX_LISTED else ""
+        )
         subject = f"`{root}`" if ref.text == root else f"`{ref.text}` reads `{root}`, which"
         if may & b:
             witness = self.path_without(root, node.id) if not loop_vars else None
@@ -529,13 +531,13 @@ class _Analysis:
         field = ref.segments[1]
         if isinstance(field, str) and field in self.state_fields:
             return
-        declared = ", ".join(f"`{f}`" for f in sorted(self.state_fields)) or "none"
+        declared = listed(self.state_fields)  # at most MAX_LISTED names: output stays linear
         self.ctx.report(
             "FORGEC_REF_UNDEFINED",
             ref.pointer,
             f"`{ref.text}` reads state field `{field}`, which `state.fields` does not declare "
             f"(declared: {declared})",
-            hint=_did_you_mean(str(field), sorted(self.state_fields), "state.")
+            hint=_did_you_mean(str(field), self.state_fields, "state.")
             or "declare the field in `state.fields`",
             fixes=declare_state_field(self.ctx, str(field)),
         )
@@ -569,7 +571,7 @@ def declare_state_field(ctx: PassContext, field: str) -> tuple[Fix, ...]:
     return (insert_fix("/state/fields", field, {}, title=title),)
 
 
-def _did_you_mean(name: str, candidates: list[str], prefix: str = "") -> str | None:
+def _did_you_mean(name: str, candidates: Iterable[str], prefix: str = "") -> str | None:
     return suggest(name, candidates, prefix)
 
 

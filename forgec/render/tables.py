@@ -135,6 +135,8 @@ def _shape_text(shape: Shape) -> str:
         for rule in shape.required_when
     ]
     rules += [f"`{a}` xor `{b}`" for a, b in shape.exclusive]
+    rules += [" or ".join(f"`{n}`" for n in group) for group in shape.one_of]
+    rules += [f"`{b}` with `{a}`" for a, b in shape.needs]
     text = "; ".join(parts)
     text += "".join(
         f"; `{rule.field}` has the shape of the {rule.what} `{rule.selector}` names, when it is "

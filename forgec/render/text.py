@@ -72,21 +72,19 @@ def render_diagnostic(
 # SPEC §24: an excerpt is at most this many columns, whatever the line's length
 EXCERPT_COLUMNS = 200
 _BEFORE = 60  # columns shown before the caret when the line is cut
-# characters scanned for secrets on each side of the shown window, so a secret cut by the
-# window's edge is still recognised whole (the longest provider token is far below this)
-_SECRET_MARGIN = 512
+_CUT = 160  # columns shown of a line that is cut (an ellipsis marks each cut end)
 
 
 def _snippet(d: Diagnostic, source: str | None) -> tuple[str, int, int] | None:
     """The source line (tabs expanded), where the caret starts and how long it is.
 
-    Bounded per diagnostic whatever the source (SPEC §24): the line is found through a line
-    index built once per source, only a window of about `EXCERPT_COLUMNS` characters around the
-    caret (plus `_SECRET_MARGIN` on each side for the secret scan) is ever worked on, and the
-    printed line is at most `EXCERPT_COLUMNS` columns (plus an ellipsis at a cut end).
-    Whatever looks like a secret in that window is blanked (SPEC §14: no output carries a
-    secret, an excerpt included), and for `FORGE_SECRET_FOUND` the flagged span is blanked
-    even when the scanner needs more context than the line to recognise it.
+    Bounded whatever the source (SPEC §24): the line is found through a line index built once
+    per source, each line is scanned for secrets once (`_masked_line`) however many diagnostics
+    point into it, only a window of `EXCERPT_COLUMNS` characters around the caret is worked on
+    per diagnostic, and the printed line is at most `EXCERPT_COLUMNS` columns (plus an
+    ellipsis at a cut end). Whatever looks like a secret on the line is blanked (SPEC §14: no
+    output carries a secret, an excerpt included), and for `FORGE_SECRET_FOUND` the flagged
+    span is blanked even when the scanner needs more context than the line to recognise it.
     """
     if d.span is None or source is None:
         return None
@@ -101,16 +99,14 @@ def _snippet(d: Diagnostic, source: str | None) -> tuple[str, int, int] | None:
         end = full_len  # a multi-line construct: underline to the end of its first line
     # the window shown, in characters of the line
     lo = max(start - _BEFORE, 0) if full_len > EXCERPT_COLUMNS else 0
-    hi = min(full_len, lo + EXCERPT_COLUMNS)
-    wide_lo, wide_hi = max(lo - _SECRET_MARGIN, 0), min(full_len, hi + _SECRET_MARGIN)
-    wide = _mask_secrets(
-        raw_line[wide_lo:wide_hi],
-        start - wide_lo,
-        min(end, wide_hi) - wide_lo,
-        flagged=d.code == "FORGE_SECRET_FOUND",
-    )
-    raw = wide[lo - wide_lo : hi - wide_lo]
+    hi = min(full_len, lo + _CUT) if full_len > EXCERPT_COLUMNS else full_len
+    masked = _masked_line(source, d.span.line)
+    raw = masked[lo:hi]
+    runs_past = end > hi  # the caret goes on past the cut: it underlines the ellipsis too
     start, end = start - lo, min(end, hi) - lo
+    if d.code == "FORGE_SECRET_FOUND" and raw == raw_line[lo:hi]:
+        # the scanner needs the value's context (its key, its use): blank the flagged span
+        raw = _blank(raw, [(start, end)])
     # expand tabs before measuring so the caret lines up with what the terminal shows
     expanded = raw.expandtabs()
     visible_start = len(raw[:start].expandtabs())
@@ -122,10 +118,10 @@ def _snippet(d: Diagnostic, source: str | None) -> tuple[str, int, int] | None:
     visible_start, visible_end = len(before), len(before) + len(inside)
     cut_left, cut_right = lo > 0, hi < full_len
     if len(line) > EXCERPT_COLUMNS:  # escapes and tabs widened it: cut around the caret again
-        left = max(min(visible_start - _BEFORE, len(line) - EXCERPT_COLUMNS), 0)
+        left = max(visible_start - _BEFORE, 0)
         cut_left = cut_left or left > 0
-        cut_right = cut_right or left + EXCERPT_COLUMNS < len(line)
-        line = line[left : left + EXCERPT_COLUMNS]
+        cut_right = cut_right or left + _CUT < len(line)
+        line = line[left : left + _CUT]
         visible_start -= left
         visible_end -= left
     if cut_left:
@@ -134,23 +130,29 @@ def _snippet(d: Diagnostic, source: str | None) -> tuple[str, int, int] | None:
         visible_end += 1
     if cut_right:
         line += "…"
+        if runs_past or visible_end > len(line) - 1:
+            visible_end = len(line)
     visible_start = min(max(visible_start, 0), len(line))
     length = max(min(visible_end, len(line)) - visible_start, 1)
     return line, visible_start, length
 
 
 class _Lines:
-    """Where each line of one source starts (at "\n" only, as spans count lines), built once
-    per source text and kept for the next diagnostic of the same text."""
+    """Where each line of one source starts (at "\\n" only, as spans count lines), and each
+    line as an excerpt may show it (`_masked_line`), built once per source text and kept for
+    the next diagnostic of the same text: a source's lines are scanned for secrets once
+    however many diagnostics point into them (linear in the source, SPEC §24)."""
 
     text: ClassVar[str | None] = None
     starts: ClassVar[list[int]] = []
+    masked: ClassVar[dict[int, str]] = {}
 
 
 def _line(source: str, number: int) -> str | None:
     """Line NUMBER (1-based) of SOURCE without its end of line, or None past the end."""
     if _Lines.text is not source:
         _Lines.starts = [0, *(m.end() for m in re.finditer("\n", source))]
+        _Lines.masked = {}
         _Lines.text = source
     starts = _Lines.starts
     if not 1 <= number <= len(starts):
@@ -160,19 +162,28 @@ def _line(source: str, number: int) -> str | None:
     return source[begin:stop].removesuffix("\r")
 
 
-def _mask_secrets(line: str, start: int, end: int, *, flagged: bool = False) -> str:
+def _masked_line(source: str, number: int) -> str:
+    """Line NUMBER with whatever looks like a secret blanked (same length), once per line."""
+    line = _line(source, number) or ""
+    got = _Lines.masked.get(number)
+    if got is None:
+        got = _mask_secrets(line)
+        _Lines.masked[number] = got
+    return got
+
+
+def _mask_secrets(line: str) -> str:
     """The source line with what looks like a secret blanked out, same length (so the caret
     still lines up): a diagnostic must never print a secret, the one it warns about or any
-    other on the line (SPEC §14). The scan is the scanner's own (`scan_text`), linear in the
-    (bounded) window."""
+    other on the line (SPEC §14). The scan is the scanner's own (`scan_text`, linear)."""
     from forgec.secretscan.rules import scan_text
 
     spans = [(f.start, f.end) for f in scan_text(line)]
     spans.extend(_assigned_secrets(line))
-    if flagged and not spans:  # the scanner needs the value's context: blank the flagged span
-        spans = [(start, end)]
-    if not spans:
-        return line
+    return _blank(line, spans) if spans else line
+
+
+def _blank(line: str, spans: list[tuple[int, int]]) -> str:
     chars = list(line)
     for lo, hi in spans:
         for i in range(max(lo, 0), min(hi, len(chars))):

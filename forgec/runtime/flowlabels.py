@@ -286,7 +286,12 @@ def call_denied(rules: Iterable[str], capability: str, input: Any, context: Any)
     dest = destination_labels(capability, input, context)
     if not dest:
         return None
-    return denied(fine, f"{DESTINATION}:{capability}", dest)
+    reason = denied(fine, f"{DESTINATION}:{capability}", dest)
+    if reason is None:
+        return None
+    names = DESTINATIONS.get(capability, ())
+    where = " / ".join(f"`{n}`" for n in names if type(input) is dict and n in input)
+    return f"{reason} (where the data goes or what changes: {where or 'its input'})"
 
 
 def call_sink(capability: str, input: Any) -> str | None:

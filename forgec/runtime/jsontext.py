@@ -119,9 +119,19 @@ def _float_token(match: re.Match[bytes]) -> bytes:
     return format_float(float(number)).encode("ascii")
 
 
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_FLOAT_OUTSIDE = re.compile(rb"[0-9][.eE]")
+
+
 def normalize(raw: bytes) -> bytes:
-    """orjson output with every float token written by `format_float`."""
+    """orjson output with every float token written by `format_float`.
+
+    Linear, and cheap when no float stands outside a string (the common case: diagnostics,
+    SARIF): strings are blanked by one C-level substitution and the rest searched, so the
+    per-token Python callback runs only when there is a float to rewrite."""
     if _MAYBE_FLOAT.search(raw) is None:
+        return raw
+    if _FLOAT_OUTSIDE.search(_STRING.sub(b'""', raw)) is None:
         return raw
     return _TOKEN.sub(_float_token, raw)
 

@@ -100,6 +100,10 @@ class RunResult:
     # SPEC §15: the labels of the output (its data and what decided it); for tests and
     # embedders, not in the §8 JSON (a caller of a run sees the output, not its provenance)
     output_labels: tuple[str, ...] = ()
+    # SPEC §21: of a failed run, every label the run held when it stopped (what its error
+    # message can have been made of): a turn or a session that shows the model the error
+    # joins these. Not flows (no sink): the soundness of `output_labels` is unaffected.
+    error_labels: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -193,6 +197,7 @@ def run(
             transitions=runner.transitions,
             compensations=tuple(runner.compensate()),
             elapsed_ms=(clock() - started) * 1000,
+            error_labels=runner.held_labels(),
         )
     return RunResult(
         status="ok",
@@ -261,7 +266,10 @@ def _fixed_destinations(capability: str, desc: Any) -> frozenset[str]:
         if member[0] == "tpl" and member[1] and isinstance(member[1][0], str):
             head = member[1][0]
             scheme, sep, rest = head.partition("://")
-            if sep and scheme.isalpha() and any(ch in rest for ch in "/?#"):
+            end = min((rest.find(ch) for ch in "/?#" if ch in rest), default=-1)
+            # a non-empty authority, ended by the literal text itself (`https:///{{x}}` and a
+            # backslash, which URL parsers may read as a slash, do not count)
+            if sep and scheme.isalpha() and end > 0 and "\\" not in rest[:end]:
                 out.add(key)
     return frozenset(out)
 
@@ -845,6 +853,13 @@ class _Run:
             self.transitions = transitions
             self.state = state
             self.lenv = lenv
+
+    def held_labels(self) -> tuple[str, ...]:
+        """Every label of every value the run holds (its input's included)."""
+        out = set(self.input_tree[0])
+        for tree in self.lenv.values():
+            out |= lb.flat(tree)
+        return tuple(sorted(out))
 
     def _call(
         self, site: _CallSite, input: Any, tree: lb.Tree, control_labels: frozenset[str]

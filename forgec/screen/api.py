@@ -5,6 +5,8 @@
 - `GET /api/tools/{id}/diff?a=N&b=M` — the consent diff (`forgec tools diff` JSON)
 - `POST /api/check` — `forgec check --format json` of the body (`?path=x.forge` to name it)
 - `POST /api/inspect` — `forgec inspect --format json` of the body
+- `GET /api/tools/{id}/review/{n}/tests`, `POST /api/tools/{id}/try` — SPEC §22 (see
+  `forgec.screen.testing`): the review's test runs, and a staged run that changes nothing
 
 The POSTs change nothing (they check text), yet they carry the CSRF header like every POST.
 Nothing here turns a tool on, accepts, rejects or rolls back: those are the pages' confirmed
@@ -90,7 +92,10 @@ def routes(config: ScreenConfig) -> list[Route]:
         return _json(inspect_json(await checked(request)))
 
     tool = "/api/tools/{tool:str}"
+    from forgec.screen.testing import routes as testing_routes
+
     return [
+        *testing_routes(config),
         Route("/api/tools", refusals(tools), methods=["GET"]),
         Route(tool + "/versions", refusals(versions), methods=["GET"]),
         Route(tool + "/diff", refusals(diff), methods=["GET"]),

@@ -290,6 +290,8 @@ def guarded(page: Page, fn: Handler) -> Handler:
 
 
 def routes(config: ScreenConfig, templates: Environment) -> list[Route]:
+    from forgec.screen.testing import try_page
+
     p = Page(config, templates)
     tool = "/tools/{tool:str}"
     return [
@@ -310,4 +312,5 @@ def routes(config: ScreenConfig, templates: Environment) -> list[Route]:
         Route(tool + "/reject/{version:int}", action(p, p.reject), methods=["POST"]),
         Route(tool + "/run", guarded(p, p.run_form), methods=["GET"]),
         Route(tool + "/run", action(p, p.run), methods=["POST"]),
+        Route(tool + "/try", action(p, functools.partial(try_page, p)), methods=["POST"]),
     ]

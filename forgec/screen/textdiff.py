@@ -7,10 +7,14 @@ a manifest the decompiler cannot write is shown as its canonical JSON instead. T
 pair of lines the words (runs of letters and digits, runs of spaces, single other characters)
 by a second `SequenceMatcher`, so `limit: 20` → `limit: 50` marks `20` and `50`, not the line.
 
-Cost: difflib's matcher is quadratic in the worst case over lines (texts are at most the 256 KiB
-`.forge` limit, in practice the canonical text of a 64 KiB manifest); the word pass runs only on
-replaced pairs, each pair's words at most `MAX_WORDS_DIFFED` long (a longer pair is marked as
-a whole line), so the page stays within §16's bound. docs/analysis.md lists it.
+Cost, bounded whatever the texts (SPEC §16; docs/analysis.md lists it): the common first and
+last lines are set aside in linear time; difflib's matcher, quadratic in the worst case, runs
+only on what is left when that holds at most `MAX_LINE_PAIRS` line pairs (else what is left is
+shown as removed, then added, with no matching inside: still every line, still correct), with
+difflib's "popular line" heuristic on (a line in over 1% of a long text, `}` say, is matched
+only next to others); the word pass matches replaced pairs of lines of at most
+`MAX_WORDS_DIFFED` words a side while their summed costs (n·m·min(n, m), difflib's worst
+case on repeated words) stay within `MAX_WORD_WORK` (any other pair is marked as whole lines).
 """
 
 from __future__ import annotations
@@ -19,7 +23,11 @@ import difflib
 import re
 from typing import Any
 
-MAX_WORDS_DIFFED = 400  # words per side of one replaced line pair
+MAX_WORDS_DIFFED = 200  # words per side of one replaced line pair
+# difflib's matcher costs up to n·m·min(n, m) on words that repeat: that product, summed
+# over the pairs of lines matched
+MAX_WORD_WORK = 4_000_000
+MAX_LINE_PAIRS = 1_000_000  # (lines left on one side) × (on the other) that difflib matches
 _WORDS = re.compile(r"\w+|\s+|[^\w\s]", re.UNICODE)
 
 
@@ -41,15 +49,15 @@ def line_diff(old: str, new: str, *, context: int = 3) -> list[dict[str, Any]]:
     change, with one "gap" row saying how many lines were left out."""
     a, b = old.splitlines(), new.splitlines()
     rows: list[dict[str, Any]] = []
-    matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    budget = [MAX_WORD_WORK]
+    for tag, i1, i2, j1, j2 in _opcodes(a, b):
         if tag == "equal":
             rows.extend(_same(a, i1, i2, j1, context, first=i1 == 0, last=i2 == len(a)))
             continue
         dels, inss = a[i1:i2], b[j1:j2]
         if tag == "replace":
             pairs = min(len(dels), len(inss))
-            marked = [_words(dels[k], inss[k]) for k in range(pairs)]
+            marked = [_words(dels[k], inss[k], budget) for k in range(pairs)]
             old_parts = [m[0] for m in marked] + [[(x, True)] for x in dels[pairs:]]
             new_parts = [m[1] for m in marked] + [[(x, True)] for x in inss[pairs:]]
         else:
@@ -60,6 +68,31 @@ def line_diff(old: str, new: str, *, context: int = 3) -> list[dict[str, Any]]:
         for k, parts in enumerate(new_parts):
             rows.append({"kind": "ins", "old": None, "new": j1 + k + 1, "parts": parts})
     return rows
+
+
+def _opcodes(a: list[str], b: list[str]) -> list[tuple[str, int, int, int, int]]:
+    """difflib's opcodes for A → B, within `MAX_LINE_PAIRS` (see the module doc)."""
+    head = 0
+    while head < min(len(a), len(b)) and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    mid_a, mid_b = a[head : len(a) - tail], b[head : len(b) - tail]
+    out: list[tuple[str, int, int, int, int]] = []
+    if head:
+        out.append(("equal", 0, head, 0, head))
+    if len(mid_a) * len(mid_b) <= MAX_LINE_PAIRS:
+        matcher = difflib.SequenceMatcher(a=mid_a, b=mid_b, autojunk=True)
+        out += [
+            (tag, i1 + head, i2 + head, j1 + head, j2 + head)
+            for tag, i1, i2, j1, j2 in matcher.get_opcodes()
+        ]
+    elif mid_a or mid_b:
+        out.append(("replace", head, head + len(mid_a), head, head + len(mid_b)))
+    if tail:
+        out.append(("equal", len(a) - tail, len(a), len(b) - tail, len(b)))
+    return out
 
 
 def _same(
@@ -79,11 +112,18 @@ def _same(
     return out
 
 
-def _words(old: str, new: str) -> tuple[list[tuple[str, bool]], list[tuple[str, bool]]]:
-    """OLD and NEW as parts (text, changed), the changed words marked."""
-    a, b = _WORDS.findall(old), _WORDS.findall(new)
-    if len(a) > MAX_WORDS_DIFFED or len(b) > MAX_WORDS_DIFFED:
+def _words(
+    old: str, new: str, budget: list[int]
+) -> tuple[list[tuple[str, bool]], list[tuple[str, bool]]]:
+    """OLD and NEW as parts (text, changed), the changed words marked while BUDGET (word
+    pairs left) lasts; past it, or for a line of too many words, the whole lines."""
+    if budget[0] <= 0 or len(old) > MAX_WORDS_DIFFED * 64 or len(new) > MAX_WORDS_DIFFED * 64:
         return [(old, True)], [(new, True)]
+    a, b = _WORDS.findall(old), _WORDS.findall(new)
+    cost = len(a) * len(b) * min(len(a), len(b))
+    if len(a) > MAX_WORDS_DIFFED or len(b) > MAX_WORDS_DIFFED or cost > budget[0]:
+        return [(old, True)], [(new, True)]
+    budget[0] -= cost
     left: list[tuple[str, bool]] = []
     right: list[tuple[str, bool]] = []
     matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)

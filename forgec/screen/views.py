@@ -356,7 +356,15 @@ def review_page(store: Any, tool: str, number: int) -> dict[str, Any]:
         ),
         "number": number,
         "next_version": summary.latest_version + 1,
+        "testing": _testing(store, current, proposal),
     }
+
+
+def _testing(store: Any, current: Any, proposal: Any) -> Any:
+    """SPEC §22: the current version's cases run on the proposal (forgec/screen/testing.py)."""
+    from forgec.screen.testing import testing_of
+
+    return testing_of(store, current, proposal)
 
 
 # -- Run ---------------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ import unicodedata
 # it: ASCII lower-cased, everything else as written). Non-ASCII stems skip a letter the
 # lower-casing would not touch (`ароль` for `Пароль`).
 ASCII_STEMS: tuple[str, ...] = (
-    "pass", "pw", "secret", "cred", "key", "token", "auth", "cookie", "session", "header",
+    "pass", "pw", "secret", "cred", "key", "token", "auth", "cookie", "session", "header", "sig",
     "contrase", "clave", "mdp", "jeton", "kennw", "geheim", "senha", "segret", "chiave",
     "wachtw", "salasan", "jelsz", "sifre", "haslo", "parol",
 )  # fmt: skip
@@ -53,7 +53,7 @@ _PASSWORD: tuple[str, ...] = (
 _TOKEN: tuple[str, ...] = (
     "token", "tokens", "secret", "secrets", "credential", "credentials", "creds", "cred",
     "apikey", "accesskey", "secretkey", "privatekey", "signingkey", "cookie", "cookies",
-    "sessionid", "sessiontoken", "sessionkey", "jeton", "secreto", "secreta", "segreto",
+    "sessionid", "sessiontoken", "sessionkey", "session", "signature", "sig", "jeton", "secreto", "secreta", "segreto",
     "geheimnis", "geheim", "токен", "令牌", "トークン", "토큰", "秘密", "密钥", "秘钥", "暗号鍵",
 )  # fmt: skip
 _KEY: tuple[str, ...] = ("key", "clave", "cle", "chiave", "schlussel", "ключ", "키")

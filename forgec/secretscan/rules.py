@@ -1121,7 +1121,15 @@ def _by_name(value: str, name: str) -> SecretFinding | None:
     if cls == "header":
         # a header whose name says nothing: judged by its shape alone, and only a long random
         # token (not hex: digests, ids, trace context; not a UUID) counts
-        if n < 20 or not _has_run(v) or not _high_entropy_token(v):
+        if not (n >= 20 and _has_run(v) and _high_entropy_token(v)):
+            # a generated password used as a header value is a credential too (issue 30):
+            # three classes, a symbol, random enough and not words (`_strong_password`)
+            if (
+                _strong_password(v)
+                and any(not c.isalnum() and c not in "._-:/" for c in v)
+                and not _digest_like_header(name)
+            ):
+                return _finding("header-password", f"password in the {label} header", 0, n, BY_NAME)
             return None
         if _UUID_RE.fullmatch(v) or (
             _HEXISH_RE.fullmatch(v) and (n < 32 or _digest_like_header(name))
@@ -1173,7 +1181,36 @@ def scan_text(text: str, *, name: str | None = None) -> list[SecretFinding]:
         bare = _bare_base64(text, name)
         if bare is not None:
             findings.append(bare)
+        else:
+            findings.extend(_embedded_base64(text, name))
     return _strongest_first_of_overlaps(findings)
+
+
+_EMBEDDED_RE = _lazy(
+    r"(?<![A-Za-z0-9_+/-])[A-Za-z0-9_+/-]{30,510}={0,2}(?![A-Za-z0-9_+/=-])", re.ASCII
+)
+
+
+def _embedded_base64(text: str, name: str | None) -> list[SecretFinding]:
+    """`_bare_base64` for each token of a text that is more than one token (`opts=ab_Zk3q…`,
+    a key inside a sentence): a secret is judged by its shape wherever it stands (SPEC §14).
+    Linear: each character belongs to at most one token. Only tokens holding a 20-character
+    run of `[A-Za-z0-9_-]` are judged (the pass's screen finds a string by such a run)."""
+    if len(text) < 34:  # a single token is `_bare_base64`'s
+        return []
+    if _not_secret_shape(text.lstrip()) or "PUBLIC KEY" in text or "CERTIFICATE" in text:
+        return []  # a public key (`ssh-ed25519 AAAA…`), a certificate, a URL, a path
+    out: list[SecretFinding] = []
+    for m in _EMBEDDED_RE.finditer(text):
+        if m.start() == 0 and m.end() == len(text):
+            continue
+        piece = m.group()
+        if not _has_run(piece):
+            continue
+        found = _bare_base64(piece, name)
+        if found is not None:
+            out.append(attrs.evolve(found, start=m.start(), end=m.end()))
+    return out
 
 
 _PERCENT_RE = _lazy(r"%[0-7][0-9A-Fa-f]")  # an ASCII byte, percent-encoded
@@ -1266,12 +1303,17 @@ def _base64_findings(text: str) -> list[SecretFinding]:
     return out
 
 
-_BARE_B64_RE = re.compile(r"[A-Za-z0-9+/]{32,4096}={0,2}|[A-Za-z0-9_-]{32,4096}", re.ASCII)
+_BARE_B64_RE = re.compile(
+    r"[A-Za-z0-9+/]{27,4096}={0,2}|[A-Za-z0-9_-]{27,4096}", re.ASCII
+)  # length: above
 # names under which a random base64 value is a digest or a public value, not a secret
 _DIGEST_WORDS = frozenset(
     {"sha", "sha1", "sha256", "sha384", "sha512", "md5", "hash", "digest", "checksum",
      "integrity", "etag", "commit", "fingerprint", "signature", "nonce", "salt", "id"}
 )  # fmt: skip
+
+
+_PREFIXED_RE = _lazy(r"[a-z]{2,8}[_-][A-Za-z0-9]{24,500}", re.ASCII)
 
 
 def _bare_base64(text: str, name: str | None) -> SecretFinding | None:
@@ -1285,7 +1327,11 @@ def _bare_base64(text: str, name: str | None) -> SecretFinding | None:
     """
     v = text.strip()
     n = len(v)
-    if n < 32 or _BARE_B64_RE.fullmatch(v) is None or _classes(v) < 3:
+    # a provider-like prefix (`xy_`, `abcd-`) before 24+ random characters is a token's shape
+    # from 27 characters on (issue 30: a 31-character `hx-…` key assembled across two sets)
+    if n < (27 if _PREFIXED_RE.fullmatch(v) else 32):
+        return None
+    if _BARE_B64_RE.fullmatch(v) is None or _classes(v) < 3:
         return None
     if not any(c in v for c in "+/=_-"):
         return None  # plain base62: an opaque id or page token as often as a key

@@ -440,8 +440,11 @@ class Store:
         target: str = "talos",
         author: str = "person",
         author_name: str | None = None,
+        tests: list[dict[str, Any]] | None = None,
     ) -> InstallResult:
         """Check, lower and store a new version. With any issue, nothing is written.
+
+        TESTS: the version's test cases as JSON (SPEC §22), kept beside it (`tests_of`).
 
         A person's version becomes current and off, numbered as its file says (above the
         latest version of the lineage, which names it as parent). A model's version is numbered
@@ -450,8 +453,14 @@ class Store:
         if author not in AUTHORS:
             raise ValueError(f"author must be one of {AUTHORS}, not {author!r}")
         report = self._check(source, path=path, target=target)
+        refused = self._tests_refusals(report, tests, author)
+        if refused:
+            merged = sorted([*report.diagnostics, *refused], key=sort_key)
+            return InstallResult(
+                report=attrs.evolve(report, diagnostics=tuple(merged)), installed=None
+            )
         if author == "model":
-            return self._install_model(report, target, author_name)
+            return self._install_model(report, target, author_name, tests)
         ident = _identity(report)
         prepared = self._prepared(report, target, author) if report.ok else None
         with self._tx() as conn:
@@ -461,10 +470,17 @@ class Store:
                 return InstallResult(report=_with(report, refusals), installed=None)
             tool_id, version, parent = ident  # type: ignore[misc]
             self._insert(conn, tool_id, version, parent, target, prepared, author, None, "stored")
+            self._keep_tests(conn, tool_id, version, tests)
             self._make_current(conn, tool_id, version)
         return InstallResult(report=report, installed=(tool_id, version), status="installed")
 
-    def _install_model(self, report: Any, target: str, author_name: str | None) -> InstallResult:
+    def _install_model(
+        self,
+        report: Any,
+        target: str,
+        author_name: str | None,
+        tests: list[dict[str, Any]] | None = None,
+    ) -> InstallResult:
         """A model's version. What the store holds never changes what the model is told, nor
         which refusals it gets: its own numbers are not the store's business (SPEC §14), so
         the work done is the same whether or not the id exists — the check of its text, then
@@ -481,6 +497,7 @@ class Store:
             latest = self._latest(conn, ident)
             if latest is None:
                 self._insert(conn, tool_id, 1, None, target, first, "model", author_name, "stored")
+                self._keep_tests(conn, tool_id, 1, tests)
                 self._make_current(conn, tool_id, 1)
                 return InstallResult(report=report, installed=(tool_id, 1), status="installed")
             row = conn.execute(
@@ -498,6 +515,7 @@ class Store:
             self._insert(
                 conn, tool_id, key, latest[0], target, as_proposal, "model", author_name, "proposed"
             )
+            self._keep_tests(conn, tool_id, key, tests)
         return InstallResult(report=report, installed=(tool_id, number), status="proposed")
 
     def _renumbered(
@@ -573,6 +591,72 @@ class Store:
                 texts[5],
             ),
         )
+
+    def _tests_refusals(
+        self, report: Any, tests: list[dict[str, Any]] | None, author: str
+    ) -> list[Diagnostic]:
+        """Why TESTS cannot be kept with the checked tool (SPEC §22), at `/tests/...`: cases
+        checked as a tests file's are (steps, mocks against the result shapes, inputs against
+        `inputSchema`); a model's cases are at most `TESTS_BYTES` and hold no `<re:...>`
+        pattern (a pattern is code a review would run)."""
+        if tests is None or not report.ok:
+            return []
+        from forgec.testing import cases_from_json
+        from forgec.testing.cases import RE_PREFIX
+
+        text = dumps(tests)
+        if len(text.encode()) > TESTS_BYTES:
+            return [
+                make(
+                    "FORGEC_TEST_KEY",
+                    "/tests",
+                    f"the test cases are larger than {TESTS_BYTES // 1024} KiB",
+                )
+            ]
+        if author == "model" and f'"{RE_PREFIX}' in text:
+            return [
+                make(
+                    "FORGEC_TEST_KEY",
+                    "/tests",
+                    "a model's test cases may not hold `<re:...>` patterns",
+                    hint='match by value or with "<any>"',
+                )
+            ]
+        _, found = cases_from_json(tests, self._lower(report))
+        return [attrs.evolve(d, path="/tests" + d.path, span=None) for d in found]
+
+    def _keep_tests(
+        self,
+        conn: sqlite3.Connection,
+        tool_id: str,
+        key: int,
+        tests: list[dict[str, Any]] | None,
+    ) -> None:
+        if tests is None:
+            return
+        self._write(
+            conn,
+            "version_tests",
+            "INSERT OR REPLACE INTO version_tests (tool_id, version, cases) VALUES (?, ?, ?)",
+            (tool_id, key, dumps(tests)),
+        )
+
+    def tests_of(self, stored: StoredVersion) -> list[dict[str, Any]] | None:
+        """The test cases kept with a stored version or proposal (SPEC §22), None without.
+        Evidence for a review only: they are never consented to, nor covered by the hash."""
+        rows = self._read(
+            "SELECT cases FROM version_tests WHERE tool_id = ? AND version = ?",
+            (stored.tool_id, stored.version),
+        )
+        if not rows:
+            return None
+        try:
+            value = orjson.loads(rows[0][0])
+        except orjson.JSONDecodeError:
+            raise StoreDamaged(
+                f"the test cases of {stored.name} {stored.label} are damaged"
+            ) from None
+        return value if isinstance(value, list) else None
 
     def _make_current(self, conn: sqlite3.Connection, tool_id: str, version: int) -> None:
         now = _now()
@@ -776,6 +860,12 @@ class Store:
                 "DELETE FROM versions WHERE tool_id = ? AND version = ?",
                 (tool_id, proposal.version),
             )
+            self._write(  # the proposal's test cases become the new version's
+                conn,
+                "version_tests",
+                "UPDATE version_tests SET version = ? WHERE tool_id = ? AND version = ?",
+                (version, tool_id, proposal.version),
+            )
             self._insert(
                 conn,
                 tool_id,
@@ -970,13 +1060,17 @@ class Store:
                     conn, "versions", "DELETE FROM versions WHERE tool_id = ? AND version = ?",
                     (tool_id, v),
                 )  # fmt: skip
+                self._write(
+                    conn, "version_tests",
+                    "DELETE FROM version_tests WHERE tool_id = ? AND version = ?", (tool_id, v),
+                )  # fmt: skip
             left = conn.execute(
                 "SELECT max(version) FROM versions WHERE tool_id = ? AND status = 'stored'",
                 (tool_id,),
             ).fetchone()
             successor = left[0] if left else None
             if successor is None:
-                for table in ("consents", "versions"):
+                for table in ("consents", "versions", "version_tests"):
                     self._write(
                         conn, table, f"DELETE FROM {table} WHERE tool_id = ?", (tool_id,)
                     )  # proposals and rejected versions go with the tool
@@ -1183,6 +1277,9 @@ def _identity(report: Any) -> tuple[str, int, int | None] | None:
     if type(version) is not int or (parent is not None and type(parent) is not int):
         return None
     return tool_id, version, parent
+
+
+TESTS_BYTES = 64 * 1024  # the test cases kept with one version (compact JSON)
 
 
 def _with(report: Any, extra: list[Diagnostic]) -> Any:

@@ -4,13 +4,14 @@ A store is one SQLite database (stdlib `sqlite3`) in WAL mode, so a reader (the 
 never blocks a writer (the CLI) and a crash mid-write leaves the last committed state. Every
 operation runs in one `BEGIN IMMEDIATE` transaction (see `forgec.store.core`).
 
-The file announces itself in the `meta` table: `format = forgec.store` and `schema = 3`. An
+The file announces itself in the `meta` table: `format = forgec.store` and `schema = 4`. An
 empty file becomes a new store; a SQLite file without that row is someone else's database and
 is refused, as is a file that is not SQLite at all, and a schema newer than this forgec knows.
 An older store is upgraded in place, in one transaction, the first time it is opened
 (`_upgrade`): from schema 1 its versions become a person's, and their effects and hashes are
 filled in by the caller's `fill` (see `forgec.store.core`); from schema 2 its proposals move
-out of the version numbers into their own (`PROPOSAL_BASE`, below).
+out of the version numbers into their own (`PROPOSAL_BASE`, below); from schema 3 it gains the
+`version_tests` table.
 
 Tables:
 - `tools(id, current_version, enabled, created_at, updated_at, last_proposal)`: one row per
@@ -28,6 +29,11 @@ Tables:
   basis of the next diff, never a consent to run. Older forgec also wrote `carried` records
   (consent kept across an upgrade whose effects did not grow); they are kept as history and
   are not a consent: that version asks again.
+- `version_tests(tool_id, version, cases)`: the test cases (SPEC §22) kept with a version or a
+  proposal — the tests file found beside the tool at `tools install`, or `tool_create`'s
+  `tests` — as a JSON list of cases. They are evidence for a review (`tools review` runs the
+  current version's cases on a proposal), never part of what is consented to: not covered by
+  the content hash, and only ever run on the in-memory host.
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 FORMAT = "forgec.store"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # proposal N is the `versions` row keyed PROPOSAL_BASE + N: above every manifest `version`
 # (forgec.ir.rules.VERSION_LIMIT), so proposals and the lineage never share a number
 PROPOSAL_BASE = 2**31
@@ -63,7 +69,17 @@ UPGRADE_FROM_1 = (
 # schema 2 -> 3: proposals get their own numbers (`rekey_proposals`), counted per tool
 UPGRADE_FROM_2 = ("ALTER TABLE tools ADD COLUMN last_proposal INTEGER NOT NULL DEFAULT 0",)
 
-DDL = """
+# schema 3 -> 4: the test cases kept with a version (SPEC §22)
+TESTS_TABLE = """CREATE TABLE IF NOT EXISTS version_tests (
+    tool_id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    cases TEXT NOT NULL,
+    PRIMARY KEY (tool_id, version)
+)"""
+UPGRADE_FROM_3 = (TESTS_TABLE,)
+
+DDL = (
+    """
 CREATE TABLE meta (
     key TEXT PRIMARY KEY,
     value TEXT NOT NULL
@@ -104,7 +120,11 @@ CREATE TABLE consents (
     PRIMARY KEY (tool_id, version),
     FOREIGN KEY (tool_id, version) REFERENCES versions (tool_id, version)
 );
-""" + "".join(f"{index};\n" for index in INDEXES)
+"""
+    + TESTS_TABLE
+    + ";\n"
+    + "".join(f"{index};\n" for index in INDEXES)
+)
 
 
 class StoreError(Exception):
@@ -208,6 +228,9 @@ def _upgrade(conn: sqlite3.Connection, path: Path, fill: Filler | None) -> None:
             for statement in UPGRADE_FROM_2:
                 conn.execute(statement)
             rekey_proposals(conn)
+        if schema <= 3:
+            for statement in UPGRADE_FROM_3:
+                conn.execute(statement)
         conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (str(SCHEMA_VERSION),))
         conn.execute("COMMIT")
     except sqlite3.Error as exc:

@@ -62,6 +62,7 @@ MAX_GAINS = 40  # gains listed; the rest are counted in the headline
 WITNESS_RUNS = 24  # inputs tried for a witness
 WITNESS_SECONDS = 0.5  # time for all witness runs (the analysis stays within 2 s with them)
 PRIVACY_REACH = ("local-only", "local-preferred", "remote-allowed", None)
+WRITES = "\x00writes"  # env key: the writes made so far on this path (a term)
 NARROWABLE = frozenset({"limit"})  # integer fields where a lower literal reads less
 
 
@@ -78,12 +79,13 @@ class Gain:
         return f"{self.what} ({self.was})"
 
     def to_json(self) -> dict[str, Any]:
+        # text a person reads: a control or bidi character in a tool's value is escaped (§14)
         return {
-            "node": self.node,
-            "capability": self.capability,
-            "what": self.what,
-            "was": self.was,
-            "sentence": self.sentence,
+            "node": safe_text(self.node),
+            "capability": safe_text(self.capability),
+            "what": safe_text(self.what),
+            "was": safe_text(self.was),
+            "sentence": safe_text(self.sentence),
             "witness": self.witness,
         }
 
@@ -94,6 +96,7 @@ class Verdict:
     gains: tuple[Gain, ...]
     was: str  # how the old version is named ("v1")
     more: int = 0  # gains found beyond MAX_GAINS
+    at_least: bool = False  # the search stopped early: there may be more
 
     @property
     def headline(self) -> str:
@@ -101,7 +104,8 @@ class Verdict:
             return NO_NEW_POWER
         count = len(self.gains) + self.more
         things = "thing" if count == 1 else "things"
-        return f"New power: this version can do {count} {things} {self.was} could not."
+        many = "at least " if self.at_least else ""
+        return f"New power: this version can do {many}{count} {things} {self.was} could not."
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -132,14 +136,16 @@ def verdict(
         new_v = _Version.of(new, terms, side="new")
         if old_v is None or new_v is None:
             return Verdict(True, (_unjudged(label),), label)
-        gains = _Compare(old_v, new_v, terms, label).gains()
+        compare = _Compare(old_v, new_v, terms, label)
+        gains = compare.gains()
+        at_least = compare.truncated
     except Exception:  # a comparison that breaks proves nothing: never "No new power", no traceback
         return Verdict(True, (_unjudged(label),), label)
     more = max(0, len(gains) - MAX_GAINS)
     gains = gains[:MAX_GAINS]
     if gains and witness:
         gains = _witnesses(old, new, gains, list(inputs), list(cases))
-    return Verdict(bool(gains), tuple(gains), label, more)
+    return Verdict(bool(gains), tuple(gains), label, more, at_least)
 
 
 def _unjudged(was: str) -> Gain:
@@ -462,11 +468,16 @@ class _Version:
         op = _operation(name, dict(fields), terms)
         attempts = node.retry.attempts if node.retry and node.retry.attempts else 1
         self.record(node.id, name, op, fields, clause, attempts)
+        question = terms.mk("obj", fields)
+        before = env.get(WRITES, -1)
+        if _changes_data(name):
+            # what a later read answers depends on the writes before it on this path
+            env = self.store(env, WRITES, terms.mk("epoch", before, name, op, question))
         if node.target is None:
             return env
-        question = terms.mk("obj", fields)
         sources = _sources(node, name, dict(fields), terms)
-        return self.store(env, node.target, terms.mk("result", name, op, question, sources))
+        result = terms.mk("result", name, op, question, sources, before)
+        return self.store(env, node.target, result)
 
     def model(self, node: n.LlmNode, clause: Clause, env: Env) -> Env:
         terms = self.terms
@@ -554,6 +565,8 @@ class _Version:
             for b in node.body
             if isinstance(b, (n.SetNode, n.CapabilityNode, n.LlmNode)) and b.target
         }
+        if any(type(b) is n.CapabilityNode and _changes_data(b.capability) for b in node.body):
+            written.add(WRITES)  # an earlier item's writes are what a later read sees
         exits = any(isinstance(b, (n.ReturnNode, n.FailNode)) for b in node.body)
         max_items = node.max_items or 0
         shape = _shape(node)
@@ -768,6 +781,15 @@ def _sources(node: n.CapabilityNode, name: str, fields: dict[str, int], terms: _
     return frozenset(out)
 
 
+def _changes_data(name: str | None) -> bool:
+    """Whether a call may change what a later call reads (it writes, or sends a message the
+    host keeps): from the capability's row."""
+    from forgec.ir.capabilities import BY_NAME
+
+    row = BY_NAME.get(name or "")
+    return row is None or row.sink is not None or bool(row.stores)
+
+
 def _operation(name: str, fields: dict[str, int], terms: _Terms) -> str:
     from forgec.ir.capabilities import BY_NAME
 
@@ -816,6 +838,7 @@ class _Compare:
             self.index.setdefault(inst.key, []).append(inst)
         self.counts_old: dict[tuple[Any, ...], int] = {}
         self.counts_new: dict[tuple[Any, ...], int] = {}
+        self.truncated = False  # more calls were left unjudged once enough gains were found
 
     def gains(self) -> list[Gain]:
         out: list[Gain] = []
@@ -831,6 +854,7 @@ class _Compare:
             for gain in self.judge(inst):
                 add(gain)
             if len(out) > MAX_GAINS * 2:
+                self.truncated = True
                 break
         for gain in self.tool_level():
             add(gain)
@@ -1074,13 +1098,16 @@ class _Compare:
         f = dict(inst.fields)
         if cap == "model":
             return f"can ask a model to {inst.operation} {self.terms.words(f['input'])}"
+        sent = self.new.flows.get(inst.node, set())
+        private = sorted({s for s, _, _ in sent if fl.is_private(s)})
+        data = _and([fl.describe_source(s) for s in private])
         if cap == fl.HTTP:
-            sent = self.new.flows.get(inst.node, set())
-            private = sorted({s for s, _, _ in sent if fl.is_private(s)})
             where = _and(list(self.new.hosts)) or "the web"
-            if private:
-                return f"sends {_and([fl.describe_source(s) for s in private])} to {where}"
-            return f"can send requests to {where}"
+            return f"sends {data} to {where}" if private else f"can send requests to {where}"
+        if cap == "channel.send" and private and "channelId" in f:
+            return f"sends {data} to {_channel(f['channelId'], self.terms)}"
+        if cap in fl.EGRESS_CAPABILITIES and private:
+            return f"can {self.desc(inst)}, sending {data}"
         return f"can {self.desc(inst)}"
 
     def never(self, inst: _Inst) -> str:

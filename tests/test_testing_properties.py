@@ -1,0 +1,167 @@
+"""The case runner's promises, searched for counterexamples (SPEC §22):
+
+- a case that expects exactly what a run did passes, every time (the runner is repeatable and
+  its expectations agree with the run), and changing any one expectation makes it fail (no
+  expectation that cannot fail);
+- `match(v, v)` finds nothing for any JSON value, and a changed leaf is always found;
+- a staged run of any tool, on a real host database, leaves its rows byte-identical.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import orjson
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+from strategies import JSON_VALUES, manifests
+
+import forgec
+from forgec.testing import Case, match, run_case, run_input
+
+
+def _program(manifest: dict[str, Any]) -> Any:
+    return forgec.lower(manifest, target="talos")
+
+
+def _recorded(program: Any, answers: list[Any]) -> Case | None:
+    seen = run_input(program, {}, host={"tasks": [{"title": "seeded"}]}, model=answers)
+    if seen.outcome == "error":
+        return None
+    # the answers the run asked for (a model step inside a loop: once per iteration)
+    kinds = {n["id"]: n["type"] for n in program.nodes}
+    answers = answers[: sum(1 for node in seen.trace if kinds.get(node) == "llm")]
+    r = seen.result
+    expect: dict[str, Any] = {
+        "status": r.status,
+        "transitions": r.transitions,
+        "effects": [{"capability": e.capability, "input": e.input} for e in seen.effects],
+        "compensations": [c.to_json() for c in r.compensations],
+        "flows": [{"source": s, "sink": k} for s, k in sorted(seen.flows)],
+    }
+    if r.ok:
+        expect["output"] = r.output if r.output is not None else None
+    else:
+        expect["error"] = r.error.code
+    return Case(
+        name="recorded",
+        input={},
+        host={"tasks": [{"title": "seeded"}]},
+        model=tuple(answers),
+        expect=expect,
+    )
+
+
+@settings(
+    max_examples=60,
+    suppress_health_check=[HealthCheck.too_slow],
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
+)
+@given(manifests(), st.data())
+def test_a_recorded_case_passes_and_any_changed_expectation_fails(
+    manifest: dict[str, Any], data: st.DataObject
+) -> None:
+    program = _program(manifest)
+    answers = [{"output": "an answer"}] * 256  # one per model step entered, at most
+    case = _recorded(program, answers)
+    if case is None:
+        return
+    # the outputs of model steps and seeds are the same each time: the case passes, twice
+    for _ in range(2):
+        result = run_case(program, case)
+        assert result.outcome != "fail", [f.message for f in result.failures]
+    if result.outcome == "error":
+        return
+    expect = dict(case.expect)
+    which = data.draw(st.sampled_from(sorted(expect)))
+    changed = dict(expect)
+    if which == "transitions":
+        changed[which] = expect[which] + 1
+    elif which == "status":
+        changed[which] = "failed" if expect[which] == "ok" else "ok"
+    elif which == "error":
+        changed[which] = "RUN_TYPE" if expect[which] != "RUN_TYPE" else "RUN_REF_MISSING"
+    elif which in ("effects", "compensations", "flows"):
+        changed[which] = (
+            [*expect[which], {"capability": "notes.create"}]
+            if which == "effects"
+            else [
+                *expect[which],
+                {"node": "nowhere"} if which == "compensations" else {"source": "x", "sink": "y"},
+            ]
+        )
+    else:  # output
+        changed[which] = (
+            {"not": ["what", "it", "said"]}
+            if expect[which] != {"not": ["what", "it", "said"]}
+            else 0
+        )
+    mutated = Case(name="mutated", input={}, host=case.host, model=case.model, expect=changed)
+    assert run_case(program, mutated).outcome == "fail", which
+
+
+@given(JSON_VALUES)
+def test_a_value_matches_itself(value: Any) -> None:
+    assert match(value, value, "v") == []
+
+
+@given(JSON_VALUES, JSON_VALUES)
+def test_a_changed_leaf_is_found(value: Any, other: Any) -> None:
+    wrapped = {"a": [value]}
+    if (
+        value == other
+        or other in ("<any>",)
+        or (isinstance(other, str) and other.startswith("<re:"))
+    ):
+        return
+    if isinstance(value, bool) != isinstance(other, bool) or not isinstance(other, dict):
+        assert match({"a": [other]}, wrapped, "v") != []
+
+
+def _rows(db: Path) -> dict[str, list[Any]]:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        names = [
+            r[0]
+            for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '%fts%'"
+            )
+        ]
+        return {n: sorted(map(repr, conn.execute(f'SELECT * FROM "{n}"'))) for n in names}
+    finally:
+        conn.close()
+
+
+@settings(
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(manifests())
+def test_a_staged_run_of_any_tool_leaves_the_database_as_it_was(
+    tmp_path: Path, manifest: dict[str, Any]
+) -> None:
+    from forgec.host import HostOptions, open_host
+    from forgec.host.staged import StagedHost
+    from forgec.runtime import run
+
+    db = tmp_path / "host.db"
+    with open_host(HostOptions(db=db)) as real:
+        real.call(
+            "tasks.create",
+            {"title": "seeded"},
+            __import__("forgec.runtime.host", fromlist=["CallContext"]).CallContext(
+                tool_id="seed", tool_version=1, node_id="seed"
+            ),
+        )
+    before = _rows(db)
+    program = _program(manifest)
+    host = StagedHost(open_host(HostOptions(db=db, staged=True)))
+    try:
+        run(program, {}, host=host, consent=lambda _r: True, sleep=lambda _s: None)
+    finally:
+        host.close()
+    assert _rows(db) == before
+    assert orjson.dumps(before)  # plain data
