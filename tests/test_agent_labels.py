@@ -464,3 +464,49 @@ def test_a_failed_forged_run_hands_back_every_label_it_held() -> None:
     assert result.status == "failed"
     assert result.output_labels == ()
     assert {"private:notes.list", WEB} <= forged_output_labels(result)
+
+
+@pytest.mark.parametrize(
+    ("channel", "content", "deny", "refused"),
+    [
+        ("channel_id", "content", "untrusted->destination", False),
+        ("content", "channel_id", "untrusted->destination", True),
+        ("channel_id", "content", "untrusted->egress", True),
+        ("channel_id", "channel_id", "untrusted->egress", False),
+    ],
+)
+def test_each_result_column_carries_its_own_lineage_at_run_time(
+    tmp_path: Path, channel: str, content: str, deny: str, refused: bool
+) -> None:
+    """SPEC §21: `rows[0].channel_id` of `SELECT channel_id, content …` is the host's fact,
+    `rows[0].content` is what someone wrote: a plan may send the text to the channel under
+    `untrusted->destination`, never to a channel named by the text."""
+    import orjson
+
+    import forgec
+    from forgec.backend import lower_manifest
+    from forgec.runtime import run
+
+    doc = _busiest_channel_tool("")
+    pick, post = doc["flow"]["nodes"][0], doc["flow"]["nodes"][1]
+    pick["input"]["sql"] = "SELECT channel_id, content FROM messages ORDER BY created_at DESC"
+    post["input"] = {
+        "channelId": {"$ref": f"found.rows[0].{channel}"},
+        "content": {"$template": f"Re: {{{{found.rows[0].{content}}}}}"},
+    }
+    report = forgec.check(orjson.dumps(doc), target="talon")
+    assert report.ok, [d.message for d in report.errors]
+    program = lower_manifest(report.ir, marks=report.marks)
+    with _open(tmp_path, (deny,)) as host:
+        call_as_agent(
+            host,
+            "channel.send",
+            {"channelId": "general", "content": "journal"},
+            AgentContext.start(),
+            caller="t",
+        )
+        result = run(program, {}, host=host, consent=lambda request: True)
+    if refused:
+        assert result.status == "failed" and result.error.code == "RUN_FLOW_DENIED", result.error
+    else:
+        assert result.status == "ok", result.error

@@ -342,18 +342,36 @@ def query_columns(sql: Any) -> frozenset[tuple[str, str]] | None:
 
     A query is one SELECT with no subquery (`check_select`), so every column in its tree is a
     column of one of its own tables: the lineage of the whole result is exactly this set."""
+    lineage = query_lineage(sql)
+    if lineage is None:
+        return None
+    common, per_column = lineage
+    return common.union(*per_column) if per_column else common
+
+
+Columns = frozenset[tuple[str, str]]
+_LINEAGE_CACHE: dict[str, tuple[Columns, tuple[Columns, ...]]] = {}
+
+
+def query_lineage(sql: Any) -> tuple[Columns, tuple[Columns, ...]] | None:
+    """The lineage of an allowed SELECT, per result column: `(common, per_column)` where
+    `common` is what decides every column — the columns it filters, joins, groups, orders or
+    windows by (an alias or an ordinal there stands for its select item) — and `per_column[i]`
+    what the i-th select item is computed from. `per_column` is empty when a select item is a
+    `*` (the result's columns are not the items): then `common` holds everything. None when
+    `sql` is not an allowed SELECT."""
     if not isinstance(sql, str) or check_select(sql):
         return None
-    return _columns(sql)
+    cached = _LINEAGE_CACHE.get(sql)
+    if cached is None:
+        cached = _lineage(sql)
+        if len(_LINEAGE_CACHE) > 512:  # bounded: a long-lived host sees many queries
+            _LINEAGE_CACHE.clear()
+        _LINEAGE_CACHE[sql] = cached
+    return cached
 
 
-_COLUMNS_CACHE: dict[str, frozenset[tuple[str, str]]] = {}
-
-
-def _columns(sql: str) -> frozenset[tuple[str, str]]:
-    cached = _COLUMNS_CACHE.get(sql)
-    if cached is not None:
-        return cached
+def _lineage(sql: str) -> tuple[Columns, tuple[Columns, ...]]:
     from sqlglot import exp
 
     tree, _ = _parse(sql)
@@ -364,20 +382,59 @@ def _columns(sql: str) -> frozenset[tuple[str, str]]:
         if table.alias:
             tables[str(table.alias).lower()] = name
     every = frozenset(tables.values())
-    out: set[tuple[str, str]] = set()
+
+    items = list(tree.expressions)
+    in_items = {id(n) for item in items for n in item.walk()}
+
+    def columns(root: Any, skip: bool = False) -> set[tuple[str, str]]:
+        out: set[tuple[str, str]] = set()
+        for node in root.walk():
+            if skip and id(node) in in_items:
+                continue
+            if isinstance(node, exp.Column):
+                owner = str(node.table).lower() if node.table else None
+                column = "*" if isinstance(node.this, exp.Star) else str(node.name).lower()
+                for table in (tables[owner],) if owner in tables else every:
+                    out.add((table, column))
+            elif isinstance(node, exp.Star) and not isinstance(node.parent, (exp.Column, exp.Func)):
+                out.update((table, "*") for table in every)  # `SELECT *`
+        return out
+
+    per = [columns(item) for item in items]
+    common = columns(tree, skip=True)
+    # an alias or an ordinal outside the select list stands for its item's lineage
+    aliases = {str(item.alias).lower(): i for i, item in enumerate(items) if item.alias}
     for node in tree.walk():
-        if isinstance(node, exp.Column):
-            owner = str(node.table).lower() if node.table else None
-            column = "*" if isinstance(node.this, exp.Star) else str(node.name).lower()
-            for table in (tables[owner],) if owner in tables else every:
-                out.add((table, column))
-        elif isinstance(node, exp.Star) and not isinstance(node.parent, (exp.Column, exp.Func)):
-            out.update((table, "*") for table in every)  # `SELECT *`
-    found = frozenset(out)
-    if len(_COLUMNS_CACHE) > 512:  # bounded: a long-lived host sees many queries
-        _COLUMNS_CACHE.clear()
-    _COLUMNS_CACHE[sql] = found
-    return found
+        if id(node) in in_items:
+            continue
+        if isinstance(node, exp.Column) and not node.table:
+            i = aliases.get(str(node.name).lower())
+            if i is not None:
+                common |= per[i]
+        elif (
+            isinstance(node, exp.Literal)
+            and isinstance(node.parent, (exp.Ordered, exp.Group))
+            and node.is_int
+            and 1 <= int(node.this) <= len(items)
+        ):
+            common |= per[int(node.this) - 1]
+    starred = any(
+        isinstance(n, exp.Star) and not isinstance(n.parent, exp.Func)
+        for item in items
+        for n in item.walk()
+    )
+    if starred:
+        return frozenset(common.union(*per)), ()
+    return frozenset(common), tuple(frozenset(p) for p in per)
+
+
+def outside_columns(columns: Any) -> bool:
+    """Whether a lineage holds a column people wrote (`OUTSIDE_COLUMNS`)."""
+    for table, column in columns:
+        outside = OUTSIDE_COLUMNS.get(table)
+        if outside and (column == "*" or column in outside):
+            return True
+    return False
 
 
 def query_reads_outside(sql: Any) -> bool:

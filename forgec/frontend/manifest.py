@@ -50,10 +50,9 @@ from forgec.frontend.jsonsyntax import (
 )
 from forgec.frontend.loaded import Loaded
 from forgec.ir.diagnostics import Diagnostic, make
+from forgec.ir.rules import MAX_JSON_DEPTH as MAX_DEPTH
+from forgec.ir.rules import MAX_MANIFEST_BYTES
 from forgec.ir.span import Span
-
-MAX_MANIFEST_BYTES = 65_536
-MAX_DEPTH = 64
 
 STRUCTURE = "FORGE_MANIFEST_STRUCTURE"
 TOO_LARGE = "FORGE_MANIFEST_TOO_LARGE"

@@ -126,6 +126,8 @@ def call_as_agent(
     labels = fl.origin_labels(capability, args, result)
     if ctx.read_labels:
         labels = labels | frozenset(x for x in ctx.read_labels if type(x) is str)
+    for extra in ctx.column_labels.values():  # the whole result enters the model's context
+        labels = labels | frozenset(x for x in extra if type(x) is str)
     return AgentOutcome(result=result, labels=labels)
 
 

@@ -258,6 +258,7 @@ class ReferenceHost:
                     result,
                     context.all_labels(),
                     context.read_labels,
+                    context.column_labels,
                 )
             return self.credentials.scrub_value(result)
 

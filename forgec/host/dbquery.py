@@ -43,6 +43,7 @@ from forgec.catalog.sql import ALLOWED_FUNCTIONS, ALLOWED_TABLES, check_select
 from forgec.host import validate as v
 from forgec.host.handlers import HostCall, handles
 from forgec.runtime.host import HostError
+from forgec.runtime.limits import RESULT_LIMIT
 
 CAP = "db.query"
 # table → scoping columns: the persona always, the thread where the rows belong to one
@@ -53,11 +54,11 @@ SCOPES = {
     "threads": ("persona",),
 }
 assert set(SCOPES) == ALLOWED_TABLES, "every allowed table needs its scope"
-MAX_RESULT = 256 * 1024
+MAX_RESULT = RESULT_LIMIT  # the whole result: what a capability result may be (SPEC §16)
 # SQLite's own cap on any string or blob it builds (SQLITE_LIMIT_LENGTH): a function such as
 # `printf('%.2000000000c', 'x')` fails at once instead of allocating gigabytes before the
 # progress handler gets a chance to run. One result value could never be returned anyway.
-MAX_VALUE_LENGTH = 256 * 1024
+MAX_VALUE_LENGTH = RESULT_LIMIT  # one value can be no larger than the whole result
 
 
 def check_sql(sql: str) -> list[str]:
@@ -295,7 +296,9 @@ def _fetch(
         item = {n: _cell(x) for n, x in zip(names, row, strict=True)}
         size += sum(len(str(x)) + len(n) + 8 for n, x in item.items())
         if size > MAX_RESULT:
-            raise HostError("RUN_RESULT_TOO_LARGE", f"{CAP}: the rows are larger than 256 KiB")
+            raise HostError(
+                "RUN_RESULT_TOO_LARGE", f"{CAP}: the rows are larger than {MAX_RESULT // 1024} KiB"
+            )
         rows.append(item)
     return rows, False
 

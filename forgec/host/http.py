@@ -51,10 +51,11 @@ from forgec.host.credentials import CredentialStore
 from forgec.host.handlers import HostCall, handles
 from forgec.ir.shapes import json_type_name
 from forgec.runtime.host import CallContext, HostError
+from forgec.runtime.limits import RESULT_LIMIT
 
 CAP = "net.http"
 DEFAULT_TIMEOUT_MS = 30_000
-MAX_BODY = 256 * 1024
+MAX_BODY = RESULT_LIMIT  # a response body: what a capability result may be (SPEC §16)
 DENIED = "RUN_NETWORK_DENIED"
 _TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$")
 # hop-by-hop and routing headers a flow may not set: the host decides them
@@ -426,7 +427,7 @@ def _send(
                 if size > MAX_BODY:
                     raise HostError(
                         "RUN_RESULT_TOO_LARGE",
-                        f"{CAP}: the response body is larger than 256 KiB; stopped reading",
+                        f"{CAP}: the response body is larger than {MAX_BODY // 1024} KiB; stopped reading",
                     )
                 chunks.append(chunk)
                 if time.monotonic() > deadline:
@@ -464,7 +465,8 @@ def _decode(data: bytes, encoding: str) -> bytes:
         v.fail(f"{CAP}: the response body is not valid {encoding}")
     if len(out) > MAX_BODY:
         raise HostError(
-            "RUN_RESULT_TOO_LARGE", f"{CAP}: the decoded response body is larger than 256 KiB"
+            "RUN_RESULT_TOO_LARGE",
+            f"{CAP}: the decoded response body is larger than {MAX_BODY // 1024} KiB",
         )
     return out
 

@@ -58,9 +58,11 @@ def keep(
     result: Any,
     labels: frozenset[str],
     read_into: set[str],
+    columns_into: dict[str, set[str]] | None = None,
 ) -> None:
     """Label the rows the call wrote with `labels`; add those of the rows it read to
-    `read_into`."""
+    `read_into` (and, of a `db.query`, the labels only some result columns carry to
+    `columns_into`, when given)."""
     if labels:
         for table in fl.call_tables_written(capability, input):
             column = KEY_COLUMNS.get(table)
@@ -69,7 +71,14 @@ def keep(
             for key in fl.row_keys(table, result):
                 add(conn, table, key, labels)
     if capability == "db.query":
-        read_into.update(query_labels(conn, input))
+        whole, per_column = query_labels(conn, input, result)
+        read_into.update(whole)
+        if per_column and columns_into is not None:
+            for column, extra in per_column.items():
+                columns_into.setdefault(column, set()).update(extra)
+        else:
+            for extra in per_column.values():
+                read_into.update(extra)
         return
     for table in fl.tables_read(capability, input):
         column = KEY_COLUMNS.get(table)
@@ -105,19 +114,53 @@ def stored(conn: sqlite3.Connection, table: str, key: str) -> frozenset[str]:
     return frozenset(_decode(row[0])) if row is not None else frozenset()
 
 
-def query_labels(conn: sqlite3.Connection, input: Any) -> set[str]:
-    """What a `db.query` result carries (SPEC §21 "origin per field"): `external:talon` when
-    its SQL reads, by lineage, a column people wrote (`forgec.catalog.sql.query_reads_outside`:
-    `count(*)` grouped by channel does not, the same filtered on `content` does), and every
-    label stored with the rows of the tables it reads."""
-    from forgec.catalog.sql import query_reads_outside, query_tables_read
+def query_labels(
+    conn: sqlite3.Connection, input: Any, result: Any = None
+) -> tuple[set[str], dict[str, set[str]]]:
+    """What a `db.query` result carries (SPEC §21 "origin per field"), as (labels of the whole
+    result, labels only some columns carry). By the query's lineage
+    (`forgec.catalog.sql.query_lineage`): `external:talon` on a column computed from a column
+    people wrote (`messages.content`, `threads.title`), and on every column when the query
+    filters, joins, groups or orders by one — `count(*)` grouped by channel is clean, the same
+    filtered on `content` is not; and every label stored with the rows of the tables it reads
+    (on the whole result). A query whose columns cannot be told apart (`*`, a repeated name):
+    on the whole result."""
+    from forgec.catalog.sql import (
+        outside_columns,
+        query_lineage,
+        query_reads_outside,
+        query_tables_read,
+    )
 
     sql = input.get("sql") if type(input) is dict else None
-    out: set[str] = {fl.TALON} if query_reads_outside(sql) else set()
+    whole: set[str] = set()
+    per_column: dict[str, set[str]] = {}
+    lineage = query_lineage(sql)
+    names = _result_columns(result)
+    if lineage is None or not lineage[1] or names is None or len(names) != len(lineage[1]):
+        if query_reads_outside(sql):
+            whole.add(fl.TALON)
+    else:
+        common, items = lineage
+        if outside_columns(common):
+            whole.add(fl.TALON)
+        else:
+            for name, columns in zip(names, items, strict=True):
+                if outside_columns(columns):
+                    per_column[name] = {fl.TALON}
     for table in query_tables_read(sql):
         for row in conn.execute(f"SELECT DISTINCT labels FROM {table}"):
-            out.update(_decode(row[0]))
-    return out
+            whole.update(_decode(row[0]))
+    return whole, per_column
+
+
+def _result_columns(result: Any) -> list[str] | None:
+    """The column names of a `db.query` result, in order (its first row's keys); None
+    without rows (nothing to tell apart)."""
+    rows = result.get("rows") if type(result) is dict else None
+    if type(rows) is not list or not rows or type(rows[0]) is not dict:
+        return None
+    return list(rows[0])
 
 
 def load_state_labels(conn: sqlite3.Connection, tool_id: str) -> dict[str, list[str]]:

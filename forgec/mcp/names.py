@@ -1,7 +1,7 @@
 """MCP tool names for forged tools: `dynamic:<id>` ↔ `dynamic_<escaped id>`.
 
 Internal names use a colon and dots (`dynamic:weekly.review`); MCP clients expect names of
-letters, digits and underscores. A tool id is `[a-z0-9._-]{3,64}` — lowercase only — so an
+letters, digits and underscores. A tool id (`forgec.ir.rules.TOOL_ID_PATTERN`) is lowercase only, so an
 uppercase letter can never come from the id itself, and escapes built on one are unambiguous:
 
     .  →  _D        -  →  _H        a-z 0-9 _  →  themselves
@@ -14,11 +14,10 @@ outside an escape, a dangling escape) is not a forged tool's name.
 
 from __future__ import annotations
 
-import re
+from forgec.ir.rules import TOOL_ID_RE
 
 PREFIX = "dynamic_"
 MAX_MCP_NAME = 128  # the MCP specification's limit on tool names
-_ID = re.compile(r"^[a-z0-9._-]{3,64}$")
 _ESCAPE = {".": "_D", "-": "_H"}
 _UNESCAPE = {"D": ".", "H": "-"}
 
@@ -44,4 +43,4 @@ def id_from_mcp_name(name: str) -> str | None:
         out.append(ch)
         i += 1
     tool_id = "".join(out)
-    return tool_id if _ID.match(tool_id) and mcp_name(tool_id) == name else None
+    return tool_id if TOOL_ID_RE.fullmatch(tool_id) and mcp_name(tool_id) == name else None

@@ -101,10 +101,10 @@ def unknown_forged(policy: ConsentPolicy, stored_ids: Any) -> str | None:
 def _known_tool(tool: str) -> bool:
     """A host tool's internal or MCP name, or a forged tool's name (`dynamic:<id>`)."""
     from forgec.ir.capabilities import rows_of
-    from forgec.mcp.names import _ID
+    from forgec.ir.rules import TOOL_ID_RE
 
     if tool.startswith("dynamic:"):
-        return bool(_ID.match(tool[len("dynamic:") :]))
+        return bool(TOOL_ID_RE.fullmatch(tool[len("dynamic:") :]))
     return any(tool in (row.name, row.mcp_name) for row in rows_of("talon"))
 
 

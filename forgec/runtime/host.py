@@ -54,6 +54,10 @@ class CallContext:
     # note, memory item, message, …) the call read; the VM adds them to the result's labels.
     # Mutable on purpose (the one thing a host hands back beside the result); not compared.
     read_labels: set[str] = attrs.field(factory=set, eq=False)
+    # SPEC §21 "origin per field": labels that only some result columns carry (a `db.query`
+    # result's `rows[*].<column>`), which the host adds here (column → labels) instead of to
+    # `read_labels`; the VM keeps them on those columns. Mutable as `read_labels`; not compared.
+    column_labels: dict[str, set[str]] = attrs.field(factory=dict, eq=False)
     # SPEC §21: the destination arguments whose destination the checked manifest fixed (a
     # `net.http` URL whose host is literal): their labels fill content, not where data goes
     fixed_destinations: frozenset[str] = frozenset()

@@ -160,6 +160,25 @@ def per_argument(value: Any, tree: Tree) -> dict[str, tuple[str, ...]]:
     return out
 
 
+def column_tree(base: frozenset[str], result: Any, columns: Any) -> Tree:
+    """A result of rows (`{"rows": [{column: value}]}`) whose columns carry labels of their
+    own (SPEC §21: `db.query` by lineage): every part carries `base`; `rows[i].<column>` also
+    `columns[column]`. Anything else: the whole value carries all of them."""
+    rows = result.get("rows") if type(result) is dict else None
+    extra = {
+        str(k): frozenset(x for x in v if type(x) is str) for k, v in dict(columns).items() if v
+    }
+    if type(rows) is not list:
+        return (base.union(*extra.values()), None)
+    items: dict[Any, Tree] = {}
+    for i, row in enumerate(rows):
+        if type(row) is dict:
+            own = {k: (labels, None) for k, labels in extra.items() if k in row}
+            if own:
+                items[i] = (NONE, own)
+    return (base, {"rows": (NONE, items)})
+
+
 def item_tree(source: Tree, index: int, control: frozenset[str]) -> Tree:
     """A loop item's labels: its own (when the list was built here) plus the list's and the
     loop's control labels."""

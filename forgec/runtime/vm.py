@@ -27,6 +27,7 @@ from typing import Any
 import attrs
 import orjson
 
+from forgec.ir.rules import ALLOWLIST, RUNTIME_CODE_PREFIX
 from forgec.runtime import labels as lb
 from forgec.runtime.flowlabels import (
     DESTINATIONS,
@@ -281,7 +282,7 @@ def compiled(program: Program) -> _Compiled:
         return cached
     p = program
     node_ids = [n["id"] for n in p.nodes]
-    allowed = tuple(p.network.get("hosts", ())) if p.network.get("mode") == "allowlist" else ()
+    allowed = tuple(p.network.get("hosts", ())) if p.network.get("mode") == ALLOWLIST else ()
     cred_hosts = {c["id"]: tuple(c.get("hosts", ())) for c in p.credentials}
     values = [compile_value(v, p.consts, p.paths) for v in p.values]
     lvalues = [lb.compile_labels(v, p.paths) for v in p.values]
@@ -922,7 +923,10 @@ class _Run:
         stored = context.read_labels  # the labels of the rows the call read (SPEC §15)
         if stored:
             source = source | frozenset(x for x in stored if type(x) is str)
-        return result, (lb.flat(tree) | source | control_labels, None)
+        whole = lb.flat(tree) | source | control_labels
+        if context.column_labels:
+            return result, lb.column_tree(whole, result, context.column_labels)
+        return result, (whole, None)
 
     def _model(
         self, site: _ModelSite, input: Any, tree: lb.Tree, control_labels: frozenset[str]
@@ -1022,7 +1026,7 @@ _MODEL_LABEL = frozenset({MODEL})
 
 def _host_code(exc: HostError, default: str) -> str:
     code = exc.code
-    return code if isinstance(code, str) and code.startswith("RUN_") else default
+    return code if isinstance(code, str) and code.startswith(RUNTIME_CODE_PREFIX) else default
 
 
 __all__ = [
