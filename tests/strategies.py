@@ -477,3 +477,59 @@ def turn_scripts(draw: st.DrawFn, max_steps: int = 8) -> list[tuple[str, Any, An
     )
     steps = st.tuples(st.sampled_from(TURN_TOOLS), arg, st.one_of(arg, st.sampled_from(TURN_KEYS)))
     return draw(st.lists(steps, min_size=1, max_size=max_steps))
+
+
+# --- db.query SELECTs (SPEC §21 lineage): one plain SELECT over messages and threads --------
+
+_MSG_COLS = ("id", "channel_id", "content", "markdown", "created_at", "role", "thread_id")
+_THR_COLS = ("id", "title", "channel_id", "created_at")
+
+
+@st.composite
+def lineage_selects(draw: st.DrawFn) -> tuple[str, str]:
+    """An allowed SELECT over `messages m` (optionally joined with `threads t`) whose columns
+    appear in every position the lineage must see: the select list (bare, qualified, inside a
+    function, aliased), WHERE, JOIN … ON, GROUP BY, HAVING, ORDER BY (by column, alias or
+    ordinal). Returned with its *decider*: the same query with the select list replaced by
+    `count(*)` and every alias or ordinal outside it by its item — what SQLite reads for the
+    decider is what decides every result column."""
+    joined = draw(st.booleans())
+    cols = [f"m.{c}" for c in _MSG_COLS] + ([f"t.{c}" for c in _THR_COLS] if joined else [])
+    if not joined:
+        cols += [c for c in _MSG_COLS if c not in ("id", "channel_id", "created_at")]
+    col = st.sampled_from(cols)
+    item = st.one_of(
+        col,
+        col.map(lambda c: f"length({c})"),
+        col.map(lambda c: f"upper({c})"),
+        st.just("count(*)"),
+        st.tuples(col, col).map(lambda p: f"coalesce({p[0]}, {p[1]})"),
+    )
+    items = draw(st.lists(item, min_size=1, max_size=4))
+    aliases = [f"a{i}" if draw(st.booleans()) else None for i in range(len(items))]
+    shown = [f"{it} AS {al}" if al else it for it, al in zip(items, aliases, strict=True)]
+    rest = decider = " FROM messages m"
+    if joined:
+        on = f" JOIN threads t ON {draw(col)} = {draw(col)}"
+        rest, decider = rest + on, decider + on
+    if draw(st.booleans()):
+        where = f" WHERE {draw(col)} LIKE '%x%'"
+        rest, decider = rest + where, decider + where
+    if draw(st.booleans()):
+        group = f" GROUP BY {draw(col)}"
+        if draw(st.booleans()):
+            group += f" HAVING count({draw(col)}) > 1"
+        rest, decider = rest + group, decider + group
+    if draw(st.booleans()):
+        how = draw(st.sampled_from(["column", "ordinal", "alias"]))
+        if how == "column" or (how == "alias" and not any(aliases)):
+            by = by_item = draw(col)
+        elif how == "ordinal":
+            n = draw(st.integers(min_value=1, max_value=len(items)))
+            by, by_item = str(n), items[n - 1]
+        else:
+            i = draw(st.sampled_from([i for i, al in enumerate(aliases) if al]))
+            by, by_item = str(aliases[i]), items[i]
+        rest += f" ORDER BY {by} DESC"
+        decider += f" ORDER BY {by_item} DESC"
+    return "SELECT " + ", ".join(shown) + rest, "SELECT count(*)" + decider

@@ -197,3 +197,40 @@ def test_mock_needs_staged(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert "--mock answers held-back sends: it needs --staged" in done.stderr
+
+
+def test_tools_run_staged_tries_a_stored_tool_that_is_off(tmp_path: Path) -> None:
+    tool = tmp_path / "staged-demo.forge"
+    tool.write_text(TOOL, encoding="utf-8")
+    store = tmp_path / "tools.db"
+    db = tmp_path / "host.db"
+    installed = forgec("tools", "install", str(tool), "--store", str(store), "--target", "talon")
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    # off: a real run is refused, a staged one (which changes nothing) is not
+    real = forgec("tools", "run", "staged-demo", "--store", str(store), "--db", str(db), "--yes")
+    assert real.returncode == 1 and "is off" in real.stderr + real.stdout
+    with serving(Counting, seen=[]) as server:
+        port = server.server_address[1]
+        done = forgec(
+            "tools",
+            "run",
+            "staged-demo",
+            "--store",
+            str(store),
+            "--db",
+            str(db),
+            "--yes",
+            "--staged",
+            "--format",
+            "json",
+            "--input",
+            orjson.dumps({"port": port}).decode(),
+            "--resolve",
+            f"hook.example.com:{port}:127.0.0.1",
+        )
+        assert server.seen == []
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = orjson.loads(done.stdout)
+    assert result["status"] == "staged"
+    assert [s["capability"] for s in result["staged"]] == ["tasks.create", "net.http"]
+    assert not db.exists() or rows(db).get("tasks", []) == []

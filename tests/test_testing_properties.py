@@ -146,15 +146,14 @@ def test_a_staged_run_of_any_tool_leaves_the_database_as_it_was(
     from forgec.host import HostOptions, open_host
     from forgec.host.staged import StagedHost
     from forgec.runtime import run
+    from forgec.runtime.host import CallContext
 
     db = tmp_path / "host.db"
     with open_host(HostOptions(db=db)) as real:
         real.call(
             "tasks.create",
             {"title": "seeded"},
-            __import__("forgec.runtime.host", fromlist=["CallContext"]).CallContext(
-                tool_id="seed", tool_version=1, node_id="seed"
-            ),
+            CallContext(tool_id="seed", tool_version=1, node_id="seed"),
         )
     before = _rows(db)
     program = _program(manifest)

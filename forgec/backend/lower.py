@@ -30,6 +30,7 @@ import attrs
 import orjson
 
 from forgec.ir import nodes as ir
+from forgec.ir.rules import ALLOWLIST, FORBIDDEN
 from forgec.runtime.opcodes import OPS, Op, OperandKind
 from forgec.runtime.pools import LOWERED_POOLS
 from forgec.runtime.program import Program, ProgramError, stack_depths
@@ -329,8 +330,8 @@ def lower_manifest(
             else None
         ),
         network={
-            "mode": network.mode if network and network.mode else "forbidden",
-            "hosts": list(network.hosts) if network and network.mode == "allowlist" else [],
+            "mode": network.mode if network and network.mode else FORBIDDEN,
+            "hosts": list(network.hosts) if network and network.mode == ALLOWLIST else [],
         },
         credentials=[
             {"id": c.id, "purpose": c.purpose, "hosts": list(c.hosts)}

@@ -306,7 +306,13 @@ def refuse_typos(policy: Any, store_path: Any, personas_dir: Path | None) -> Non
         problem = unknown_forged(policy, ids)
         if problem is not None:
             raise UsageError(problem)
-    for persona in load_personas(personas_dir).values():
+    from forgec.host.delegation import PersonaError
+
+    try:
+        personas = load_personas(personas_dir)
+    except PersonaError as exc:  # a persona file that is not UTF-8: one line naming it
+        raise UsageError(str(exc)) from None
+    for persona in personas.values():
         for label in persona.labels:
             problem = unknown_label(label)
             if problem is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from forgec.daemon.clock import Clock
@@ -79,6 +79,46 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="the planned tool's input, a JSON object (with --tool)",
     )
     a.set_defaults(handler=schedule)
+    sc = sub.add_parser(
+        "schedules",
+        help="list schedules, or pause, resume or delete one",
+        description="A person's view of the schedules: list them, or pause, resume or delete one.",
+    )
+    sc_sub = sc.add_subparsers(dest="schedules_command", metavar="ACTION", parser_class=type(p))
+    sl = sc_sub.add_parser("list", help="every schedule, on or off")
+    _common(sl, argparse.SUPPRESS)
+    sl.add_argument("--format", choices=("text", "json"), default="text")
+    sl.set_defaults(handler=schedules_list)
+    for action, text in (
+        ("pause", "stop a schedule firing until it is resumed"),
+        ("resume", "let a paused schedule fire again (from its next slot)"),
+        ("delete", "remove a schedule (its firings stay in the history)"),
+    ):
+        sa = sc_sub.add_parser(action, help=text)
+        _common(sa, argparse.SUPPRESS)
+        sa.add_argument("schedule_id", metavar="ID")
+        sa.set_defaults(handler=schedules_set, action=action)
+    sc.set_defaults(handler=schedules_list, format="text")
+    m = sub.add_parser(
+        "messages",
+        help="the messages personas posted (the outbox), newest last",
+        description="Messages in the host's outbox, with their delivery state.",
+    )
+    _common(m, argparse.SUPPRESS)
+    m.add_argument("--channel", metavar="NAME", default=None)
+    m.add_argument("--limit", metavar="N", type=int, default=20)
+    m.add_argument("--format", choices=("text", "json"), default="text")
+    m.set_defaults(handler=messages)
+    d = sub.add_parser(
+        "deliveries",
+        help="re-send failed webhook messages",
+        description="Webhook messages that failed after [connectors] retry_hours.",
+    )
+    d_sub = d.add_subparsers(dest="deliveries_command", metavar="ACTION", parser_class=type(p))
+    dr = d_sub.add_parser("retry", help="send failed messages again (all, or the one named)")
+    _common(dr, argparse.SUPPRESS)
+    dr.add_argument("message_id", metavar="ID", nargs="?", default=None)
+    dr.set_defaults(handler=deliveries_retry)
     c = sub.add_parser(
         "check",
         help="per persona: the private data, untrusted input, writes and egress its labels and "
@@ -122,8 +162,9 @@ def run(args: argparse.Namespace) -> int:
 
     from forgec.commands import UsageError
     from forgec.daemon.log import Log
-    from forgec.daemon.service import AlreadyRunning, Talond
+    from forgec.daemon.service import StartError, Talond, flush_and_exit
     from forgec.host.db import DatabaseError, connect
+    from forgec.host.delegation import PersonaError
     from forgec.mcp.policy import PolicyError, load_policy
     from forgec.store.core import default_store_path
 
@@ -144,15 +185,18 @@ def run(args: argparse.Namespace) -> int:
     log = Log(args.log_format)
     if args.clock_file:
         log.event("test clock", file=args.clock_file)
-    daemon = Talond(
-        config,
-        db_path=db,
-        store_path=Path(args.store) if args.store else default_store_path(),
-        policy=policy,
-        log=log,
-        clock=_clock(args),
-        templates=Path(args.templates) if args.templates else None,
-    )
+    try:
+        daemon = Talond(
+            config,
+            db_path=db,
+            store_path=Path(args.store) if args.store else default_store_path(),
+            policy=policy,
+            log=log,
+            clock=_clock(args),
+            templates=Path(args.templates) if args.templates else None,
+        )
+    except PersonaError as exc:
+        raise UsageError(str(exc)) from None
 
     def stop(signum: int, _frame: object) -> None:
         daemon.stop.set()
@@ -161,30 +205,52 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, stop)
     try:
         daemon.run()
-    except AlreadyRunning as exc:
-        raise UsageError(str(exc)) from None
+    except StartError as exc:
+        print(f"forgec talond: {exc}", file=sys.stderr)
+        flush_and_exit(2)
+    # the workflows parked by the stop stay PENDING in the engine: end without waiting for them
+    flush_and_exit(0)
     return 0
+
+
+def _tables(args: argparse.Namespace) -> Any:
+    from forgec.daemon.tables import Tables
+
+    for name in ("host_config", "db"):
+        if not hasattr(args, name):
+            setattr(args, name, None)
+    config, db = _config(args)
+    return Tables(db, clock=_clock(args), zone=config.talond.timezone), db
 
 
 def status(args: argparse.Namespace) -> int:
     import orjson
 
-    from forgec.daemon.queue import Queue
+    from forgec.daemon.service import alive
     from forgec.render.safe import safe_text
 
-    for name in ("host_config", "db"):
-        if not hasattr(args, name):
-            setattr(args, name, None)
-    _, db = _config(args)
-    queue = Queue(db, owner="status", clock=_clock(args), lease_seconds=60)
+    tables, db = _tables(args)
     try:
-        report = queue.status()
+        report = tables.status(alive=alive(db))
     finally:
-        queue.close()
+        tables.close()
     if args.format == "json":
         sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
         return 0
-    out = [f"Schedules ({len(report['schedules'])}):"]
+    out = []
+    live = [d for d in report["daemons"] if d["running"]]
+    if live:
+        for d in live:
+            out.append(
+                f"Daemon {d['id']} running (pid {d['pid']} on {d['host']}, "
+                f"last heartbeat {d['heartbeatAt']})"
+            )
+    elif report["noDaemonSince"]:
+        out.append(f"No daemon running since {report['noDaemonSince']}.")
+    else:
+        out.append("No daemon has run on this database.")
+    out.append(f"Cron times are read in {report['timezone']}; now is {report['now']}.")
+    out.append(f"Schedules ({len(report['schedules'])}):")
     for s in report["schedules"]:
         last = s["lastRun"]
         if last is None:
@@ -198,6 +264,10 @@ def status(args: argparse.Namespace) -> int:
             f"  label={s['label'] or '-'}"
         )
         out.append(f"    next run: {s['nextRun'] or '-'}   last run: {last_text}")
+        if s["overdue"]:
+            out.append(f"    overdue: the slot {s['overdue']} has not fired (no daemon runs)")
+        if s["skipped"]:
+            out.append("    skipped (the previous firing still ran): " + ", ".join(s["skipped"]))
     out.append(f"Tasks queued or running ({len(report['tasks'])}):")
     for t in report["tasks"]:
         out.append(f"  {t['kind']} {t['id']} {t['status']} persona={t['persona']}")
@@ -206,8 +276,95 @@ def status(args: argparse.Namespace) -> int:
         out.append(f"Messages not delivered ({len(waiting)}):")
         for d in waiting:
             error = f": {d['delivery_error']}" if d["delivery_error"] else ""
-            out.append(f"  {d['id']} {d['channel_id']} {d['delivery']}{error}")
+            retry = f" (next attempt {d['next_attempt_at']})" if d["next_attempt_at"] else ""
+            out.append(f"  {d['id']} {d['channel_id']} {d['delivery']}{retry}{error}")
     print("\n".join(safe_text(line) for line in out))
+    return 0
+
+
+def schedules_list(args: argparse.Namespace) -> int:
+    import orjson
+
+    from forgec.render.safe import safe_text
+
+    tables, _db = _tables(args)
+    try:
+        rows = tables.schedules()
+    finally:
+        tables.close()
+    if getattr(args, "format", "text") == "json":
+        sys.stdout.write(orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode() + "\n")
+        return 0
+    if not rows:
+        print("No schedules.")
+    for r in rows:
+        state = "on" if r["enabled"] else "off"
+        what = r["prompt"] or (f"promptFile {r['promptFile']}" if r["promptFile"] else "")
+        print(
+            safe_text(
+                f"{r['scheduleId']}  {r['persona']}  {r['cronExpr']!r} {state}"
+                f"  label={r['label'] or '-'}  {what}".rstrip()
+            )
+        )
+    return 0
+
+
+def schedules_set(args: argparse.Namespace) -> int:
+    from forgec.commands import UsageError
+    from forgec.render.safe import safe_text
+
+    tables, _db = _tables(args)
+    try:
+        found = tables.set_schedule(args.schedule_id, args.action)
+    finally:
+        tables.close()
+    if not found:
+        raise UsageError(f"no schedule {safe_text(args.schedule_id)!r}")
+    done = {"pause": "paused", "resume": "resumed", "delete": "deleted"}[args.action]
+    print(f"{safe_text(args.schedule_id)} {done}")
+    return 0
+
+
+def messages(args: argparse.Namespace) -> int:
+    import orjson
+
+    from forgec.commands import UsageError
+    from forgec.render.safe import safe_text
+
+    if args.limit < 1:
+        raise UsageError("--limit must be at least 1")
+    tables, _db = _tables(args)
+    try:
+        rows = tables.messages(args.channel, args.limit)
+    finally:
+        tables.close()
+    if args.format == "json":
+        sys.stdout.write(orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode() + "\n")
+        return 0
+    if not rows:
+        print("No messages.")
+    for r in rows:
+        state = r["delivery"] + (f" ({r['delivery_error']})" if r["delivery_error"] else "")
+        print(safe_text(f"{r['created_at']}  #{r['channel_id']}  {r['persona']}  [{state}]"))
+        for line in str(r["content"]).splitlines() or [""]:
+            print(safe_text(f"    {line}"))
+    return 0
+
+
+def deliveries_retry(args: argparse.Namespace) -> int:
+    from forgec.commands import UsageError
+    from forgec.render.safe import safe_text
+
+    tables, _db = _tables(args)
+    try:
+        again = tables.retry_failed(args.message_id)
+    finally:
+        tables.close()
+    if args.message_id and not again:
+        raise UsageError(f"no failed message {safe_text(args.message_id)!r}")
+    print(
+        f"{len(again)} message(s) will be sent again" + (": " + ", ".join(again) if again else "")
+    )
     return 0
 
 

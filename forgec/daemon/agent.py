@@ -20,33 +20,37 @@ A turn of persona P (SPEC §19):
 The model is P's (`[personas.P]` in the host config: a `[providers.NAME]` and/or a model id),
 else the host's `[model]`; a background task's `provider` overrides it.
 
-Each model answer and each tool call is journaled (`forgec.daemon.queue`), so a turn taken
-again after a crash continues where it stopped and never repeats an effect.
+Each model request and each tool call is a step (`Steps`: DBOS's checkpointed steps in the
+daemon, `forgec.daemon.engine`), so a turn run again after a crash replays what was recorded;
+before every tool call a step records the intent, and a call with an intent from an earlier
+run and no recorded result (the crash came during it) is answered "interrupted, not repeated":
+an effect happens at most once. A transient model error (refused connection, timeout, 5xx) is
+asked again with backoff within the turn's deadline; every model answer is held to the deadline
+(its streamed body included) and to `[talond] answer_bytes`.
 
 **Labels** (SPEC §21, `forgec.daemon.turnlabels`): a turn starts with the labels of what
 started it, joins those of every result the model reads, and hands them to the bridge with
 every call (the `[flows] deny` rules refuse a call as a forged tool's step, `RUN_FLOW_DENIED` to
 the model); what the turn writes keeps them. A result's labels are journaled with it, so a turn
-taken again carries what it had read.
+run again carries what it had read.
 
 **Planned work** (SPEC §21): a schedule, A2A task or background task that names a forged tool
 runs that tool (enabled, offered to the persona, consented as any call of it) with its stored
 input, instead of a turn: no model decides a call, and §15's per-value labels decide what
-outside text may reach.
+outside text may reach. Its run is a step behind an intent step, like a turn's call.
 """
 
 from __future__ import annotations
 
 import json
-import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 
-from forgec.daemon.queue import LeaseLost, Queue, Work
+from forgec.daemon.tables import Work
 from forgec.daemon.turnlabels import failed_call_labels, failed_run_labels, turn_labels
 from forgec.host.agentcall import AgentContext, call_as_agent
 from forgec.host.config import HostConfig, ModelConfig
@@ -68,7 +72,33 @@ class TurnFailed(Exception):
 
 
 class Stopping(Exception):
-    """The daemon is stopping: hand the work back, its journal keeps what was done."""
+    """The daemon is stopping: hand the work back, its recorded steps keep what was done."""
+
+
+class Cancelled(Exception):
+    """The work's row is no longer running (a background task cancelled): stop, finish nothing."""
+
+
+class Steps(Protocol):
+    """How a turn runs its steps: `run` records FN's output (and replays it when the turn runs
+    again); `token` is different in every run of the turn (an intent recorded under another
+    token was made by an earlier run)."""
+
+    token: str
+
+    def run(self, name: str, fn: Callable[..., Any], *args: Any) -> Any: ...
+
+
+class Direct:
+    """Steps with no engine: each runs once, nothing is recorded (tests, one-off turns)."""
+
+    token = "direct"
+
+    def run(self, name: str, fn: Callable[..., Any], *args: Any) -> Any:
+        return fn(*args)
+
+
+MODEL_BACKOFF_S = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0)  # between tries of a transient model error
 
 
 @attrs.frozen
@@ -142,9 +172,9 @@ class Agents:
     def run(
         self,
         work: Work,
-        queue: Queue,
-        stop: threading.Event,
-        lost: threading.Event | None = None,
+        steps: Steps | None = None,
+        stop: Callable[[], bool] | None = None,
+        cancelled: Callable[[], bool] | None = None,
     ) -> Outcome:
         persona = self.personas.get(work.persona)
         if persona is None:
@@ -152,10 +182,18 @@ class Agents:
                 f"persona {work.persona!r} is not loaded (no {work.persona}/persona.md)"
             )
         host = self._open_host(persona, work)
+        steps = steps or Direct()
         try:
             if work.tool is not None:
-                return self._planned(persona, work, queue, host)
-            return self._turn(persona, work, queue, stop, host, lost)
+                return self._planned(persona, work, steps, host)
+            return self._turn(
+                persona,
+                work,
+                steps,
+                stop or (lambda: False),
+                cancelled or (lambda: False),
+                host,
+            )
         finally:
             host.close()
 
@@ -228,10 +266,10 @@ class Agents:
         self,
         persona: Persona,
         work: Work,
-        queue: Queue,
-        stop: threading.Event,
+        steps: Steps,
+        stop: Callable[[], bool],
+        cancelled: Callable[[], bool],
         host: Any,
-        lost: threading.Event | None,
     ) -> Outcome:
         labels = persona_labels(persona, self.config)
         offered = self.offered(labels)
@@ -248,21 +286,19 @@ class Agents:
             {"role": "user", "content": self.first_message(persona, work)},
         ]
         tools = [o.function() for o in offered.values()]
-        replay = queue.journal(work.id)
         calls: list[str] = []
         turn = AgentContext.start(work.labels)
         for round_no in range(1, bounds.rounds + 1):
-            if lost is not None and lost.is_set():
-                raise LeaseLost(work.id)  # cancelled, or taken over: stop, finish nothing
-            reply = self._next(replay, "model")
-            if reply is None:
-                if stop.is_set():
-                    raise Stopping
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise TurnFailed(f"over its wall-clock budget of {budget} s")
-                reply = self._ask(provider, model, messages, tools, remaining, host)
-                queue.record(work, "model", reply)
+            if cancelled():
+                raise Cancelled(work.id)
+            if stop():
+                raise Stopping
+            asked = steps.run(
+                "model", self._ask, provider, model, messages, tools, deadline, budget, host
+            )
+            if "error" in asked:
+                raise TurnFailed(asked["error"])
+            reply = asked["reply"]
             messages.append(reply)
             tool_calls = reply.get("tool_calls") or []
             if not tool_calls:
@@ -271,45 +307,43 @@ class Agents:
             for call in tool_calls:
                 name = call["function"]["name"]
                 calls.append(name)
-                replayed = self._replayed_call(replay, call["id"])
-                if replayed is None:
-                    queue.record(work, "call", {"id": call["id"], "name": name})
-                    args = call["function"]["arguments"]
-                    before = turn.labels()
-                    content = self.call_tool(offered, name, args, host, turn)
-                    added = turn.labels() - before
-                    queue.record(
-                        work,
-                        "result",
-                        {"id": call["id"], "content": content, "labels": sorted(added)},
-                    )
-                else:
-                    content = replayed[0]
-                    turn.join(replayed[1])
+                intent = steps.run("intent", _intent, call["id"], name, steps.token)
+                done = steps.run(
+                    "call",
+                    self._call_step,
+                    intent,
+                    steps.token,
+                    offered,
+                    name,
+                    call["function"]["arguments"],
+                    host,
+                    turn,
+                )
+                turn.join(tuple(done.get("labels") or ()))  # recorded with it: a replay reads them
+                content = str(done["content"])
                 messages.append({"role": "tool", "tool_call_id": call["id"], "content": content})
             if time.monotonic() > deadline:
                 raise TurnFailed(f"over its wall-clock budget of {budget} s")
         raise TurnFailed(f"over its bound of {bounds.rounds} tool-call rounds")
 
-    @staticmethod
-    def _next(replay: list[tuple[str, Any]], kind: str) -> Any:
-        if replay and replay[0][0] == kind:
-            return replay.pop(0)[1]
-        return None
-
-    @staticmethod
-    def _replayed_call(
-        replay: list[tuple[str, Any]], call_id: str
-    ) -> tuple[str, tuple[str, ...]] | None:
-        """The journaled result of this call and the labels it added; INTERRUPTED when it
-        started and never finished; None when it never started (run it now)."""
-        if not replay or replay[0][0] != "call":
-            return None
-        replay.pop(0)
-        if replay and replay[0][0] == "result" and replay[0][1].get("id") == call_id:
-            body = replay.pop(0)[1]
-            return str(body["content"]), tuple(body.get("labels") or ())
-        return json.dumps({"error": INTERRUPTED}), ()
+    def _call_step(
+        self,
+        intent: dict[str, Any],
+        token: str,
+        offered: Mapping[str, Offered],
+        name: str,
+        raw: str,
+        host: Any,
+        turn: AgentContext,
+    ) -> dict[str, Any]:
+        """A tool call as a step: its content and the labels its result added to the turn.
+        It runs only when its result was not recorded; if its intent was recorded by an
+        earlier run, that run died during the call: not repeated."""
+        if intent.get("token") != token:
+            return {"content": json.dumps({"error": INTERRUPTED}), "labels": []}
+        before = turn.labels()
+        content = self.call_tool(offered, name, raw, host, turn)
+        return {"content": content, "labels": sorted(turn.labels() - before)}
 
     def _ask(
         self,
@@ -317,15 +351,37 @@ class Agents:
         model: str | None,
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]],
-        remaining: float,
+        deadline: float,
+        budget: float,
         host: Any,
     ) -> dict[str, Any]:
-        try:
-            reply = provider.turn(messages, tools, model=model, timeout_s=remaining)
-        except HostError as exc:
-            raise TurnFailed(host.credentials.scrub(exc.message)) from None
-        out: dict[str, Any] = reply.to_json()
-        return out
+        """One model request as a step: `{"reply": message}` or `{"error": why}`. A transient
+        error is asked again with backoff while the turn's deadline allows."""
+        tries = 0
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return {"error": f"over its wall-clock budget of {budget} s"}
+            try:
+                reply = provider.turn(
+                    messages,
+                    tools,
+                    model=model,
+                    timeout_s=remaining,
+                    max_bytes=self.config.talond.answer_bytes,
+                )
+            except HostError as exc:
+                message = host.credentials.scrub(exc.message)
+                pause = MODEL_BACKOFF_S[min(tries, len(MODEL_BACKOFF_S) - 1)]
+                if not exc.transient:
+                    return {"error": message}
+                if deadline - time.monotonic() <= pause:
+                    return {"error": f"over its wall-clock budget of {budget} s: {message}"}
+                tries += 1
+                time.sleep(pause)
+                continue
+            out: dict[str, Any] = reply.to_json()
+            return {"reply": out}
 
     # --- the model -----------------------------------------------------------------------------
 
@@ -516,10 +572,10 @@ class Agents:
 
     # --- planned work (SPEC §21) ----------------------------------------------------------
 
-    def _planned(self, persona: Persona, work: Work, queue: Queue, host: Any) -> Outcome:
+    def _planned(self, persona: Persona, work: Work, steps: Steps, host: Any) -> Outcome:
         """Run the forged tool WORK names with its stored input, its input carrying the
-        labels stored with the work; no model decides a call. Journaled like a turn's call, so
-        a run taken again after a crash is never repeated."""
+        labels stored with the work; no model decides a call. A step behind an intent step,
+        like a turn's call, so a run taken again after a crash is never repeated."""
         offered = self.offered(persona_labels(persona, self.config))
         tool = planned_tool(offered, str(work.tool))
         if tool is None:
@@ -533,18 +589,32 @@ class Agents:
             raise TurnFailed(
                 f"the stored input of the planned tool {work.tool!r} is not JSON"
             ) from None
-        replay = queue.journal(work.id)
         turn = AgentContext.start(work.labels)
-        replayed = self._replayed_call(replay, "planned")
-        if replayed is None:
-            queue.record(work, "call", {"id": "planned", "name": tool.entry.name})
+        intent = steps.run("intent", _intent, "planned", tool.entry.name, steps.token)
+        done = steps.run(
+            "call", self._planned_step, intent, steps.token, tool, tool_input, host, turn
+        )
+        if "error" in done:
+            raise TurnFailed(done["error"])
+        turn.join(tuple(done.get("labels") or ()))
+        return Outcome(done["content"], 0, (tool.entry.name,), turn_labels(turn.labels()))
+
+    def _planned_step(
+        self,
+        intent: dict[str, Any],
+        token: str,
+        tool: Offered,
+        tool_input: Any,
+        host: Any,
+        turn: AgentContext,
+    ) -> dict[str, Any]:
+        if intent.get("token") != token:
+            return {"content": json.dumps({"error": INTERRUPTED}), "labels": []}
+        try:
             content = self._run_planned(tool, tool_input, host, turn)
-            labels = list(turn_labels(turn.labels()))
-            queue.record(work, "result", {"id": "planned", "content": content, "labels": labels})
-        else:
-            content = replayed[0]
-            turn.join(replayed[1])
-        return Outcome(content, 0, (tool.entry.name,), turn_labels(turn.labels()))
+        except TurnFailed as exc:
+            return {"error": str(exc), "labels": sorted(turn.labels())}
+        return {"content": content, "labels": sorted(turn_labels(turn.labels()))}
 
     def _run_planned(self, tool: Offered, tool_input: Any, host: Any, turn: AgentContext) -> str:
         from forgec.mcp.prechecks import forged_problem
@@ -592,18 +662,8 @@ def _error(message: str) -> str:
     return json.dumps({"error": message}, ensure_ascii=False)
 
 
-def keep_leased(
-    queue: Queue, work: Work, period_s: float, done: threading.Event, lost: threading.Event
-) -> None:
-    """Renew WORK's lease every PERIOD_S until DONE (a worker's companion thread); set LOST
-    when the row is no longer this daemon's (a background task cancelled, say)."""
-    while not done.wait(period_s):
-        try:
-            if not queue.heartbeat(work):
-                lost.set()
-                return
-        except Exception:  # a busy database: the next beat tries again, the lease has slack
-            continue
+def _intent(call_id: str, name: str, token: str) -> dict[str, Any]:
+    return {"id": call_id, "name": name, "token": token}
 
 
-__all__ = ["Agents", "LeaseLost", "Outcome", "Stopping", "TurnFailed", "keep_leased"]
+__all__ = ["Agents", "Cancelled", "Direct", "Outcome", "Steps", "Stopping", "TurnFailed"]

@@ -74,6 +74,7 @@ from forgec.ir.nodes import (
 )
 from forgec.ir.pointer import escape
 from forgec.ir.rules import (
+    ALLOWLIST,
     CONDITION_FIELDS,
     CONDITION_OPS,
     CONTEXT_TOKENS,
@@ -84,6 +85,7 @@ from forgec.ir.rules import (
     EXPRESSION_KEYS,
     FAIL_CODE_RE,
     FLOW_FIELDS,
+    FORBIDDEN,
     FORBIDDEN_SEGMENTS,
     INSTALL_SCOPE,
     LLM_OPS,
@@ -543,16 +545,16 @@ class _Builder:
         hosts: tuple[str, ...] = ()
         if "hosts" in v:
             listed = self.hosts(v["hosts"], "/network/hosts", "`network.hosts`")
-            if mode == "forbidden" and type(v["hosts"]) is list and v["hosts"]:
+            if mode == FORBIDDEN and type(v["hosts"]) is list and v["hosts"]:
                 self.err(
                     "FORGE_NETWORK_CONTRADICTION",
                     "/network/hosts",
                     "`network.mode` is `forbidden`, yet `network.hosts` lists hosts",
                     hint='use `"mode": "allowlist"` to allow these hosts, or remove `hosts`',
                 )
-            elif mode == "allowlist" and listed is not None:
+            elif mode == ALLOWLIST and listed is not None:
                 hosts = listed
-        elif mode == "allowlist":
+        elif mode == ALLOWLIST:
             self.err(
                 STRUCTURE,
                 "/network/hosts",
@@ -1529,7 +1531,7 @@ _FAST_TOP, _FAST_BODY = generate_node_builders(
 MISSING_PLACEHOLDERS: dict[str, Any] = {
     "createdAt": "2026-01-01T00:00:00Z",
     "parentVersion": None,
-    "network": {"mode": "forbidden"},
+    "network": {"mode": FORBIDDEN},
     "credentialRequirements": [],
     "execution": EXECUTION,
     "installScope": INSTALL_SCOPE,

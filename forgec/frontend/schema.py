@@ -290,7 +290,7 @@ def manifest_json_schema() -> dict[str, Any]:
             ["mode"],
             "`forbidden`, or `allowlist` with the exact hosts the tool may reach.",
         ),
-        "if": {"properties": {"mode": {"const": "allowlist"}}},
+        "if": {"properties": {"mode": {"const": rules.ALLOWLIST}}},
         "then": {"required": ["hosts"]},
         "else": {"properties": {"hosts": {"maxItems": 0}}},
     }

@@ -62,6 +62,15 @@ MEMORY_DB = ":memory:"  # `--db :memory:`: a throwaway database, gone when the h
 
 def open_host(options: HostOptions | None = None) -> Any:
     """Open the reference host; the caller closes it (`host.close()` or `with`)."""
+    from forgec.host.delegation import PersonaError
+
+    try:
+        return _open_host(options)
+    except PersonaError as exc:  # a persona file that is not UTF-8: one line naming it
+        raise ConfigError(str(exc)) from None
+
+
+def _open_host(options: HostOptions | None = None) -> Any:
     import os
 
     from forgec.host import delegation

@@ -58,15 +58,21 @@ class TalondConfig:
     """`[talond]`: the daemon's bounds (docs/talond.md)."""
 
     rounds: int = 16  # tool-call rounds per turn
-    turn_seconds: int = 300  # wall-clock budget of one turn
-    lease_seconds: int = 60  # a claimed row is re-taken this long after its last heartbeat
+    turn_seconds: int = 300  # wall-clock budget of one turn (every model request within it)
+    answer_bytes: int = 1 << 20  # the largest model answer a turn reads (bytes of the body)
+    # a peer takes a daemon's work over once its heartbeat is this old (at once when its lock
+    # on this machine is free: it is dead)
+    lease_seconds: int = 30
     poll_ms: int = 500
-    workers: int = 4  # turns run at once
+    workers: int = 8  # turns at once, per queue (firings, A2A tasks, background tasks)
     consent_policy: Path | None = None  # R4 tools allowed to run unasked (forgec.mcp.policy)
-    webhook_attempts: int = 6  # POSTs of one message before it is given up
     webhook_backoff_ms: int = 1000  # first retry delay, doubled each time (capped at 5 min)
     webhook_timeout_ms: int = 10_000
     grace_seconds: int = 20  # a stop waits this long for in-flight turns, then hands them back
+    # DBOS's system database: None is a SQLite file beside the host database
+    system_database_url: str | None = None
+    retention_days: int = 30  # finished engine state older than this is pruned (host rows never)
+    timezone: str = "UTC"  # the zone cron expressions are read in
 
 
 @attrs.frozen
@@ -98,6 +104,8 @@ class HostConfig:
     providers: Mapping[str, ModelConfig] = attrs.field(factory=dict)
     persona_models: Mapping[str, PersonaModel] = attrs.field(factory=dict)
     talond: TalondConfig = attrs.field(factory=lambda: TalondConfig())
+    # `[connectors] retry_hours`: how long a webhook message is retried before it is `failed`
+    retry_hours: int = 24
 
 
 _TOP = {
@@ -115,6 +123,7 @@ _TOP = {
     "providers",
     "personas",
     "talond",
+    "connectors",
 }
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
@@ -289,6 +298,12 @@ def parse_config(data: Mapping[str, Any], *, base: Path) -> HostConfig:
         kw["persona_models"] = _persona_models(top["personas"], kw.get("providers", {}))
     if "talond" in top:
         kw["talond"] = _talond(top["talond"], base)
+    if "connectors" in top:
+        connectors = _expect(top["connectors"], "[connectors]", {"retry_hours"})
+        if "retry_hours" in connectors:
+            kw["retry_hours"] = _int(
+                connectors["retry_hours"], "connectors.retry_hours", 1, 24 * 30
+            )
     return HostConfig(**kw)
 
 
@@ -326,15 +341,17 @@ def _talond(table: Any, base: Path) -> TalondConfig:
     bounds = {
         "rounds": (1, 256),
         "turn_seconds": (1, 24 * 3600),
+        "answer_bytes": (1024, 1 << 30),
         "lease_seconds": (5, 3600),
         "poll_ms": (10, 60_000),
         "workers": (1, 64),
-        "webhook_attempts": (1, 100),
         "webhook_backoff_ms": (1, 600_000),
         "webhook_timeout_ms": (100, 600_000),
         "grace_seconds": (0, 3600),
+        "retention_days": (1, 36_500),
     }
-    t = _expect(table, "[talond]", set(bounds) | {"consent_policy"})
+    texts = {"consent_policy", "system_database_url", "timezone"}
+    t = _expect(table, "[talond]", set(bounds) | texts)
     kw: dict[str, Any] = {
         key: _int(t[key], f"talond.{key}", low, high)
         for key, (low, high) in bounds.items()
@@ -342,6 +359,23 @@ def _talond(table: Any, base: Path) -> TalondConfig:
     }
     if "consent_policy" in t:
         kw["consent_policy"] = _path(t["consent_policy"], "talond.consent_policy", base)
+    if "system_database_url" in t:
+        url = _str(t["system_database_url"], "talond.system_database_url")
+        if not url.startswith(("postgresql://", "postgres://", "postgresql+psycopg://")):
+            raise ConfigError(
+                "talond.system_database_url must be a postgresql:// URL (leave it out for the "
+                "SQLite file beside the host database)"
+            )
+        kw["system_database_url"] = url
+    if "timezone" in t:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        zone = _str(t["timezone"], "talond.timezone")
+        try:
+            ZoneInfo(zone)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ConfigError(f"talond.timezone {zone!r} is not a known time zone") from None
+        kw["timezone"] = zone
     return TalondConfig(**kw)
 
 

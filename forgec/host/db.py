@@ -172,8 +172,8 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX a2a_target ON a2a_tasks (target_persona, status, seq);
     """,
-    # 4: the daemon's leased rows (forgec.daemon.queue is the one module that reads and writes
-    # them): schedule firings, a turn's journal, leases on the A2A and background queues, the
+    # 4: the daemon's leased rows (before migration 7 moved that state into DBOS): schedule
+    # firings, a turn's journal, leases on the A2A and background queues, the
     # connector workers' delivery state of each message
     """
     CREATE TABLE schedule_firings (
@@ -268,6 +268,50 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE a2a_tasks ADD COLUMN input TEXT;
     ALTER TABLE background_tasks ADD COLUMN tool TEXT;
     ALTER TABLE background_tasks ADD COLUMN input TEXT;
+    """,
+    # 7: the daemon runs on DBOS Transact (docs/talond.md): leases, attempts and the turn
+    # journal move into the engine's system database; a firing row is the host's record of a
+    # slot (running, completed, failed, or skipped while the previous one still ran); a task
+    # notes when it was handed to the engine; a message its delivery round (a re-send is a new
+    # workflow); each daemon's heartbeat, for takeover and status
+    """
+    CREATE TABLE schedule_firings_v6 (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        schedule_id TEXT NOT NULL,
+        persona TEXT NOT NULL,
+        slot TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('running', 'completed', 'failed', 'skipped')),
+        result TEXT,
+        error TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        UNIQUE (schedule_id, slot)
+    );
+    INSERT INTO schedule_firings_v6 (seq, id, schedule_id, persona, slot, status, result, error,
+        created_at, updated_at)
+    SELECT seq, id, schedule_id, persona, slot,
+        CASE status WHEN 'leased' THEN 'running' ELSE status END, result, error, created_at,
+        updated_at
+    FROM schedule_firings;
+    DROP TABLE schedule_firings;
+    ALTER TABLE schedule_firings_v6 RENAME TO schedule_firings;
+    CREATE INDEX schedule_firings_status ON schedule_firings (status, schedule_id);
+    DROP TABLE turn_journal;
+    ALTER TABLE a2a_tasks ADD COLUMN enqueued_at TEXT;
+    ALTER TABLE background_tasks ADD COLUMN enqueued_at TEXT;
+    ALTER TABLE messages ADD COLUMN delivery_round INTEGER NOT NULL DEFAULT 0;
+    CREATE TABLE talond_daemons (
+        id TEXT PRIMARY KEY,
+        host TEXT NOT NULL,
+        pid INTEGER NOT NULL,
+        system_database TEXT NOT NULL,
+        timezone TEXT NOT NULL,
+        started_at TEXT NOT NULL,
+        heartbeat_at TEXT NOT NULL,
+        stopped_at TEXT,
+        taken_over_by TEXT
+    );
     """,
 )
 

@@ -64,11 +64,24 @@ class Persona:
         return {"name": self.name, "description": self.description, "skills": list(self.skills)}
 
 
+class PersonaError(ValueError):
+    """A persona file cannot be read (not UTF-8, unreadable): one line naming the file."""
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise PersonaError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise PersonaError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
 def _lines(path: Path) -> list[str]:
     if not path.is_file():
         return []
     out: list[str] = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in _read(path).splitlines():
         line = line.split("#", 1)[0].strip()
         out.extend(x.strip() for x in line.split(",") if x.strip())
     return out
@@ -83,7 +96,7 @@ def load_personas(folder: Path | None) -> dict[str, Persona]:
         prompt = sub / "persona.md"
         if not sub.is_dir() or not prompt.is_file():
             continue
-        text = prompt.read_text(encoding="utf-8", errors="replace")
+        text = _read(prompt)
         first = next((ln for ln in text.splitlines() if ln.strip()), "")
         description = first.lstrip("#").strip() or None
         skills = _lines(sub / "skills.txt")
@@ -495,7 +508,7 @@ def background(
             with Tx(conn):
                 conn.execute(
                     "UPDATE background_tasks SET status = 'failed', error = 'cancelled',"
-                    " updated_at = ? WHERE id = ? AND status = 'running'",
+                    " updated_at = ? WHERE id = ? AND status IN ('queued', 'running')",
                     (now_iso(), task_id),
                 )
             row = conn.execute("SELECT * FROM background_tasks WHERE id = ?", (task_id,)).fetchone()

@@ -177,9 +177,14 @@ class OpenAIProvider:
         *,
         model: str | None = None,
         timeout_s: float | None = None,
+        max_bytes: int | None = None,
     ) -> TurnReply:
         """One round of an agent's turn: the conversation so far and the tools it may call
-        (OpenAI `tools`, `type: function`) → the assistant's text and tool calls."""
+        (OpenAI `tools`, `type: function`) → the assistant's text and tool calls.
+
+        TIMEOUT_S is a wall-clock deadline for the whole request, the body included however
+        slowly it streams; MAX_BYTES caps the body (past either: a transient HostError for the
+        deadline, a permanent one for the size)."""
         body: dict[str, Any] = {
             "model": model or self.model,
             "messages": [dict(m) for m in messages],
@@ -188,7 +193,7 @@ class OpenAIProvider:
         if tools:
             body["tools"] = [dict(t) for t in tools]
             body["tool_choice"] = "auto"
-        return parse_turn(self._message(self._post(body, timeout_s=timeout_s)))
+        return parse_turn(self._message(self._post(body, timeout_s=timeout_s, max_bytes=max_bytes)))
 
     @staticmethod
     def _message(data: Any) -> dict[str, Any]:
@@ -200,7 +205,15 @@ class OpenAIProvider:
             raise HostError(FAILED, "the model's reply is not a chat completion")
         return message
 
-    def _post(self, body: Mapping[str, Any], *, timeout_s: float | None = None) -> Any:
+    def _post(
+        self,
+        body: Mapping[str, Any],
+        *,
+        timeout_s: float | None = None,
+        max_bytes: int | None = None,
+    ) -> Any:
+        import time
+
         import httpx
 
         headers = {"content-type": "application/json"}
@@ -209,26 +222,45 @@ class OpenAIProvider:
         timeout = (
             self.timeout_ms / 1000 if timeout_s is None else min(timeout_s, self.timeout_ms / 1000)
         )
+        deadline = time.monotonic() + timeout
+        late = HostError(FAILED, f"the model at {self.base_url} timed out", transient=True)
+        chunks: list[bytes] = []
         try:
-            with httpx.Client(timeout=timeout, trust_env=False) as client:
-                resp = client.post(f"{self.base_url}/chat/completions", json=body, headers=headers)
+            with (
+                httpx.Client(timeout=timeout, trust_env=False) as client,
+                client.stream(
+                    "POST", f"{self.base_url}/chat/completions", json=body, headers=headers
+                ) as resp,
+            ):
+                size = 0
+                for chunk in resp.iter_bytes():
+                    size += len(chunk)
+                    if max_bytes is not None and size > max_bytes:
+                        raise HostError(
+                            FAILED,
+                            f"the model at {self.base_url} answered more than {max_bytes} "
+                            "bytes; the answer was dropped",
+                        )
+                    if time.monotonic() > deadline:
+                        raise late
+                    chunks.append(chunk)
+                status = resp.status_code
         except httpx.TimeoutException:
-            raise HostError(
-                FAILED, f"the model at {self.base_url} timed out", transient=True
-            ) from None
+            raise late from None
         except httpx.HTTPError as exc:
             raise HostError(
                 FAILED, f"cannot reach the model at {self.base_url}: {exc}", transient=True
             ) from None
-        if resp.status_code >= 400:
-            detail = resp.text[:300]
+        data = b"".join(chunks)
+        if status >= 400:
+            detail = data[:300].decode("utf-8", "replace")
             raise HostError(
                 FAILED,
-                f"the model at {self.base_url} answered HTTP {resp.status_code}: {detail}",
-                transient=resp.status_code == 429 or resp.status_code >= 500,
+                f"the model at {self.base_url} answered HTTP {status}: {detail}",
+                transient=status == 429 or status >= 500,
             )
         try:
-            return resp.json()
+            return json.loads(data)
         except ValueError:
             raise HostError(FAILED, "the model's reply is not a chat completion") from None
 

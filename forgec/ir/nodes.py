@@ -22,7 +22,7 @@ from typing import Any, TypeAlias, TypeVar
 
 import attrs
 
-from forgec.ir.rules import NODE_FIELDS
+from forgec.ir.rules import EDGE_FIELDS, NODE_FIELDS, PLAIN_KINDS, VALUE_KINDS
 
 _C = TypeVar("_C", bound=type)
 
@@ -220,12 +220,27 @@ def node_type(node: Node) -> str:
 _TYPE_NAMES: dict[type, str] = {cls: name for name, cls in NODE_TYPES.items()}
 
 
+# node class → (JSON field, IR attribute) of its edges, in field order (from `NODE_FIELDS`)
+_EDGES: dict[type, tuple[tuple[str, str], ...]] = {
+    NODE_TYPES[typ]: tuple((f.name, f.attr) for f in fields if f.name in EDGE_FIELDS)
+    for typ, fields in NODE_FIELDS.items()
+}
+
+
+def edges(node: Node) -> list[tuple[str, str]]:
+    """(JSON field, target id) of a node's outgoing edges, in field order (``then`` before
+    ``else``); a field left out or unusable (None) is no edge."""
+    out = []
+    for name, attr in _EDGES[type(node)]:
+        target = getattr(node, attr)
+        if type(target) is str:
+            out.append((name, target))
+    return out
+
+
 def successors(node: Node) -> tuple[str, ...]:
     """The ids a node may go to next, in its own scope (``then`` before ``else``)."""
-    if isinstance(node, IfNode):
-        return tuple(t for t in (node.then, node.else_) if t is not None)
-    nxt = getattr(node, "next", None)
-    return (nxt,) if nxt is not None else ()
+    return tuple(target for _, target in edges(node))
 
 
 @attrs.frozen(unsafe_hash=False)
@@ -352,20 +367,33 @@ def walk_values(value: Value | None) -> list[Value]:
     return out
 
 
+def _value_slots(name: str, kind: str, held: Any) -> list[tuple[str, Value | None]]:
+    if kind == "value":
+        return [(name, held)]
+    # a condition: its two operands
+    return [("left", held.left), ("right", held.right)] if held is not None else []
+
+
+_unclassified = {f.kind for fields in NODE_FIELDS.values() for f in fields} - {
+    *VALUE_KINDS,
+    *PLAIN_KINDS,
+}
+if _unclassified or set(VALUE_KINDS) & set(PLAIN_KINDS):
+    raise TypeError(f"field kinds neither value nor plain: {sorted(_unclassified)}")
+
+# node class → (JSON field, kind, IR attribute) of its fields that hold values
+_VALUE_FIELDS: dict[type, tuple[tuple[str, str, str], ...]] = {
+    NODE_TYPES[typ]: tuple((f.name, f.kind, f.attr) for f in fields if f.kind in VALUE_KINDS)
+    for typ, fields in NODE_FIELDS.items()
+}
+
+
 def node_values(node: Node) -> list[tuple[str, Value]]:
-    """The value slots of a node as (field name, value), in field order."""
-    slots: list[tuple[str, Value | None]]
-    if isinstance(node, SetNode):
-        slots = [("value", node.value)]
-    elif isinstance(node, (CapabilityNode, LlmNode)):
-        slots = [("input", node.input)]
-    elif isinstance(node, IfNode):
-        cond = node.condition
-        slots = [("left", cond.left), ("right", cond.right)] if cond else []
-    elif isinstance(node, ForeachNode):
-        slots = [("source", node.source)]
-    elif isinstance(node, ReturnNode):
-        slots = [("value", node.value)]
-    else:
-        slots = []
-    return [(name, v) for name, v in slots if v is not None]
+    """The value slots of a node as (field name, value), in field order (from `NODE_FIELDS`:
+    every field whose kind holds values; a condition gives its `left` and `right`)."""
+    out: list[tuple[str, Value]] = []
+    for name, kind, attr in _VALUE_FIELDS[type(node)]:
+        out.extend(
+            (n, v) for n, v in _value_slots(name, kind, getattr(node, attr)) if v is not None
+        )
+    return out

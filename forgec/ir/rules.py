@@ -20,6 +20,7 @@ SCHEMA_ID = "talos.local-tool.v1"
 EXECUTION = "declarative-flow"
 INSTALL_SCOPE = "device"
 NETWORK_MODES = ("forbidden", "allowlist")
+FORBIDDEN, ALLOWLIST = NETWORK_MODES  # the network modes, by name
 PRIVACY = ("local-only", "local-preferred", "remote-allowed")
 EFFORT = ("low", "medium", "high")
 TRIGGER_TYPES = ("manual", "schedule", "app-resume", "task-changed")
@@ -173,6 +174,14 @@ NODE_FIELDS: dict[str, tuple[NodeField, ...]] = {
     ),
 }
 NODE_TYPE_NAMES = tuple(NODE_FIELDS)
+# the `name` fields that name the node that runs next (a node's edges, in its own scope)
+EDGE_FIELDS = ("next", "then", "else")
+# the kinds of field that hold values (expressions may stand inside), and those that do not:
+# every kind of `NODE_FIELDS` is in exactly one (`forgec.ir.nodes` fails at import otherwise)
+VALUE_KINDS = ("value", "condition")
+PLAIN_KINDS = (
+    "name", "op", "retry", "requirements", "schema", "max_items", "body", "fail_code", "message",
+)  # fmt: skip
 
 # Derived views, so no consumer re-spells a list.
 NODE_ORDER: dict[str, tuple[str, ...]] = {

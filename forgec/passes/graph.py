@@ -46,7 +46,7 @@ import heapq
 from typing import Any
 
 from forgec.ir.diagnostics import Related, suggestion
-from forgec.ir.nodes import FailNode, ForeachNode, IfNode, Node, ReturnNode
+from forgec.ir.nodes import FailNode, ForeachNode, IfNode, Node, ReturnNode, edges
 from forgec.ir.pointer import join
 from forgec.passes.context import Facts, LoopFacts, PassContext
 from forgec.passes.model import ABSENT, raw_at
@@ -95,10 +95,7 @@ class Scope:
 
 def edge_fields(node: Node) -> list[tuple[str, str]]:
     """(JSON field name, target id) of a node's outgoing edges, in field order."""
-    if isinstance(node, IfNode):
-        return [(f, t) for f, t in (("then", node.then), ("else", node.else_)) if t is not None]
-    nxt = getattr(node, "next", None)
-    return [("next", nxt)] if isinstance(nxt, str) else []
+    return edges(node)
 
 
 def shown(text: str, limit: int = 80) -> str:

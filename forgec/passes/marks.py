@@ -33,6 +33,7 @@ from typing import Any
 
 from forgec.ir.marks import RISK_ORDER, Marks, ModelNeeds, risk_rank
 from forgec.ir.nodes import CapabilityNode
+from forgec.ir.rules import ALLOWLIST
 from forgec.passes.capabilities import capability_nodes, literal_fields
 from forgec.passes.context import PassContext
 from forgec.passes.model import effective_structured_output, llm_nodes
@@ -75,7 +76,7 @@ def derive_marks(ctx: PassContext) -> None:
 
     network = manifest.network
     hosts: tuple[str, ...] = ()
-    if net_nodes and network is not None and network.mode == "allowlist":
+    if net_nodes and network is not None and network.mode == ALLOWLIST:
         hosts = tuple(sorted(set(network.hosts)))
 
     declared = {c.id for c in manifest.credential_requirements if c.id is not None}

@@ -40,6 +40,7 @@ from forgec.ir.nodes import (
     Value,
 )
 from forgec.ir.pointer import join
+from forgec.ir.rules import FORBIDDEN, NETWORK_MODES
 from forgec.passes.capabilities import capability_nodes
 from forgec.passes.context import PassContext
 from forgec.passes.model import raw_at
@@ -132,10 +133,10 @@ def maybe_reachable(ctx: PassContext, pointer: str) -> bool:
 
 def check_network(ctx: PassContext) -> None:
     network = ctx.manifest.network
-    if network is None or network.mode not in ("forbidden", "allowlist"):
+    if network is None or network.mode not in NETWORK_MODES:
         return
     hosts = set(network.hosts)
-    forbidden = network.mode == "forbidden"
+    forbidden = network.mode == FORBIDDEN
     if not forbidden and not isinstance(raw_at(ctx.raw, "/network/hosts"), list):
         return  # an allowlist without a usable `hosts`: its structure error is the one cause
     for node in network_steps(ctx):

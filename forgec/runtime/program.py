@@ -31,8 +31,10 @@ import attrs
 
 from forgec.ir.rules import (
     CONDITION_OPS,
+    FORBIDDEN,
     MAX_ITEMS,
     MAX_SCHEMA_DEPTH,
+    NETWORK_MODES,
     RETRY_ATTEMPTS,
     RETRY_BACKOFF_MS,
     SCHEMA_KEYWORDS,
@@ -75,7 +77,7 @@ class Program:
     input_schema: dict[str, Any] | None = None
     output_schema: dict[str, Any] | None = None
     state: dict[str, Any] | None = None  # {"fields": {..}, "maxBytes": n}
-    network: dict[str, Any] = attrs.field(factory=lambda: {"mode": "forbidden", "hosts": []})
+    network: dict[str, Any] = attrs.field(factory=lambda: {"mode": FORBIDDEN, "hosts": []})
     credentials: list[dict[str, Any]] = attrs.field(factory=list)
     model_defaults: dict[str, Any] = attrs.field(factory=dict)
     marks: dict[str, Any] = attrs.field(factory=dict)
@@ -359,7 +361,7 @@ _KIND = {"V": "a value", "B": "a condition result", "I": "a loop iterator", "not
 def _verify_outside(p: Program) -> None:
     """What the VM hands the host and the consent callback: network, credentials, marks, ui."""
     net = p.network
-    if net.get("mode") not in ("forbidden", "allowlist") or not _strings(net.get("hosts")):
+    if net.get("mode") not in NETWORK_MODES or not _strings(net.get("hosts")):
         raise ProgramError("network must be {mode: forbidden|allowlist, hosts: [str]}")
     for i, cred in enumerate(p.credentials):
         if not (

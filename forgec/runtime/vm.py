@@ -27,7 +27,7 @@ from typing import Any
 import attrs
 import orjson
 
-from forgec.ir.rules import RUNTIME_CODE_PREFIX
+from forgec.ir.rules import ALLOWLIST, RUNTIME_CODE_PREFIX
 from forgec.runtime import labels as lb
 from forgec.runtime.flowlabels import (
     DESTINATIONS,
@@ -282,7 +282,7 @@ def compiled(program: Program) -> _Compiled:
         return cached
     p = program
     node_ids = [n["id"] for n in p.nodes]
-    allowed = tuple(p.network.get("hosts", ())) if p.network.get("mode") == "allowlist" else ()
+    allowed = tuple(p.network.get("hosts", ())) if p.network.get("mode") == ALLOWLIST else ()
     cred_hosts = {c["id"]: tuple(c.get("hosts", ())) for c in p.credentials}
     values = [compile_value(v, p.consts, p.paths) for v in p.values]
     lvalues = [lb.compile_labels(v, p.paths) for v in p.values]
