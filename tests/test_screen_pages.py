@@ -296,3 +296,25 @@ def test_the_review_page_shows_both_texts_and_a_line_diff(
     assert 'class="row differs"' in page
     assert 'id="accept" class="accept"' in page and 'id="reject" class="reject"' in page
     assert page.count('<pre class="source">') == 2  # each version's whole text
+
+
+def test_comparing_two_versions_answers_first_too(
+    screen: Screen, store: Path, tmp_path: Path
+) -> None:
+    install_talon(store, tmp_path, digest(SQL_V1, "team", 20), enable=True)
+    install_talon(store, tmp_path, digest(SQL_V1, "general", 20, version=2), enable=False)
+    retitled = digest(SQL_V1, "team", 20, version=3)
+    retitled["title"] = "Digest of the thread"
+    install_talon(store, tmp_path, retitled, enable=False)
+    with screen.client() as c:
+        page = c.get("/tools/talon-db-digest/diff", params={"a": "1", "b": "2"}).text
+        narrower = c.get("/tools/talon-db-digest/diff", params={"a": "1", "b": "3"}).text
+    h1 = text_of(re.search(r"<h1[^>]*>(.*?)</h1>", page, re.S).group(1))  # type: ignore[union-attr]
+    assert h1.startswith("New power: this version can do 1 thing") and h1.endswith("v1 could not.")
+    assert "can post to #general (v1: #team)" in text_of(page)
+    assert re.search(r'<mark class="w-ins">[^<]*general', page)
+    assert 'class="node node-capability gained"' in page
+    # only the title changed: nothing new
+    h1 = text_of(re.search(r"<h1[^>]*>(.*?)</h1>", narrower, re.S).group(1))  # type: ignore[union-attr]
+    assert h1.startswith("No new power")
+    assert 'gained"' not in narrower

@@ -279,8 +279,28 @@ def _facts_of(stored: Any) -> Any:
 
 
 def diff_page(store: Any, tool: str, a: Any, b: Any) -> dict[str, Any]:
+    """Any two versions compared: the verdict first (what B can do that A could not), §14's
+    diff, the two texts and their line diff, B's graph with the gained steps highlighted."""
     summary = store.tool(tool)
-    return {"summary": summary, "diff": consent_diff(store, summary.id, a, b)}
+    diff = consent_diff(store, summary.id, a, b)
+    verdict = verdict_of(diff)
+    old, new = _side(store, summary.id, a), _side(store, summary.id, b)
+    return {
+        "summary": summary,
+        "diff": diff,
+        "verdict": verdict,
+        "old": old,
+        "new": new,
+        "text": texts(old.manifest, new.manifest),
+        "graph": graph_of(new.manifest, new.target, _facts_of(new), gained_nodes(verdict)),
+    }
+
+
+def _side(store: Any, tool_id: str, which: Any) -> Any:
+    """A side of a diff: version N, or proposal N for "pN" (`forgec tools diff`'s sides)."""
+    if isinstance(which, str) and which.startswith("p"):
+        return store.get_proposal(tool_id, int(which[1:]))
+    return store.get(tool_id, int(which))
 
 
 def enable_page(store: Any, tool: str) -> dict[str, Any]:

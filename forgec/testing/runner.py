@@ -302,7 +302,7 @@ def run_case(program: Any, case: Case, *, check: bool = True) -> CaseResult:
     flows = set(host.flows)
     if result.ok:
         flows.update((label, OUTPUT) for label in result.output_labels)
-    failures = expectations(case, result, host, flows) if check else []
+    failures = expectations(case, result, host, flows, trace) if check else []
     if check:
         failures += _leftovers(host)
     errors = list(host.errors)
@@ -370,12 +370,17 @@ def _leftovers(host: CaseHost) -> list[Failure]:
 
 
 def expectations(
-    case: Case, result: Any, host: CaseHost, flows: set[tuple[str, str]]
+    case: Case,
+    result: Any,
+    host: CaseHost,
+    flows: set[tuple[str, str]],
+    trace: list[str] | None = None,
 ) -> list[Failure]:
-    """Every expectation of CASE compared with what the run did."""
+    """Every expectation of CASE compared with what the run did. A failure names the node
+    the run failed at, else the node it ended at (its `return`)."""
     expect = case.expect
     out: list[Failure] = []
-    node = result.error.node if result.error is not None else None
+    node = result.error.node if result.error is not None else (trace[-1] if trace else None)
     got_status = result.status
     want_status = expect.get("status")
     if want_status is None and "error" not in expect:
