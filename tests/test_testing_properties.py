@@ -164,3 +164,65 @@ def test_a_staged_run_of_any_tool_leaves_the_database_as_it_was(
         host.close()
     assert _rows(db) == before
     assert orjson.dumps(before)  # plain data
+
+
+# --- where a tests file's values were written (forgec.testing.tomlpos) -------------------------
+
+_KEYS = st.from_regex(r"[a-z][a-z0-9_-]{0,8}", fullmatch=True)
+_LEAVES = st.one_of(
+    st.integers(-1000, 1000),
+    st.booleans(),
+    st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")), max_size=8),
+)
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return orjson.dumps(value).decode()  # a JSON string is a TOML basic string
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return "{" + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + "}"
+
+
+_VALUES = st.recursive(
+    _LEAVES,
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(_KEYS, inner, max_size=3)),
+    max_leaves=8,
+)
+
+
+@given(st.lists(st.dictionaries(_KEYS, _VALUES, min_size=1, max_size=4), min_size=1, max_size=3))
+def test_every_key_of_a_tests_file_is_found_where_it_was_written(
+    cases: list[dict[str, Any]],
+) -> None:
+    import tomllib
+
+    from forgec.testing.tomlpos import TomlSourceMap
+
+    text = "".join(
+        "[[case]]\n" + "".join(f"{k} = {_toml_value(v)}\n" for k, v in case.items())
+        for case in cases
+    )
+    assert tomllib.loads(text) == {"case": cases}
+    where = TomlSourceMap(text, "x.tests.toml")
+    lines = text.split("\n")
+
+    def walk(value: Any, pointer: str) -> None:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                span = where.span(f"{pointer}/{k}", key=True)
+                assert span is not None
+                assert lines[span.line - 1][span.column - 1 :].startswith(k), (pointer, k)
+                walk(v, f"{pointer}/{k}")
+        elif isinstance(value, list):
+            for i, v in enumerate(value):
+                span = where.span(f"{pointer}/{i}")
+                assert span is not None and span.column >= 1
+                walk(v, f"{pointer}/{i}")
+
+    for i, case in enumerate(cases):
+        walk(case, f"/case/{i}")

@@ -119,3 +119,21 @@ def test_tool_create_refuses_tests_that_do_not_fit_the_tool(tmp_path: Path) -> N
     assert second.is_error and "<re:...>" in _text(second)
     with Store(store) as s:
         assert s.proposals("task-triage") == []  # nothing was stored
+
+
+def test_against_a_stored_version(tmp_path: Path) -> None:
+    store = _installed(tmp_path)
+    changed = tmp_path / "task-triage.forge"
+    changed.write_text(changed.read_text().replace("URGENT: ", "Urgent: "), encoding="utf-8")
+    done = forgec(
+        "test", str(tmp_path / "task-triage.tests.toml"), "--against", "task-triage@1",
+        "--store", str(store), "--format", "json",
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    paired = orjson.loads(done.stdout)["files"][0]["against"]
+    assert paired["other"] == "v1"
+    assert [d["case"] for d in paired["differing"]] == ["an urgent task is filed as urgent"]
+    assert paired["verdict"]["newPower"] is True
+    missing = forgec("test", str(tmp_path / "task-triage.tests.toml"), "--against", "nope@3",
+                     "--store", str(store))  # fmt: skip
+    assert missing.returncode == 2 and "--against nope@3" in missing.stderr

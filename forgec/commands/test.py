@@ -265,8 +265,8 @@ def _against(args: argparse.Namespace) -> Any:
         from forgec.store import Store, StoreError
 
         try:
-            store = Store(args.store)
-            stored = store.get(tool, int(version))
+            with Store(args.store) as store:
+                stored = store.get(tool, int(version))
         except (StoreError, OSError) as exc:
             raise UsageError(f"--against {spec}: {exc}") from None
         from forgec.runtime import Program
