@@ -160,3 +160,18 @@ def test_a_bidi_character_in_a_tool_create_answer_is_escaped_on_the_wire(tmp_pat
     # the meaning is kept: the JSON escapes read back as the characters
     answer = json.loads(out.splitlines()[-1])
     assert "\u202e" in json.dumps(answer, ensure_ascii=False)
+
+
+@settings(max_examples=100, deadline=None)
+@given(VALUES)
+def test_the_daemon_json_log_and_talond_json_escape_whatever_they_hold(value: Any) -> None:
+    from forgec.commands.talond import _json_text
+    from forgec.daemon.log import Log
+
+    stream = io.StringIO()
+    Log("json", stream).event("turn", result=value, note=str(value))
+    for text in (stream.getvalue(), _json_text({"rows": [value]})):
+        data = text.encode("utf-8", "surrogatepass")
+        assert _raw_unsafe(data) == []
+        for line in text.splitlines() if text.startswith('{"event"') else [text]:
+            json.loads(line)

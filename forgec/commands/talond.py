@@ -224,7 +224,6 @@ def _tables(args: argparse.Namespace) -> Any:
 
 
 def status(args: argparse.Namespace) -> int:
-    import orjson
 
     from forgec.daemon.service import alive
     from forgec.render.safe import safe_text
@@ -235,7 +234,7 @@ def status(args: argparse.Namespace) -> int:
     finally:
         tables.close()
     if args.format == "json":
-        sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
+        sys.stdout.write(_json_text(report) + "\n")
         return 0
     out = []
     live = [d for d in report["daemons"] if d["running"]]
@@ -283,7 +282,6 @@ def status(args: argparse.Namespace) -> int:
 
 
 def schedules_list(args: argparse.Namespace) -> int:
-    import orjson
 
     from forgec.render.safe import safe_text
 
@@ -293,7 +291,7 @@ def schedules_list(args: argparse.Namespace) -> int:
     finally:
         tables.close()
     if getattr(args, "format", "text") == "json":
-        sys.stdout.write(orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode() + "\n")
+        sys.stdout.write(_json_text(rows) + "\n")
         return 0
     if not rows:
         print("No schedules.")
@@ -326,7 +324,6 @@ def schedules_set(args: argparse.Namespace) -> int:
 
 
 def messages(args: argparse.Namespace) -> int:
-    import orjson
 
     from forgec.commands import UsageError
     from forgec.render.safe import safe_text
@@ -339,7 +336,7 @@ def messages(args: argparse.Namespace) -> int:
     finally:
         tables.close()
     if args.format == "json":
-        sys.stdout.write(orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode() + "\n")
+        sys.stdout.write(_json_text(rows) + "\n")
         return 0
     if not rows:
         print("No messages.")
@@ -375,7 +372,6 @@ def _answer(result: object) -> str:
 
 
 def schedule(args: argparse.Namespace) -> int:
-    import orjson
 
     from forgec.commands import EXIT_ERRORS
     from forgec.host import ConfigError, HostOptions, open_host
@@ -424,12 +420,11 @@ def schedule(args: argparse.Namespace) -> int:
         return EXIT_ERRORS
     finally:
         host.close()
-    sys.stdout.write(orjson.dumps(made, option=orjson.OPT_INDENT_2).decode() + "\n")
+    sys.stdout.write(_json_text(made) + "\n")
     return 0
 
 
 def check(args: argparse.Namespace) -> int:
-    import orjson
 
     from forgec.mcp.reach import host_cards, render_text
     from forgec.render.safe import safe_text
@@ -442,8 +437,19 @@ def check(args: argparse.Namespace) -> int:
     store = Path(args.store) if args.store else default_store_path()
     cards = host_cards(config, store)
     if args.format == "json":
-        sys.stdout.write(orjson.dumps({"personas": cards}, option=orjson.OPT_INDENT_2).decode())
+        sys.stdout.write(_json_text({"personas": cards}))
         sys.stdout.write("\n")
         return 0
     print("\n".join(safe_text(line) for line in render_text(cards).splitlines()))
     return 0
+
+
+def _json_text(value: object) -> str:
+    """VALUE as indented JSON for standard output, with every raw DEL, C1, bidi or
+    line-separator character as a `\\u` escape (SPEC §14: what a machine reads, whatever
+    produced the text: a persona's message, a tool's result)."""
+    import orjson
+
+    from forgec.runtime.jsontext import escape_unsafe_text
+
+    return escape_unsafe_text(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode())

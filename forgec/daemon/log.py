@@ -14,6 +14,7 @@ from typing import Any, TextIO
 import orjson
 
 from forgec.render.safe import safe_text
+from forgec.runtime.jsontext import escape_unsafe_text
 
 FORMATS = ("text", "json")
 _MAX_VALUE = 300  # characters of one value on a text line
@@ -27,7 +28,10 @@ class Log:
 
     def event(self, event: str, **fields: Any) -> None:
         if self.fmt == "json":
-            line = orjson.dumps({"event": event, **fields}, default=str).decode()
+            # SPEC §14: a JSON log line holds no raw control, bidi or line-separator character
+            line = escape_unsafe_text(
+                orjson.dumps({"event": event, **fields}, default=str).decode()
+            )
         else:
             parts = [f"talond: {event}"]
             for key, value in fields.items():
