@@ -11,6 +11,7 @@ from typing import Any
 import anyio
 import orjson
 import pytest
+from mcp_client import run_session
 from test_store import install, open_store, tool
 
 from forgec import format_dsl
@@ -31,7 +32,12 @@ def store_path(tmp_path: Path) -> Path:
     return db
 
 
-async def _session(
+def serve_args(store_path: Path, tmp_path: Path, *extra: str) -> list[str]:
+    """`forgec mcp serve` options: the test's store, a host database in TMP_PATH, then EXTRA."""
+    return ["--store", str(store_path), "--db", str(tmp_path / "h.db"), *extra]
+
+
+def run_client(
     args: list[str],
     body: Any,
     *,
@@ -39,38 +45,14 @@ async def _session(
     cwd: Path | None = None,
     started: list[Any] | None = None,
 ) -> Any:
-    from mcp.client.session import ClientSession
-    from mcp.client.stdio import StdioServerParameters, stdio_client
-
-    env = {"PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "forgec", "mcp", "serve", *args],
-        env=env,
-        cwd=str(cwd or ROOT),
+    """`forgec mcp serve ARGS` with a real SDK client session (`tests/mcp_client.py`)."""
+    return run_session(
+        ["mcp", "serve", *args],
+        body,
+        cwd=cwd,
+        started=started,
+        elicitation_callback=elicitation,
     )
-    with open(os.devnull, "w") as errlog:
-        async with (
-            stdio_client(params, errlog=errlog) as (read, write),
-            ClientSession(read, write, elicitation_callback=elicitation) as session,
-        ):
-            answer = await session.initialize()
-            if started is not None:
-                started.append(answer)
-            return await body(session)
-
-
-def serve_args(store_path: Path, tmp_path: Path, *extra: str) -> list[str]:
-    """`forgec mcp serve` options: the test's store, a host database in TMP_PATH, then EXTRA."""
-    return ["--store", str(store_path), "--db", str(tmp_path / "h.db"), *extra]
-
-
-def run_client(args: list[str], body: Any, **kw: Any) -> Any:
-    async def main() -> Any:
-        with anyio.fail_after(60):
-            return await _session(args, body, **kw)
-
-    return anyio.run(main)
 
 
 def _text(result: Any) -> str:

@@ -20,6 +20,8 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "mcp": ("mcp", "mcp_types", "anyio", "jsonschema"),
     "lsp": ("pygls", "lsprotocol"),
     "screen": ("starlette", "jinja2", "uvicorn", "python_multipart", "ada_url"),
+    # forgec talond's durable execution (DBOS Transact, its SQLite/PostgreSQL drivers)
+    "daemon": ("dbos", "sqlalchemy", "psycopg"),
 }
 EXTRA_WHAT = {
     "compiler": "the compiler",
@@ -27,6 +29,7 @@ EXTRA_WHAT = {
     "mcp": "the MCP SDK",
     "lsp": "the language server",
     "screen": "the Tool Forge screen",
+    "daemon": "the daemon's engine (DBOS)",
 }
 # command → the extras it needs (a command not listed needs none)
 COMMAND_NEEDS: dict[str, tuple[str, ...]] = {
@@ -44,7 +47,7 @@ COMMAND_NEEDS: dict[str, tuple[str, ...]] = {
     "mcp": ("compiler", "host", "mcp"),
     "lsp": ("compiler", "lsp"),
     "screen": ("compiler", "host", "screen"),
-    "talond": ("compiler", "host", "mcp"),
+    "talond": ("compiler", "host", "mcp", "daemon"),
 }
 
 

@@ -39,6 +39,8 @@ def post(item: Delivery, config: HostConfig) -> tuple[str, str | None]:
     """One POST: (delivered | retry | failed, why)."""
     import httpx
 
+    from forgec.host.models import tls_context
+
     channel = config.channels.get(item.channel_id)
     if channel is None or channel.connector != "webhook" or channel.url is None:
         return "failed", f"channel {item.channel_id!r} is no longer a configured webhook"
@@ -52,7 +54,9 @@ def post(item: Delivery, config: HostConfig) -> tuple[str, str | None]:
     headers = {"content-type": "application/json", "idempotency-key": item.message_id}
     timeout = config.talond.webhook_timeout_ms / 1000
     try:
-        with httpx.Client(timeout=timeout, trust_env=False, follow_redirects=False) as client:
+        with httpx.Client(
+            timeout=timeout, trust_env=False, follow_redirects=False, verify=tls_context()
+        ) as client:
             resp = client.post(channel.url, json=payload, headers=headers)
     except httpx.HTTPError as exc:
         return "retry", f"no answer ({type(exc).__name__})"

@@ -124,6 +124,7 @@ from forgec.ir.rules import (
     VERSION_LIMIT,
     node_required,
 )
+from forgec.ir.shapes import json_type_name
 from forgec.ir.suggest import suggest
 from forgec.ir.text_rules import MULTILINE_ALLOWED, unsafe_problem
 
@@ -150,25 +151,6 @@ def build_manifest(raw: Any) -> tuple[Manifest, list[Diagnostic]]:
 
 # ---------------------------------------------------------------------------------------------
 # Describing values in messages
-
-
-def _kind(v: Any) -> str:
-    t = type(v)
-    if v is None:
-        return "null"
-    if t is bool:
-        return "a boolean"
-    if t is int:
-        return "an integer"
-    if t is float:
-        return "a number"
-    if t is str:
-        return "a string"
-    if t is list:
-        return "a list"
-    if t is dict:
-        return "an object"
-    return "an unsupported value"
 
 
 def _show(v: Any, limit: int = 40) -> str:
@@ -199,7 +181,7 @@ def _got(v: Any) -> str:
         return f"got {_show(v)}"
     if t in (int, str) or v is None:
         return f"got {_show(v)}"
-    return f"got {_kind(v)}"
+    return f"got {json_type_name(v)}"
 
 
 def _is_int(v: Any) -> bool:

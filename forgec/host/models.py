@@ -22,6 +22,7 @@ records; each step takes the first unused record whose given keys all match, in 
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import json
 from collections.abc import Mapping, Sequence
@@ -227,7 +228,7 @@ class OpenAIProvider:
         chunks: list[bytes] = []
         try:
             with (
-                httpx.Client(timeout=timeout, trust_env=False) as client,
+                httpx.Client(timeout=timeout, trust_env=False, verify=tls_context()) as client,
                 client.stream(
                     "POST", f"{self.base_url}/chat/completions", json=body, headers=headers
                 ) as resp,
@@ -263,6 +264,15 @@ class OpenAIProvider:
             return json.loads(data)
         except ValueError:
             raise HostError(FAILED, "the model's reply is not a chat completion") from None
+
+
+@functools.lru_cache(maxsize=1)
+def tls_context() -> Any:
+    """The default TLS context, built once: building one reads the whole CA bundle (measured
+    0.2 s on a loaded machine, two thirds of an instant model's turn in the daemon)."""
+    import httpx
+
+    return httpx.create_ssl_context(trust_env=False)
 
 
 @attrs.frozen
