@@ -55,3 +55,34 @@ def run_session(
                 return await body(session)
 
     return anyio.run(main)
+
+
+def run_client(
+    command: list[str],
+    body: Any,
+    *,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    timeout: float = 90,
+    errlog: Path | None = None,
+    **client_options: Any,
+) -> Any:
+    """The same through the SDK's high-level `Client` (CLIENT_OPTIONS: `mode`,
+    `elicitation_callback`, `message_handler`, …): COMMAND is the whole server command line;
+    returns `await body(client)`; the server's stderr goes to ERRLOG when given."""
+    from mcp.client.client import Client
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(
+        command=command[0],
+        args=command[1:],
+        env=env if env is not None else {"PYTHONPATH": str(ROOT), "NO_COLOR": "1"},
+        cwd=str(cwd or ROOT),
+    )
+
+    async def main() -> Any:
+        with anyio.fail_after(timeout), open(errlog or os.devnull, "w") as log:
+            async with Client(stdio_client(params, errlog=log), **client_options) as client:  # type: ignore[arg-type]
+                return await body(client)
+
+    return anyio.run(main)
