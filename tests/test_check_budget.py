@@ -25,6 +25,7 @@ import pytest
 import pytest_lsp
 from lsprotocol import types as lsp
 from manifests import manifest_with_nodes
+from mcp_client import run_session
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 from forgec.budget import DELAY_ENV, DELAY_MARKER, check_with_budget
@@ -98,45 +99,18 @@ def test_check_with_budget_returns_the_report_or_the_budget_error(
 # -- MCP --------------------------------------------------------------------------------------
 
 
-async def _mcp(store: Path, tmp: Path, budget: str, delay: str, body: Any) -> Any:
-    from mcp.client.session import ClientSession
-    from mcp.client.stdio import StdioServerParameters, stdio_client
-
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=[
-            "-m",
-            "forgec",
-            "mcp",
-            "serve",
-            "--store",
-            str(store),
-            "--db",
-            str(tmp / "h.db"),
-            "--persona-labels",
-            "tool.create",
-            "--check-budget",
-            budget,
-        ],
-        env={"PYTHONPATH": str(ROOT), "NO_COLOR": "1", DELAY_ENV: delay},
-        cwd=str(ROOT),
-    )
-    with open(os.devnull, "w") as errlog:
-        async with (
-            stdio_client(params, errlog=errlog) as (read, write),
-            ClientSession(read, write) as session,
-        ):
-            await session.initialize()
-            await session.list_tools()  # the server is up
-            return await body(session)
-
-
 def run_mcp(store: Path, tmp: Path, body: Any, *, budget: str, delay: str = "0") -> Any:
-    async def main() -> Any:
-        with anyio.fail_after(120):
-            return await _mcp(store, tmp, budget, delay, body)
+    """`forgec mcp serve` with this store and check budget, a real SDK client session
+    (`tests/mcp_client.py`), BODY once the server lists its tools."""
+    args = ["mcp", "serve", "--store", str(store), "--db", str(tmp / "h.db")]
+    args += ["--persona-labels", "tool.create", "--check-budget", budget]
 
-    return anyio.run(main)
+    async def up(session: Any) -> Any:
+        await session.list_tools()  # the server is up
+        return await body(session)
+
+    env = {"PYTHONPATH": str(ROOT), "NO_COLOR": "1", DELAY_ENV: delay}
+    return run_session(args, up, env=env, timeout=120)
 
 
 async def create_while_listing(session: Any, manifest: dict[str, Any]) -> tuple[Any, list[float]]:

@@ -550,3 +550,25 @@ async def test_semantic_tokens_colour_a_forge_file(client: LanguageClient) -> No
     assert {"fetch", "scan", "file", "done"} <= seen["function+decl"]
     assert "tasks.list" in seen["method"] and "$input.limit" in seen["variable"]
     assert '"""' in seen["string"]  # a multi-line string, one token per line
+
+
+def test_minimal_edits_stay_bounded_on_a_hostile_document() -> None:
+    """SPEC §24: 20 000 short lines that repeat with different periods (difflib over all lines
+    is quadratic on them: more than a minute before) are one edit in linear time."""
+    import time
+
+    from forgec.lsp.edits import minimal_edits
+    from forgec.lsp.positions import LineIndex
+
+    old = "".join(f"{i % 7}\n" for i in range(20_000))
+    new = "".join(f"{i % 5}\n" for i in range(20_000))
+    started = time.process_time()
+    edits = minimal_edits(LineIndex(old), new)
+    assert time.process_time() - started < 2.0
+    assert len(edits) == 1  # after the five first lines both share
+    start = edits[0].range.start.line
+    assert start == 5 and old[: 2 * start] + edits[0].new_text == new
+    # a small change in a big document is still a small edit
+    changed = old[:2000] + "z\n" + old[2002:]
+    (edit,) = minimal_edits(LineIndex(old), changed)
+    assert edit.new_text == "z\n" and edit.range.start.line == 1000

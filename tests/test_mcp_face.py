@@ -6,7 +6,6 @@ server refuses at start what it could not use."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -46,19 +45,9 @@ def client_run(
     **kw: Any,
 ) -> Any:
     """Start CMD as an MCP server, connect the SDK's `Client` in MODE, run BODY(client)."""
-    from mcp.client.client import Client
-    from mcp.client.stdio import StdioServerParameters, stdio_client
+    from mcp_client import run_client
 
-    params = StdioServerParameters(
-        command=cmd[0], args=cmd[1:], env=_env(tmp_path), cwd=str(tmp_path)
-    )
-
-    async def main() -> Any:
-        with anyio.fail_after(90), open(errlog or os.devnull, "w") as log:
-            async with Client(stdio_client(params, errlog=log), mode=mode, **kw) as client:  # type: ignore[arg-type]
-                return await body(client)
-
-    return anyio.run(main)
+    return run_client(cmd, body, env=_env(tmp_path), cwd=tmp_path, errlog=errlog, mode=mode, **kw)
 
 
 def text_items(result: Any) -> list[str]:

@@ -3,14 +3,14 @@ stdio, lists tools, calls them, and is refused what its labels do not grant."""
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
-import anyio
 import orjson
 import pytest
+from mcp_client import run_client as run_client_api
+from mcp_client import run_session
 from test_store import install, open_store, tool
 
 from forgec import format_dsl
@@ -31,7 +31,12 @@ def store_path(tmp_path: Path) -> Path:
     return db
 
 
-async def _session(
+def serve_args(store_path: Path, tmp_path: Path, *extra: str) -> list[str]:
+    """`forgec mcp serve` options: the test's store, a host database in TMP_PATH, then EXTRA."""
+    return ["--store", str(store_path), "--db", str(tmp_path / "h.db"), *extra]
+
+
+def run_client(
     args: list[str],
     body: Any,
     *,
@@ -39,38 +44,14 @@ async def _session(
     cwd: Path | None = None,
     started: list[Any] | None = None,
 ) -> Any:
-    from mcp.client.session import ClientSession
-    from mcp.client.stdio import StdioServerParameters, stdio_client
-
-    env = {"PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "forgec", "mcp", "serve", *args],
-        env=env,
-        cwd=str(cwd or ROOT),
+    """`forgec mcp serve ARGS` with a real SDK client session (`tests/mcp_client.py`)."""
+    return run_session(
+        ["mcp", "serve", *args],
+        body,
+        cwd=cwd,
+        started=started,
+        elicitation_callback=elicitation,
     )
-    with open(os.devnull, "w") as errlog:
-        async with (
-            stdio_client(params, errlog=errlog) as (read, write),
-            ClientSession(read, write, elicitation_callback=elicitation) as session,
-        ):
-            answer = await session.initialize()
-            if started is not None:
-                started.append(answer)
-            return await body(session)
-
-
-def serve_args(store_path: Path, tmp_path: Path, *extra: str) -> list[str]:
-    """`forgec mcp serve` options: the test's store, a host database in TMP_PATH, then EXTRA."""
-    return ["--store", str(store_path), "--db", str(tmp_path / "h.db"), *extra]
-
-
-def run_client(args: list[str], body: Any, **kw: Any) -> Any:
-    async def main() -> Any:
-        with anyio.fail_after(60):
-            return await _session(args, body, **kw)
-
-    return anyio.run(main)
 
 
 def _text(result: Any) -> str:
@@ -312,8 +293,6 @@ def test_listing_follows_the_store_and_instructions_follow_visibility(
 def test_r4_consent_over_the_multi_round_protocol(store_path: Path, tmp_path: Path) -> None:
     """A 2026-07-28 client: consent comes back as an `input_required` round, single use."""
     import mcp_types as types
-    from mcp.client.client import Client
-    from mcp.client.stdio import StdioServerParameters
 
     config = tmp_path / "host.toml"
     config.write_text('[network]\nresolve = ["api.example.com:443:127.0.0.1"]\n')
@@ -324,61 +303,38 @@ def test_r4_consent_over_the_multi_round_protocol(store_path: Path, tmp_path: Pa
         asked.append(params.message)
         return types.ElicitResult(action="accept", content={"allow": next(answers)})
 
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=[
-            "-m",
-            "forgec",
-            "mcp",
-            "serve",
-            *serve_args(
-                store_path,
-                tmp_path,
-                "--host-config",
-                str(config),
-                "--persona-labels",
-                "net.http:egress",
-            ),
-        ],
-        env={"PYTHONPATH": str(ROOT)},
-        cwd=str(ROOT),
+    command = [sys.executable, "-m", "forgec", "mcp", "serve"]
+    command += serve_args(
+        store_path, tmp_path, "--host-config", str(config), "--persona-labels", "net.http:egress"
     )
 
-    async def main() -> Any:
-        with anyio.fail_after(60), open(os.devnull, "w") as errlog:
-            from mcp.client.stdio import stdio_client
+    async def main(c: Any) -> Any:
+        assert c.protocol_version in ("2026-07-28",)
+        ran = await c.call_tool("dynamic_web_Dfetch", {})
+        declined = await c.call_tool("dynamic_web_Dfetch", {})
+        # drive the rounds by hand: a token answers one call, once
+        first = await c.session.call_tool("dynamic_web_Dfetch", {}, allow_input_required=True)
+        yes = {"forgec_consent": types.ElicitResult(action="accept", content={"allow": True})}
+        token = first.request_state
+        once = await c.session.call_tool(
+            "dynamic_web_Dfetch",
+            {},
+            input_responses=yes,
+            request_state=token,
+            allow_input_required=True,
+        )
+        again = await c.session.call_tool(
+            "dynamic_web_Dfetch",
+            {},
+            input_responses=yes,
+            request_state=token,
+            allow_input_required=True,
+        )
+        return ran, declined, first, once, again
 
-            async with Client(
-                stdio_client(params, errlog=errlog), elicitation_callback=answer
-            ) as c:
-                assert c.protocol_version in ("2026-07-28",)
-                ran = await c.call_tool("dynamic_web_Dfetch", {})
-                declined = await c.call_tool("dynamic_web_Dfetch", {})
-                # drive the rounds by hand: a token answers one call, once
-                first = await c.session.call_tool(
-                    "dynamic_web_Dfetch", {}, allow_input_required=True
-                )
-                yes = {
-                    "forgec_consent": types.ElicitResult(action="accept", content={"allow": True})
-                }
-                token = first.request_state
-                once = await c.session.call_tool(
-                    "dynamic_web_Dfetch",
-                    {},
-                    input_responses=yes,
-                    request_state=token,
-                    allow_input_required=True,
-                )
-                again = await c.session.call_tool(
-                    "dynamic_web_Dfetch",
-                    {},
-                    input_responses=yes,
-                    request_state=token,
-                    allow_input_required=True,
-                )
-                return ran, declined, first, once, again
-
-    ran, declined, first, once, again = anyio.run(main)
+    ran, declined, first, once, again = run_client_api(
+        command, main, env={"PYTHONPATH": str(ROOT)}, timeout=60, elicitation_callback=answer
+    )
     assert len(asked) == 2
     assert ran.meta["forgec/run"]["error"]["code"] == "RUN_CAPABILITY_FAILED"  # consented, ran
     assert declined.is_error and "did not consent" in _text(declined)

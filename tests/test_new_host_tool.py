@@ -22,7 +22,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -171,29 +170,20 @@ def test_the_bridge_dispatches_a_run_to_the_new_handler(
     assert _calls(probe) == [{"word": "hello"}]
 
 
-async def _serve(probe: dict[str, Any], tmp_path: Path, labels: str, body: Any) -> Any:
-    from mcp.client.session import ClientSession
-    from mcp.client.stdio import StdioServerParameters, stdio_client
+def _over_mcp(probe: dict[str, Any], tmp_path: Path, labels: str, body: Any) -> Any:
+    """`mcp serve` with the new tool's prelude, a real SDK client session
+    (`tests/mcp_client.py`); BODY gets the session and the server's InitializeResult."""
+    from mcp_client import run_session
 
     args = ["-c", _PRELUDE, "mcp", "serve", "--store", str(tmp_path / "tools.db")]
     args += ["--db", str(tmp_path / "h.db"), "--templates", str(probe["templates"])]
     args += ["--persona-labels", labels]
-    params = StdioServerParameters(command=sys.executable, args=args, env=probe["env"])
-    with open(os.devnull, "w") as errlog:
-        async with (
-            stdio_client(params, errlog=errlog) as (read, write),
-            ClientSession(read, write) as session,
-        ):
-            started = await session.initialize()
-            return await body(session, started)
+    started: list[Any] = []
 
+    async def with_started(session: Any) -> Any:
+        return await body(session, started[0])
 
-def _over_mcp(probe: dict[str, Any], tmp_path: Path, labels: str, body: Any) -> Any:
-    async def main() -> Any:
-        with anyio.fail_after(60):
-            return await _serve(probe, tmp_path, labels, body)
-
-    return anyio.run(main)
+    return run_session(args, with_started, env=probe["env"], python_args=True, started=started)
 
 
 def test_mcp_lists_the_new_tool_under_its_label_and_dispatches_it(

@@ -43,6 +43,26 @@ def test_a_seeded_host(forge):
 """
 
 
+def _plugin() -> list[str]:
+    """The plugin as an install gives it (entry point `pytest11`); a checkout installed before
+    the entry point existed names it explicitly (never twice: pluggy refuses that)."""
+    from importlib.metadata import entry_points
+
+    found = any(ep.value == "forgec.pytest_plugin" for ep in entry_points(group="pytest11"))
+    return [] if found else ["-p", "forgec.pytest_plugin"]
+
+
+def test_the_entry_point_is_declared() -> None:
+    import tomllib
+
+    project = tomllib.loads((EXAMPLES.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    assert project["project"]["entry-points"]["pytest11"] == {"forgec": "forgec.pytest_plugin"}
+    assert {"pytest", "syrupy"} <= {
+        dep.split(">")[0].split("[")[0]
+        for dep in project["project"]["optional-dependencies"]["pytest"]
+    }
+
+
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
     for name in ("task-triage.forge", "task-triage.tests.toml", "weekly-review.forge"):
@@ -52,7 +72,9 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def test_cases_are_collected_one_item_per_case(project: pytest.Pytester) -> None:
-    done = project.runpytest_subprocess("--collect-only", "-q", "-p", "no:cacheprovider")
+    done = project.runpytest_subprocess(
+        *_plugin(), "--collect-only", "-q", "-p", "no:cacheprovider"
+    )
     out = done.stdout.str()
     assert "task-triage.tests.toml::an urgent task is filed as urgent" in out
     assert "task-triage.tests.toml::an empty title is refused before the model is asked" in out
@@ -60,7 +82,7 @@ def test_cases_are_collected_one_item_per_case(project: pytest.Pytester) -> None
 
 
 def test_the_project_passes_then_a_change_fails_readably(project: pytest.Pytester) -> None:
-    first = project.runpytest_subprocess("--snapshot-update", "-p", "no:cacheprovider")
+    first = project.runpytest_subprocess(*_plugin(), "--snapshot-update", "-p", "no:cacheprovider")
     first.assert_outcomes(passed=6)
     written = sorted(p.name for p in (project.path / "__snapshots__" / "test_tool").iterdir())
     assert written == [
@@ -70,13 +92,13 @@ def test_the_project_passes_then_a_change_fails_readably(project: pytest.Pyteste
     ]
     stored = project.path / "__snapshots__" / "test_tool" / "test_compiled_output.talostool"
     assert stored.read_text() == (EXAMPLES / "task-triage.talostool").read_text()
-    again = project.runpytest_subprocess("-p", "no:cacheprovider")
+    again = project.runpytest_subprocess(*_plugin(), "-p", "no:cacheprovider")
     again.assert_outcomes(passed=6)
 
     # the tool changes: its case fails with expected and actual, the snapshot with a diff
     tool = project.path / "task-triage.forge"
     tool.write_text(tool.read_text().replace("URGENT: ", "!! "), encoding="utf-8")
-    failed = project.runpytest_subprocess("-p", "no:cacheprovider")
+    failed = project.runpytest_subprocess(*_plugin(), "-p", "no:cacheprovider")
     failed.assert_outcomes(passed=3, failed=3)
     out = failed.stdout.str()
     assert "an urgent task is filed as urgent" in out
@@ -86,7 +108,7 @@ def test_the_project_passes_then_a_change_fails_readably(project: pytest.Pyteste
     assert "Traceback" not in out
 
     updated = project.runpytest_subprocess(
-        "--snapshot-update", "-p", "no:cacheprovider", "test_tool.py"
+        *_plugin(), "--snapshot-update", "-p", "no:cacheprovider", "test_tool.py"
     )
     updated.assert_outcomes(passed=2, failed=1)  # the run test still expects URGENT
     assert "!! {{input.title}}" in stored.read_text()
@@ -100,7 +122,9 @@ def test_a_bad_tests_file_is_one_failing_item_with_every_problem(
         '[[case.mock]]\nstep = "urgnt"\nresult = 1\n[case.expect]\noutptu = 1\n',
         encoding="utf-8",
     )
-    done = project.runpytest_subprocess("-p", "no:cacheprovider", "task-triage.tests.toml")
+    done = project.runpytest_subprocess(
+        *_plugin(), "-p", "no:cacheprovider", "task-triage.tests.toml"
+    )
     done.assert_outcomes(failed=1)
     out = done.stdout.str()
     assert "task-triage.tests.toml:5:8: error[FORGEC_TEST_STEP_UNKNOWN]" in out
@@ -110,6 +134,8 @@ def test_a_bad_tests_file_is_one_failing_item_with_every_problem(
 def test_items_run_beside_pytest_lsp(project: pytest.Pytester) -> None:
     # pytest-lsp 1.0.1 (installed here, so autoloaded) fails any item without `funcargs`:
     # ours carry an empty one, and every case passes with it loaded
-    done = project.runpytest_subprocess("-p", "no:cacheprovider", "task-triage.tests.toml")
+    done = project.runpytest_subprocess(
+        *_plugin(), "-p", "no:cacheprovider", "task-triage.tests.toml"
+    )
     assert "lsp-1.0.1" in done.stdout.str()
     done.assert_outcomes(passed=3)

@@ -320,6 +320,10 @@ def text(outcome: dict[str, Any], *, files_data: list[Any]) -> str:
             source = tf.source_map.text if tf.source_map is not None else None
             for d in tf.diagnostics:
                 lines.append(render_diagnostic(d, path=tf.path, source=source))
+            if tf.report is not None and not tf.report.ok:
+                from forgec.render.text import render_report
+
+                lines.append(render_report(tf.report))  # the tool's own errors, as check shows
             continue
         for case in entry["cases"]:
             word = {"pass": "PASS", "fail": "FAIL", "error": "ERROR"}[case["outcome"]]

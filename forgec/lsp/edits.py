@@ -5,8 +5,10 @@ document makes an editor lose the cursor, folds, marks and its undo history of e
 So the old and new texts are compared line by line (`difflib.SequenceMatcher`, no junk
 heuristic) and each differing run of lines becomes one edit from the start of its first line to
 the start of the line after it. Whole lines need no column arithmetic, so every client position
-encoding reads them alike. Cost: SequenceMatcher is quadratic in the number of lines in the
-worst case; a document is at most 256 KiB (`MAX_FORGE_BYTES`), a few thousand lines.
+encoding reads them alike. Cost: the common first and last lines are skipped in linear time;
+SequenceMatcher, quadratic in the number of lines in the worst case, compares only the lines in
+between, and when either side has more than `MAX_DIFF_LINES` of them (a hostile 256 KiB text of
+one-character lines), that middle becomes one edit instead (SPEC §24: bounded on every path).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from lsprotocol import types as lsp
 
 from forgec.lsp.positions import LineIndex, Point
 
+MAX_DIFF_LINES = 2000
+
 
 def minimal_edits(index: LineIndex, new: str) -> list[lsp.TextEdit]:
     """Edits turning INDEX's text into NEW (none when they are equal)."""
@@ -25,9 +29,23 @@ def minimal_edits(index: LineIndex, new: str) -> list[lsp.TextEdit]:
         return []
     a = old.splitlines(keepends=True)
     b = new.splitlines(keepends=True)
-    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    first = 0
+    while first < min(len(a), len(b)) and a[first] == b[first]:
+        first += 1
+    last = 0
+    while last < min(len(a), len(b)) - first and a[-1 - last] == b[-1 - last]:
+        last += 1
+    a_end, b_end = len(a) - last, len(b) - last
+    if max(a_end - first, b_end - first) > MAX_DIFF_LINES:
+        opcodes = [("replace", first, a_end, first, b_end)]
+    else:
+        matcher = difflib.SequenceMatcher(None, a[first:a_end], b[first:b_end], autojunk=False)
+        opcodes = [
+            (tag, i1 + first, i2 + first, j1 + first, j2 + first)
+            for tag, i1, i2, j1, j2 in matcher.get_opcodes()
+        ]
     edits = []
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    for tag, i1, i2, j1, j2 in opcodes:
         if tag == "equal":
             continue
         edits.append(
