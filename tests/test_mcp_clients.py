@@ -186,36 +186,32 @@ async def _wait_modern(client: Any, store: Path) -> bool:
 @pytest.mark.parametrize(("mode", "protocol"), [("auto", "2026-07-28"), ("legacy", "2025-11-25")])
 def test_python_sdk_client(mode: str, protocol: str, tmp_path: Path) -> None:
     import mcp_types as types
-    from mcp.client.client import Client
-    from mcp.client.stdio import StdioServerParameters, stdio_client
+    from mcp_client import run_client
 
     store = build_store(tmp_path / "tools.db")
-    params = StdioServerParameters(
-        command=sys.executable, args=_serve_args(store, tmp_path), env=_env(tmp_path)
-    )
     changed = anyio.Event()
 
     async def on_message(message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification):
             changed.set()
 
-    async def main() -> dict[str, Any]:
-        with anyio.fail_after(90), open(os.devnull, "w") as log:
-            async with Client(
-                stdio_client(params, errlog=log), mode=mode, message_handler=on_message
-            ) as client:  # type: ignore[arg-type]
-                steps = await _python_story(client, store)
-                if client.protocol_version == "2026-07-28":
-                    notified = await _wait_modern(client, store)
-                else:
-                    notified = await _wait_legacy(client, store, changed)
-                names = [t.name for t in (await client.list_tools()).tools]
-                steps["listChanged"] = {"notified": notified, "names": names}
-                caps = client.server_capabilities
-                return {
-                    "protocol": client.protocol_version,
-                    "listChanged": caps.tools.list_changed if caps.tools else None,
-                    "steps": steps,
-                }
+    async def main(client: Any) -> dict[str, Any]:
+        steps = await _python_story(client, store)
+        if client.protocol_version == "2026-07-28":
+            notified = await _wait_modern(client, store)
+        else:
+            notified = await _wait_legacy(client, store, changed)
+        names = [t.name for t in (await client.list_tools()).tools]
+        steps["listChanged"] = {"notified": notified, "names": names}
+        caps = client.server_capabilities
+        return {
+            "protocol": client.protocol_version,
+            "listChanged": caps.tools.list_changed if caps.tools else None,
+            "steps": steps,
+        }
 
-    check_story(anyio.run(main), protocol)
+    command = [sys.executable, *_serve_args(store, tmp_path)]
+    answer = run_client(
+        command, main, env=_env(tmp_path), cwd=Path.cwd(), mode=mode, message_handler=on_message
+    )
+    check_story(answer, protocol)

@@ -225,12 +225,8 @@ def test_a_2026_client_session_carries_labels_and_answers_in_a_round(
 ) -> None:
     """A 2026-07-28 client (no server-to-client request mid-call): the session's context is kept
     across its calls, and the person's answer comes back as an `input_required` round."""
-    import os
-
-    import anyio
     import mcp_types as types
-    from mcp.client.client import Client
-    from mcp.client.stdio import StdioServerParameters, stdio_client
+    from mcp_client import run_client
 
     asked: list[str] = []
 
@@ -241,26 +237,22 @@ def test_a_2026_client_session_carries_labels_and_answers_in_a_round(
     args = serve_args(
         store_path, tmp_path, "--host-config", str(config), "--persona-labels", LABELS
     )
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "forgec", "mcp", "serve", *args],
+    command = [sys.executable, "-m", "forgec", "mcp", "serve", *args]
+
+    async def main(c: Any) -> Any:
+        assert c.protocol_version == "2026-07-28"
+        await c.call_tool("dynamic_list_Dnotes", {})
+        return await c.call_tool(
+            "channel_send", {"channelId": "general", "content": "the notes say: 4921"}
+        )
+
+    result = run_client(
+        command,
+        main,
         env={"PYTHONPATH": str(ROOT)},
-        cwd=str(ROOT),
+        timeout=60,
+        elicitation_callback=answer if allow is not None else None,
     )
-
-    async def main() -> Any:
-        with anyio.fail_after(60), open(os.devnull, "w") as errlog:
-            callback = answer if allow is not None else None
-            async with Client(
-                stdio_client(params, errlog=errlog), elicitation_callback=callback
-            ) as c:
-                assert c.protocol_version == "2026-07-28"
-                await c.call_tool("dynamic_list_Dnotes", {})
-                return await c.call_tool(
-                    "channel_send", {"channelId": "general", "content": "the notes say: 4921"}
-                )
-
-    result = anyio.run(main)
     assert len(asked) == (0 if allow is None else 1)
     assert result.is_error is (not allow)
     if allow is None:

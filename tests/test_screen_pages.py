@@ -318,3 +318,28 @@ def test_comparing_two_versions_answers_first_too(
     h1 = text_of(re.search(r"<h1[^>]*>(.*?)</h1>", narrower, re.S).group(1))  # type: ignore[union-attr]
     assert h1.startswith("No new power")
     assert 'gained"' not in narrower
+
+
+def test_a_hostile_proposal_renders_as_text_on_the_review_page(
+    screen: Screen, store: Path, tmp_path: Path
+) -> None:
+    from forgec.render.safe import UNSAFE_CHARACTERS
+
+    path = write(tmp_path, "echo.talostool", echo_tool())
+    assert forgec("tools", "install", str(path), "--store", str(store)).returncode == 0
+    script = "<script>window.__pwned=1</script>"
+    hostile = echo_tool(
+        2, 1, title="T " + script, description="D " + script + "\nline", ui_title=script
+    )
+    hostile["flow"]["nodes"][0]["value"] = {"said": "\x1b[31m" + script + "\u2066"}
+    number = propose(store, hostile)
+    with screen.client() as c:
+        for where in (
+            f"/tools/echo.tool/review/{number}",
+            f"/tools/echo.tool/diff?a=1&b=p{number}",
+        ):
+            page = c.get(where)
+            assert page.status_code == 200, where
+            assert "<script>window" not in page.text, where
+            assert not (set(page.text) & (UNSAFE_CHARACTERS - {"\n"})), where
+            assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in page.text, where
