@@ -23,15 +23,10 @@ NAMES = frozenset(row.name for row in ROWS)
 # Comparisons still written outside the hooks, each with who is moving it and why it stays
 # until then. Shrink this list; never grow it.
 PENDING: dict[str, int] = {
-    # db.query's tables-read and outside-text labels: issue 26 (labels-core) is replacing the
-    # table word match with the SQL's lineage in exactly these lines (see /work notes)
-    "forgec/passes/flows.py": 5,
-    "forgec/host/labels.py": 1,
-    "forgec/runtime/flowlabels.py": 1,
     # the review's words for a call and for a gain ("post to #general", "runs another SQL
     # query"): issue 28 (verdict) landed them as special cases; they are row data (a phrase
     # per capability and per destination field) and db.query's outside text is labels-core's
-    "forgec/store/verdict.py": 8,
+    "forgec/store/verdict.py": 5,
 }
 
 

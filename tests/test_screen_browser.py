@@ -12,13 +12,11 @@ import importlib.util
 import os
 import shutil
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import anyio
 import orjson
 import pytest
 from test_screen import ROOT, Screen, echo_tool, forgec, write
@@ -275,44 +273,20 @@ def test_import_broken_then_fixed_install_enable_run_roll_back(
 
 def _propose(store: Path, tmp_path: Path, manifest: dict[str, Any]) -> Any:
     """`tool_create` through the real `mcp` client against `forgec mcp serve` on STORE."""
-    from mcp.client.session import ClientSession
-    from mcp.client.stdio import StdioServerParameters, stdio_client
+    from mcp_client import run_session
 
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=[
-            "-m",
-            "forgec",
-            "mcp",
-            "serve",
-            "--store",
-            str(store),
-            "--db",
-            str(tmp_path / "mcp-host.db"),
-            "--persona-labels",
-            "tool.create",
-        ],
-        env={"PYTHONPATH": str(ROOT), "NO_COLOR": "1"},
-        cwd=str(ROOT),
-    )
+    args = ["mcp", "serve", "--store", str(store), "--db", str(tmp_path / "mcp-host.db")]
+    args += ["--persona-labels", "tool.create"]
 
-    async def main() -> Any:
-        with anyio.fail_after(90), open(os.devnull, "w") as errlog:
-            async with (
-                stdio_client(params, errlog=errlog) as (read, write),
-                ClientSession(read, write) as session,
-            ):
-                await session.initialize()
-                names = {t.name for t in (await session.list_tools()).tools}
-                # a model has no tool that could accept, enable or roll back
-                assert not {n for n in names if any(w in n for w in ("accept", "enable", "roll"))}
-                return await session.call_tool(
-                    "tool_create", {"manifest": manifest, "target": "talos"}
-                )
+    async def body(session: Any) -> Any:
+        names = {t.name for t in (await session.list_tools()).tools}
+        # a model has no tool that could accept, enable or roll back
+        assert not {n for n in names if any(w in n for w in ("accept", "enable", "roll"))}
+        return await session.call_tool("tool_create", {"manifest": manifest, "target": "talos"})
 
     # Playwright's sync API keeps an event loop in this thread: the client runs in its own
     got: list[Any] = []
-    worker = threading.Thread(target=lambda: got.append(anyio.run(main)))
+    worker = threading.Thread(target=lambda: got.append(run_session(args, body, timeout=90)))
     worker.start()
     worker.join(120)
     assert got, "the MCP client did not finish"

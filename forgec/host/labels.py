@@ -70,8 +70,8 @@ def keep(
                 continue
             for key in fl.row_keys(table, result):
                 add(conn, table, key, labels)
-    if capability == "db.query":
-        whole, per_column = query_labels(conn, input, result)
+    if capability in fl.QUERY_FIELDS:
+        whole, per_column = query_labels(conn, input, result, field=fl.QUERY_FIELDS[capability])
         read_into.update(whole)
         if per_column and columns_into is not None:
             for column, extra in per_column.items():
@@ -115,7 +115,7 @@ def stored(conn: sqlite3.Connection, table: str, key: str) -> frozenset[str]:
 
 
 def query_labels(
-    conn: sqlite3.Connection, input: Any, result: Any = None
+    conn: sqlite3.Connection, input: Any, result: Any = None, *, field: str = "sql"
 ) -> tuple[set[str], dict[str, set[str]]]:
     """What a `db.query` result carries (SPEC §21 "origin per field"), as (labels of the whole
     result, labels only some columns carry). By the query's lineage
@@ -132,7 +132,7 @@ def query_labels(
         query_tables_read,
     )
 
-    sql = input.get("sql") if type(input) is dict else None
+    sql = input.get(field) if type(input) is dict else None
     whole: set[str] = set()
     per_column: dict[str, set[str]] = {}
     lineage = query_lineage(sql)

@@ -92,6 +92,8 @@ class Capability:
     # operation writes) and the one its result reads
     stores: tuple[str, ...] = ()
     reads: str | None = None
+    # the input field holding a SELECT: its result reads the tables the SQL names (db.query)
+    reads_sql: str | None = None
     # its answers are also text other people wrote (another persona, a sub-agent)
     outside_text: bool = False
     # SPEC §21 "origin per field": with `outside_text`, the result fields the host itself
@@ -732,6 +734,7 @@ ROWS: tuple[Capability, ...] = (
         label="db.query:own",
         source="private",
         mcp_name="db_query",
+        reads_sql="sql",
     ),
     Capability(
         "subagent.invoke",

@@ -413,7 +413,7 @@ def _outside(name: str) -> bool:
     return (
         name in fl.EGRESS_CAPABILITIES
         or name == fl.HTTP
-        or name == "db.query"
+        or name in fl.QUERY_FIELDS
         or fl.TALON in fl.source_labels(name, None)
     )
 
@@ -480,7 +480,8 @@ class _Analysis:
         host = static_host(url_of(node)[0]) if name == fl.HTTP else None
         out = set(fl.source_labels(name, host))
         # SPEC §21: a query's outside text by its lineage (a computed query: any)
-        if name == "db.query" and query_reads_outside(literal_fields(node.input).get("sql")):
+        query = fl.QUERY_FIELDS.get(name)
+        if query is not None and query_reads_outside(literal_fields(node.input).get(query)):
             out.add(fl.TALON)
         return frozenset(out)
 
@@ -757,7 +758,9 @@ class _Analysis:
         self.begin()
         args = self.arguments(env, node.input)
         # only a selector field (memory.access `operation`, …) makes the literals matter
-        fields = literal_fields(node.input) if name in fl.WRITE_WHEN or name == "db.query" else {}
+        fields = (
+            literal_fields(node.input) if name in fl.WRITE_WHEN or name in fl.QUERY_FIELDS else {}
+        )
         sink = fl.static_sink(name, fields, host)
         if sink is not None:
             self.sink(node.id, sink, args, pc)
@@ -781,11 +784,7 @@ class _Analysis:
         sources = self.sources_of(node)
         if sources:
             parts.append(_AV(sources, None, node.id))
-        read = fl.STORE_READS.get(name)
-        reads: tuple[str, ...] = (read,) if read is not None else ()
-        if name == "db.query":
-            reads = fl.query_tables(fields.get("sql"))
-        for table in reads:
+        for table in fl.tables_read(name, fields):
             stored = self.cell(f"table:{table}", node.id)
             if stored is not None:
                 parts.append(stored)
@@ -874,10 +873,7 @@ class _Analysis:
             if type(node) is CapabilityNode:
                 labels |= self.sources_of(node)
                 name = node.capability or ""
-                tables = (
-                    fl.query_tables(None) if name == "db.query" else (fl.STORE_READS.get(name),)
-                )
-                for table in tables:
+                for table in fl.tables_may_read(name):
                     stored = self.cells.get(f"table:{table}")
                     if stored is not None:
                         labels |= stored.base

@@ -73,6 +73,8 @@ URL_DESTINATIONS: dict[str, frozenset[str]] = {
 STORE_WRITES: dict[str, tuple[str, ...]] = {row.name: row.stores for row in ROWS if row.stores}
 # capability → the host table its result reads (db.query: the tables its SQL reads)
 STORE_READS: dict[str, str] = {row.name: row.reads for row in ROWS if row.reads is not None}
+# capability → the input field holding the SELECT whose tables its result reads (db.query)
+QUERY_FIELDS: dict[str, str] = {row.name: row.reads_sql for row in ROWS if row.reads_sql}
 # the tables db.query may read, and those holding text people wrote (SPEC §21: which
 # columns, `OUTSIDE_COLUMNS`, is the rows' table)
 UNTRUSTED_TABLES = frozenset(OUTSIDE_COLUMNS)
@@ -163,11 +165,18 @@ def tables_written(capability: str, operation: Any, known: bool = True) -> tuple
 
 
 def tables_read(capability: str, input: Any) -> tuple[str, ...]:
-    """The tables a call's result reads (db.query: those its SQL names)."""
-    if capability == "db.query":
-        return query_tables(input.get("sql") if type(input) is dict else None)
+    """The tables a call's result reads (a query's: those its SQL names; every table it may
+    read when the SQL is not known)."""
+    field = QUERY_FIELDS.get(capability)
+    if field is not None:
+        return query_tables(input.get(field) if isinstance(input, Mapping) else None)
     table = STORE_READS.get(capability)
     return (table,) if table is not None else ()
+
+
+def tables_may_read(capability: str) -> tuple[str, ...]:
+    """Every table a call of the capability may read, whatever its input."""
+    return tables_read(capability, None)
 
 
 def query_tables(sql: Any) -> tuple[str, ...]:
