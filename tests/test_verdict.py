@@ -598,3 +598,50 @@ def test_a_gain_never_carries_a_raw_control_or_bidi_character() -> None:
     text = json.dumps(found, ensure_ascii=False) + render_verdict(found)
     assert "\x1b" not in text and "\u202e" not in text
     assert any("\\x1b[2J\\u202eevil" in g["sentence"] for g in found["gains"])
+
+
+def _digest(tmp_path: Path, limit: int, version: int) -> Path:
+    examples = Path(__file__).parent.parent / "examples"
+    text = (examples / "talon-db-digest.forge").read_text(encoding="utf-8")
+    assert "limit: 50" in text and "parent null" in text
+    text = text.replace("limit: 50", f"limit: {limit}")
+    if version > 1:
+        text = text.replace("version 1", f"version {version}").replace(
+            "parent null", f"parent {version - 1}"
+        )
+    path = tmp_path / f"digest.v{version}.forge"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_a_narrowed_limit_reads_no_new_power_through_the_cli(tmp_path: Path) -> None:
+    """talon-db-digest with `limit: 20` → `limit: 10`: the summary and the post are computed
+    from the same sources (SPEC §23): "No new power". Raised again (10 → 20) it is a gain."""
+    store = ["--store", str(tmp_path / "tools.db")]
+    for version, limit in ((1, 20), (2, 10), (3, 20)):
+        path = _digest(tmp_path, limit, version)
+        done = forgec("tools", "install", str(path), "--target", "talon", *store)
+        assert done.returncode == 0, done.stderr
+    done = forgec("tools", "diff", "talon-db-digest", "1", "2", *store)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == NO_NEW_POWER
+    assert "input.limit 20 → 10" in done.stdout  # §14's diff still shows the change
+    as_json = json.loads(
+        forgec("tools", "diff", "talon-db-digest", "1", "2", *store, "--format", "json").stdout
+    )
+    assert as_json["verdict"] == {"newPower": False, "headline": NO_NEW_POWER, "gains": []}
+    raised = forgec("tools", "diff", "talon-db-digest", "2", "3", *store)
+    assert raised.stdout.startswith("New power: this version can do 1 thing v2 could not.")
+    assert "can read up to 20 rows a query (v2: 10)" in raised.stdout
+
+
+def test_a_literal_newline_reads_as_a_line_break_sign_never_an_escape() -> None:
+    """A gain's sentence shows a literal's newline as ⏎, in text and JSON (issue 28)."""
+    from forgec.render.diff import render_verdict
+
+    v2 = [BASE[0], cap("log", "notes.create", title="Closed\nby bot", body="closed"), ret()]
+    found = judge(tool(BASE), tool(v2)).to_json()
+    shown = [g["sentence"] for g in found["gains"]]
+    assert any("`Closed⏎by bot`" in s for s in shown), shown
+    text = json.dumps(found, ensure_ascii=False) + render_verdict(found)
+    assert "\\x0a" not in text and "Closed\nby" not in text

@@ -21,24 +21,43 @@ from forgec.runtime.memory_host import MemoryHost
 from forgec.runtime.vm import run
 from forgec.store.verdict import verdict
 
-INPUT_VALUES = st.sampled_from(
-    [[], ["a"], ["a", "b"], [1, 2, 3], "x", "", 0, 2, True, None, {"k": 1}]
-)
+VALUES: list[Any] = [[], ["a"], ["a", "b"], [1, 2, 3], "x", "", 0, 2, True, None, {"k": 1}]
+INPUT_VALUES = st.sampled_from(VALUES)
 
 
 def _answer(op: str, input: Any, requirements: Any, schema: Any) -> Any:
     return {} if isinstance(schema, dict) and schema.get("type") == "object" else "ok"
 
 
+def _computed(value: Any) -> bool:
+    """Whether a node's input value is computed (a reference or a template somewhere in it)."""
+    if isinstance(value, dict):
+        return "$ref" in value or "$template" in value or any(map(_computed, value.values()))
+    if isinstance(value, list):
+        return any(map(_computed, value))
+    return False
+
+
 def calls(manifest: dict[str, Any], value: dict[str, Any]) -> set[tuple[str, str, bytes]]:
+    """The calls a run makes, as SPEC §23 sees them: the capability (or model op) and each
+    top-level input field as its literal, or `computed` where the step computes it (§23: a
+    value computed another way from the same sources is no new power, docs/store.md)."""
     program = lower(manifest, target="talos")
     host = MemoryHost(model=_answer, clock=lambda: "2026-01-01T00:00:00.000000Z")
     run(program, value, host=host, consent=lambda _r: True, sleep=lambda _s: None)
-    return {
-        (c.kind, c.name, orjson.dumps(c.input, option=orjson.OPT_SORT_KEYS))
-        for c in host.calls
-        if c.kind in ("call", "model")
-    }
+    written = {n["id"]: n.get("input") for n in _steps(manifest["flow"]["nodes"])}
+    out = set()
+    for c in host.calls:
+        if c.kind not in ("call", "model"):
+            continue
+        given = written.get(c.node)
+        seen: Any = c.input
+        if _computed(given):
+            seen = "computed"
+            if isinstance(given, dict) and isinstance(c.input, dict) and "$ref" not in given:
+                seen = {k: "computed" if _computed(given.get(k)) else v for k, v in c.input.items()}
+        out.add((c.kind, c.name, orjson.dumps(seen, option=orjson.OPT_SORT_KEYS)))
+    return out
 
 
 def _steps(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -161,9 +180,13 @@ def test_a_new_effect_is_never_no_new_power(data: st.DataObject) -> None:
     assert found is not None
     assert all(g.capability != "tool" for g in found.gains)  # judged, not given up on
     props = list(v1["inputSchema"]["properties"])
-    for _ in range(3):
-        value = {p: data.draw(INPUT_VALUES) for p in props}
-        fresh = calls(v2, value) - calls(v1, value)
+    values = [{p: data.draw(INPUT_VALUES) for p in props} for _ in range(3)]
+    # a test on computed values is computed too (§23): v1 may make a call under another of
+    # the inputs tried (each of them, and each value given to every property at once)
+    tried = values + [dict.fromkeys(props, x) for x in VALUES]
+    made = set().union(*(calls(v1, x) for x in tried))
+    for value in values:
+        fresh = calls(v2, value) - made
         if fresh:
             assert found.new_power, (fresh, v1, v2)
             return

@@ -76,7 +76,7 @@ class Gain:
 
     @property
     def sentence(self) -> str:
-        return f"{self.what} ({self.was})"
+        return safe_text(f"{self.what} ({self.was})")
 
     def to_json(self) -> dict[str, Any]:
         # text a person reads: a control or bidi character in a tool's value is escaped (§14)
@@ -167,6 +167,10 @@ class _Terms:
         self.fits: dict[int, tuple[int, int]] = {}  # loop-bound conjunct → (source, maxItems)
         self._lits: dict[int, int] = {}  # id(Literal node) → term
         self._labels: dict[int, frozenset[str]] = {}
+        self._origins: dict[int, frozenset[str]] = {}
+        self._unknown: dict[int, bool] = {}
+        self._shapes: dict[int, int] = {}
+        self._covers: dict[tuple[int, int], bool] = {}
         self._fresh = 0
 
     def mk(self, *row: Any) -> int:
@@ -252,6 +256,111 @@ class _Terms:
         self._labels[t] = frozen
         return frozen
 
+    def origin(self, t: int) -> frozenset[str]:
+        """What a computed value may depend on: its §15 labels, and the writes this run made
+        before each read it comes from (a read after a write can return what was written)."""
+        got = self._origins.get(t)
+        if got is None:
+            got = self._origins[t] = self._origin(t)
+        return got
+
+    def _origin(self, t: int) -> frozenset[str]:
+        out = set(self.labels(t))
+        todo, seen = [t], set()
+        while todo:
+            cur = todo.pop()
+            if cur in seen or cur < 0:
+                continue
+            seen.add(cur)
+            row = self.rows[cur]
+            if row[0] == "result" and row[5] >= 0:
+                epoch = row[5]
+                while epoch >= 0:
+                    link = self.rows[epoch]
+                    out.add(f"\x00after {link[2]} {link[3]}")
+                    epoch = link[1]
+            todo.extend(_children(row))
+        return frozenset(out)
+
+    def unknown(self, t: int) -> bool:
+        """Whether a value holds a fresh unknown (it equals nothing, covers nothing)."""
+        got = self._unknown.get(t)
+        if got is None:
+            got = self._unknown[t] = self._has_unknown(t)
+        return got
+
+    def _has_unknown(self, t: int) -> bool:
+        todo, seen = [t], set()
+        while todo:
+            cur = todo.pop()
+            if cur in seen or cur < 0:
+                continue
+            seen.add(cur)
+            row = self.rows[cur]
+            if row[0] in ("fresh", "undef"):
+                return True
+            todo.extend(_children(row))
+        return False
+
+    def shape(self, t: int) -> int:
+        """A value with every computed part blanked: its literals, a template's text, an
+        object's keys. Two values of one shape differ only in what they are computed from."""
+        got = self._shapes.get(t)
+        if got is None:
+            got = self._shapes[t] = self._shape(t)
+        return got
+
+    def _shape(self, t: int) -> int:
+        # hash-consed like the terms: a value built by doubling has a shape of one small int
+        row = self.rows[t]
+        kind = row[0]
+        if t in self.values or kind in ("none", "cred"):
+            return t
+        if kind == "tmpl":
+            parts = tuple(p if isinstance(p, str) else self.shape(p) for p in row[1])
+            return self.mk("shape", "tmpl", parts)
+        if kind == "obj":
+            return self.mk("shape", "obj", tuple((k, self.shape(v)) for k, v in row[1]))
+        if kind == "list":
+            return self.mk("shape", "list", tuple(self.shape(v) for v in row[1]))
+        if self.unknown(t):
+            return self.mk("shape", "unknown", t)
+        return self.mk("shape", "computed")
+
+    def covers(self, new: int, old: int) -> bool:
+        """SPEC §23: NEW is no more than OLD: the same literal, or of the same shape with each
+        computed part built from the same or fewer sources (`origin`) as OLD's."""
+        if new == old:
+            return True
+        got = self._covers.get((new, old))
+        if got is None:
+            got = self._covers[(new, old)] = self._cover(new, old)
+        return got
+
+    def _cover(self, new: int, old: int) -> bool:
+        a, b = self.rows[new], self.rows[old]
+        if new in self.values or old in self.values:
+            return False
+        if a[0] != b[0] or a[0] in ("none", "cred"):
+            if a[0] in ("tmpl", "obj", "list") or b[0] in ("tmpl", "obj", "list"):
+                return False
+            return self._covers_computed(new, old)
+        if a[0] in ("tmpl", "list"):
+            return len(a[1]) == len(b[1]) and all(
+                (x == y) if isinstance(x, str) or isinstance(y, str) else self.covers(x, y)
+                for x, y in zip(a[1], b[1], strict=True)
+            )
+        if a[0] == "obj":
+            return [k for k, _ in a[1]] == [k for k, _ in b[1]] and all(
+                self.covers(x, y) for (_, x), (_, y) in zip(a[1], b[1], strict=True)
+            )
+        return self._covers_computed(new, old)
+
+    def _covers_computed(self, new: int, old: int) -> bool:
+        if self.unknown(new) or self.unknown(old):
+            return False
+        return self.origin(new) <= self.origin(old)
+
     def spelled(self, t: int, depth: int = 0) -> str:
         """A term as an expression a person can read (`URGENT: {{input.title}}`), for two
         computed values that say the same in words."""
@@ -261,7 +370,7 @@ class _Terms:
             return "…"
         if t in self.values:
             value = self.values[t]
-            return value if isinstance(value, str) else one_line(value)
+            return _readable(value) if isinstance(value, str) else one_line(value)
         if kind == "input":
             return "input"
         if kind == "state":
@@ -270,7 +379,7 @@ class _Terms:
             return f"{self.spelled(row[1], depth + 1)}.{row[2]}"
         if kind == "tmpl":
             return "".join(
-                p if isinstance(p, str) else "{{" + self.spelled(p, depth + 1) + "}}"
+                _readable(p) if isinstance(p, str) else "{{" + self.spelled(p, depth + 1) + "}}"
                 for p in row[1]
             )
         if kind in ("item", "index"):
@@ -290,8 +399,8 @@ class _Terms:
         """A field's value as a person reads it: the literal, or what it is computed from."""
         if t in self.values:
             value = self.values[t]
-            return _short(value if isinstance(value, str) else one_line(value))
-        labels = sorted(self.labels(t))
+            return _short(_readable(value) if isinstance(value, str) else one_line(value))
+        labels = sorted(x for x in self.labels(t) if not x.startswith("\x00"))
         if not labels:
             return "a computed value"
         return "computed from " + _and([fl.describe_source(x) for x in labels])
@@ -319,6 +428,15 @@ def _children(row: tuple[Any, ...]) -> list[int]:
     if kind == "cond":
         return [x for x in (row[2], row[3]) if x >= 0]
     return []
+
+
+NEWLINE = "⏎"  # a literal's line break, as a sentence shows it
+
+
+def _readable(text: str) -> str:
+    """A literal as one line a person reads: each line break shown as ⏎ (every other control
+    or bidi character is escaped by `safe_text` when the sentence is made)."""
+    return safe_text(text.replace("\r\n", "\n").replace("\n", NEWLINE))
 
 
 def _short(text: str, limit: int = 80) -> str:
@@ -495,7 +613,7 @@ class _Version:
             node.op or "?",
             fields,
             clause,
-            ("model", node.op, fields, schema),
+            ("model", node.op, (("input", terms.shape(given)),), schema),
             1,
             privacy,
             effort,
@@ -512,7 +630,7 @@ class _Version:
         clause: Clause,
         attempts: int,
     ) -> None:
-        key_fields = tuple((k, t) for k, t in fields if k not in NARROWABLE)
+        key_fields = tuple((k, self.terms.shape(t)) for k, t in fields if k not in NARROWABLE)
         self.add(_Inst(node_id, cap, op, fields, clause, (cap, op, key_fields), attempts))
 
     def add(self, inst: _Inst) -> None:
@@ -876,7 +994,7 @@ class _Compare:
         by_flow = [o for o in by_model if self.flows_ok(inst, o)]
         if not by_flow:
             return [self.explain_flows(inst, by_model[0])]
-        gains = self.count_gain(inst, by_kind=False)
+        gains = self.count_gain(inst, by_kind=False, olds=by_flow)
         if self.new.hosts and inst.capability == fl.HTTP:
             extra = sorted(set(self.new.hosts) - set(self.old.hosts))
             if extra:
@@ -890,7 +1008,9 @@ class _Compare:
                 )
         return gains
 
-    def count_gain(self, inst: _Inst, *, by_kind: bool) -> list[Gain]:
+    def count_gain(
+        self, inst: _Inst, *, by_kind: bool, olds: list[_Inst] | None = None
+    ) -> list[Gain]:
         """More calls a run than the old version could make: of the same call (BY_KIND
         false), or of the same capability and operation (when no old call is the same)."""
         if by_kind:
@@ -900,9 +1020,11 @@ class _Compare:
             if old_times == 0:
                 return []  # never made: the field gain says it
         else:
+            # every new call of this shape, against the old calls that stand for this one
             key = inst.key
+            standing = frozenset(olds or ())
             new_times = self.new_most(key, lambda i: i.key == key)
-            old_times = self.old_most(key, lambda i: i.key == key)
+            old_times = self.old_most(("by", standing), lambda i: i in standing)
         if new_times <= old_times:
             return []
         return [
@@ -936,29 +1058,48 @@ class _Compare:
         for k, t in a.items():
             if t == b[k]:
                 continue
-            if k not in NARROWABLE:
-                return False
             x, y = values.get(t), values.get(b[k])
-            if not (isinstance(x, int) and isinstance(y, int) and _is_int(x) and x <= y):
+            lower = isinstance(x, int) and isinstance(y, int) and x <= y
+            if k in NARROWABLE and lower and _is_int(x) and _is_int(y):
+                continue
+            if not self.terms.covers(t, b[k]):
                 return False
         return True
 
     def implies(self, new: Clause, old: Clause) -> bool:
-        """Whenever the new clause holds, the old one does (conjunct by conjunct)."""
+        """Whenever the new clause holds, the old one does (conjunct by conjunct: the same
+        conjunct, a loop bound the new one keeps within, or the same test on values built from
+        the same or fewer sources, `_Terms.covers`)."""
         rest = old - new
         if not rest:
             return True
-        fits = self.terms.fits
-        for x in rest:
-            bound = fits.get(x)
-            if bound is None:
-                return False
-            source, most = bound
-            if not any(
-                (b := fits.get(y)) is not None and b[0] == source and b[1] <= most for y in new
-            ):
-                return False
-        return True
+        return all(any(self.conjunct(y, x) for y in new) for x in rest)
+
+    def conjunct(self, new: int, old: int) -> bool:
+        """Whether conjunct NEW implies conjunct OLD."""
+        terms = self.terms
+        if new == old:
+            return True
+        a, b = terms.rows[new], terms.rows[old]
+        if a[0] != b[0]:
+            return False
+        if a[0] == "fits":
+            return a[2] <= b[2] and terms.covers(a[1], b[1])
+        if a[0] == "nonempty":
+            return terms.covers(a[1], b[1])
+        if a[0] == "br":
+            return a[2] == b[2] and self.same_test(a[1], b[1])
+        if a[0] == "typed":
+            return self.same_test(a[1], b[1])
+        return False
+
+    def same_test(self, new: int, old: int) -> bool:
+        a, b = self.terms.rows[new], self.terms.rows[old]
+        if a[0] != "cond" or b[0] != "cond" or a[1] != b[1]:
+            return False
+        if (a[3] < 0) != (b[3] < 0):
+            return False
+        return self.terms.covers(a[2], b[2]) and (a[3] < 0 or self.terms.covers(a[3], b[3]))
 
     def model_ok(self, new: _Inst, old: _Inst) -> bool:
         if new.capability != "model":
