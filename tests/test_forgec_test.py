@@ -208,6 +208,13 @@ def test_a_missing_tool_is_named(tmp_path: Path) -> None:
     assert "FORGEC_TEST_TOOL" in done.stdout
 
 
+def test_a_tests_file_without_a_case_is_a_problem(tmp_path: Path) -> None:
+    path = _project(tmp_path, 'target = "talos"\n')
+    done = forgec("test", str(path))
+    assert done.returncode == 2
+    assert "error[FORGEC_TEST_KEY]: the file has no `[[case]]`" in done.stdout
+
+
 def test_no_tests_found_is_bad_usage(tmp_path: Path) -> None:
     done = forgec("test", str(tmp_path))
     assert done.returncode == 2

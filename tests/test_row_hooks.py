@@ -26,7 +26,7 @@ PENDING: dict[str, int] = {
     # the review's words for a call and for a gain ("post to #general", "runs another SQL
     # query"): issue 28 (verdict) landed them as special cases; they are row data (a phrase
     # per capability and per destination field) and db.query's outside text is labels-core's
-    "forgec/store/verdict.py": 8,
+    "forgec/store/verdict.py": 5,
 }
 
 

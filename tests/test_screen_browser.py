@@ -644,6 +644,9 @@ def test_labels_drawn_by_chromium_do_not_overlap(person: Person, store: Path) ->
         page.set_input_files("#file", str(ROOT / "examples" / example))
         page.select_option("#target", target)
         page.get_by_role("button", name="Check").click()
+        page.locator("figure.graph svg").wait_for()  # the result page, not the form
+        page.wait_for_load_state("load")
+        page.evaluate("() => document.fonts.ready.then(() => true)")
         texts = "svg text.edge-label, svg text.flow-label, svg text.cluster-label"
         assert page.locator(texts).count() > 0, example
         assert _boxes_overlap(page, texts) == [], example
@@ -758,21 +761,26 @@ def test_the_tools_list_search_and_filters_in_the_browser(
         for i in range(500):
             s.install(orjson.dumps(echo_tool(tool_id=f"tool-{i:03d}", title=f"Tool number {i}")))
     _digest(store, tmp_path)
+    from playwright.sync_api import expect
+
     page = person.page
     person.go("/")
-    assert page.locator("table.tools tbody tr").count() == 501
+    expect(page.locator("table.tools tbody tr")).to_have_count(501)
     assert "1 proposal waits for your review" in page.inner_text("#waiting-count")
     page.get_by_label("Search title or name").fill("digest")
     page.get_by_role("button", name="Show").click()
-    assert page.locator("table.tools tbody tr").count() == 1
-    assert page.inner_text("#shown-count") == "1 of 501 tools shown."
+    expect(page.locator("#shown-count")).to_have_text("1 of 501 tools shown.")
+    expect(page.locator("table.tools tbody tr")).to_have_count(1)
     page.get_by_role("link", name="Show all").first.click()
     page.get_by_label("only with proposals waiting").check()
     page.get_by_role("button", name="Show").click()
-    assert page.locator("table.tools tbody tr").count() == 1
+    expect(page.locator("#shown-count")).to_have_text("1 of 501 tools shown.")
+    expect(page.locator("table.tools tbody tr")).to_have_count(1)
     page.get_by_label("only with proposals waiting").uncheck()
     page.get_by_label("Risk").select_option("R3")
     page.get_by_role("button", name="Show").click()
+    expect(page.locator("#risk")).to_have_value("R3")
+    expect(page.locator("table.tools tbody tr")).to_have_count(1)
     rows = page.locator("table.tools tbody tr").all_inner_texts()
     assert len(rows) == 1 and "R3" in rows[0]
     person.shot("tools-filtered")

@@ -63,9 +63,11 @@ class ModelProvider(Protocol):
 
 
 def is_loopback_url(url: str) -> bool:
-    import urllib.parse
+    """Whether a model endpoint is on this machine, its host read by the one URL rule
+    (`forgec.catalog.urls.url_host`: a URL that rule refuses is not loopback)."""
+    from forgec.catalog.urls import url_host
 
-    host = (urllib.parse.urlsplit(url).hostname or "").lower()
+    host = url_host(url) or ""
     if host == "localhost" or host.endswith(".localhost"):
         return True
     try:

@@ -181,13 +181,10 @@ class _Indexer:
             loop=loop,
         )
         self.a.nodes.setdefault(node.id, []).append(d)
-        for role, attr in (("next", "next"), ("then", "then"), ("else", "else_")):
-            target = getattr(node, attr, None)
-            if isinstance(target, str):
-                name = "else" if attr == "else_" else attr
-                span = self.span(f"{node.pointer}/{name}")
-                if span is not None:
-                    self.a.edges.append(Use(target, span, node.id, role))
+        for field, goes_to in ir.edges(node):  # the node table's edge fields
+            span = self.span(f"{node.pointer}/{field}")
+            if span is not None:
+                self.a.edges.append(Use(goes_to, span, node.id, field))
         target = getattr(node, "target", None)
         if isinstance(target, str):
             span = self.span(f"{node.pointer}/target")
@@ -244,15 +241,8 @@ def _read_name(ref: Any) -> str:
 
 
 def _values(node: Any) -> list[Any]:
-    out = []
-    for attr in ("value", "input", "source"):
-        v = getattr(node, attr, None)
-        if v is not None and not isinstance(v, str | int | float | bool):
-            out.append(v)
-    cond = getattr(node, "condition", None)
-    if cond is not None:
-        out.extend(v for v in (cond.left, cond.right) if v is not None)
-    return out
+    """The node's values, from the node table (`forgec.ir.nodes.node_values`)."""
+    return [v for _, v in ir.node_values(node)]
 
 
 def _placeholders(text: str, span: Span) -> Any:

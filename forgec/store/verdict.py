@@ -774,8 +774,9 @@ def _sources(node: n.CapabilityNode, name: str, fields: dict[str, int], terms: _
 
         host = static_host(url_of(node)[0])
     out = set(fl.source_labels(name, host))
-    if name == "db.query":
-        sql = terms.values.get(fields.get("sql", -1))
+    query = fl.QUERY_FIELDS.get(name)
+    if query is not None:
+        sql = terms.values.get(fields.get(query, -1))
         if any(t in fl.UNTRUSTED_TABLES for t in fl.query_tables(sql)):
             out.add(fl.TALON)
     return frozenset(out)
@@ -1079,7 +1080,7 @@ class _Compare:
                 f"can post to {_channel(t, self.terms)}",
                 f"{self.was}: {old_channels}",
             )
-        if cap == "db.query" and name == "sql":
+        if name == fl.QUERY_FIELDS.get(cap):
             return Gain(inst.node, cap, f"runs another SQL query: {new_words}", was)
         if cap == fl.HTTP and name == "url":
             return Gain(inst.node, cap, f"sends a request to {new_words}", was)
@@ -1338,11 +1339,12 @@ def _witness_host_class() -> type:
                 return super()._dispatch(capability, input)
             from forgec.ir.capabilities import BY_NAME
 
-            if capability == "db.query" and isinstance(input, dict):
+            query = fl.QUERY_FIELDS.get(capability)
+            if query is not None and isinstance(input, dict):
                 # one row holding every column the query reads: a loop over the rows runs
                 from forgec.catalog.sql import query_columns
 
-                columns = query_columns(input.get("sql")) or ()
+                columns = query_columns(input.get(query)) or ()
                 row = {c: "x" for _, c in sorted(columns) if c != "*"}
                 return {"rows": [row] if row else [], "truncated": False}
             spec = BY_NAME.get(capability)

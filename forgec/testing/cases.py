@@ -207,8 +207,13 @@ def load_tests(
     if not isinstance(raw_cases, list):
         d.add("FORGEC_TEST_KEY", "/case", "`case` is an array of tables: write `[[case]]`")
         raw_cases = []
-    if not raw_cases and "case" in doc:
-        d.add("FORGEC_TEST_KEY", "/case", "the file has no `[[case]]`")
+    if not raw_cases:  # a tests file that tests nothing would pass forever
+        d.add(
+            "FORGEC_TEST_KEY",
+            "/case" if "case" in doc else "",
+            "the file has no `[[case]]`",
+            hint="each case starts with `[[case]]` and a `name`",
+        )
     tf.cases = _cases(d, raw_cases, "/case", tf.program)
     tf.diagnostics.extend(d.items)
     tf.diagnostics.sort(key=sort_key)
