@@ -400,7 +400,6 @@ def query_lineage(sql: Any) -> tuple[Columns, tuple[Columns, ...]] | None:
 
 
 def _lineage(sql: str) -> tuple[Columns, tuple[Columns, ...]]:
-    from sqlglot import exp
 
     tree, _ = _parse(sql)
     try:
