@@ -378,7 +378,11 @@ BAD_TALON = [
     ("db.query", {"sql": "SELECT 1", "params": [[1]]}, "a statement parameter is a string"),
     ("subagent.invoke", {"input": {}}, "missing required field `name`"),
     ("subagent.invoke", {"name": "x", "input": [1]}, "`input` must be an object"),
-    ("subagent.background", {"action": "spawn"}, "`prompt`, required when `action` is `spawn`"),
+    (
+        "subagent.background",
+        {"action": "spawn"},
+        "`prompt` or `tool`, required when `action` is `spawn`",
+    ),
     ("subagent.background", {"action": "status"}, "`taskId`, required when `action` is `status`"),
     ("subagent.background", {"action": "cancel"}, "`taskId`, required when"),
     ("subagent.background", {"action": "result"}, "`taskId`, required when"),

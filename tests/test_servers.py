@@ -85,6 +85,13 @@ def test_a_signal_ends_the_server_at_once(kind: str, sig: int, tmp_path: Path) -
 def test_a_terminal_gets_a_one_line_banner(kind: str, tmp_path: Path) -> None:
     import pty
 
+    # an existing store: a new one is announced first (its own line, tested apart)
+    if kind == "mcp":
+        subprocess.run(
+            [sys.executable, "-m", "forgec", "tools", "install", "--store",
+             str(tmp_path / "tools.db"), str(Path(__file__).parent.parent / "examples" / "memory-capture.talostool")],
+            check=True, capture_output=True,
+        )  # fmt: skip
     primary, secondary = pty.openpty()
     proc = subprocess.Popen(
         _server(kind, tmp_path), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=secondary

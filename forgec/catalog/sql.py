@@ -105,6 +105,9 @@ def _parse(sql: str) -> tuple[Any, list[str]]:
     finally:
         _LOG.setLevel(level)
     found = [s for s in statements if s is not None and not isinstance(s, exp.Semicolon)]
+    for statement in statements:
+        if statement is not None and (len(found) != 1 or statement is not found[0]):
+            _free(statement)
     if len(found) != 1:
         return None, ["exactly one SELECT statement is expected"]
     return found[0], []
@@ -179,19 +182,44 @@ def check_select(sql: str) -> list[str]:
         return ["the SQL is empty"]
     if "\x00" in sql:
         return ["the SQL contains a NUL character"]
+    cached = _CHECK_CACHE.get(sql)
+    if cached is None:
+        cached = _check(sql)
+        if len(_CHECK_CACHE) > 512:  # bounded: a long-lived host sees many queries
+            _CHECK_CACHE.clear()
+        _CHECK_CACHE[sql] = cached
+    return list(cached)
+
+
+_CHECK_CACHE: dict[str, tuple[str, ...]] = {}
+
+
+def _check(sql: str) -> tuple[str, ...]:
     tree, problems = _parse(sql)
     if tree is None:
-        return problems
-    from sqlglot import exp
+        return tuple(problems)
+    try:
+        from sqlglot import exp
 
-    if not isinstance(tree, exp.Select):
-        return [_not_select(tree)]
-    out: list[str] = []
-    for node in tree.walk():
-        message = _refusal(node, tree)
-        if message and message not in out:
-            out.append(message)
-    return out
+        if not isinstance(tree, exp.Select):
+            return (_not_select(tree),)
+        out: list[str] = []
+        for node in tree.walk():
+            message = _refusal(node, tree)
+            if message and message not in out:
+                out.append(message)
+        return tuple(out)
+    finally:
+        _free(tree)
+
+
+def _free(tree: Any) -> None:
+    """Break a parsed tree's parent links once it has been read: sqlglot's nodes point at their
+    parent, so a tree is a web of reference cycles that would wait for the cyclic collector
+    (a check leaves no cycle behind: tests/test_check_garbage.py). Only plain data — strings,
+    tuples, frozensets — leaves this module."""
+    for node in list(tree.walk()):
+        node.parent = None
 
 
 def _not_select(tree: Any) -> str:
@@ -372,9 +400,17 @@ def query_lineage(sql: Any) -> tuple[Columns, tuple[Columns, ...]] | None:
 
 
 def _lineage(sql: str) -> tuple[Columns, tuple[Columns, ...]]:
-    from sqlglot import exp
 
     tree, _ = _parse(sql)
+    try:
+        return _lineage_of(tree)
+    finally:
+        _free(tree)
+
+
+def _lineage_of(tree: Any) -> tuple[Columns, tuple[Columns, ...]]:
+    from sqlglot import exp
+
     tables: dict[str, str] = {}  # alias or name (lower) → table
     for table in tree.find_all(exp.Table):
         name = str(table.name).lower()

@@ -16,7 +16,6 @@ import orjson
 from forgec.render.safe import safe_text
 from forgec.runtime.jsontext import escape_unsafe_text
 
-FORMATS = ("text", "json")
 _MAX_VALUE = 300  # characters of one value on a text line
 
 

@@ -376,29 +376,27 @@ def test_tool_create_answers_the_same_whether_or_not_the_id_exists(
 
 
 def test_readme_shows_the_prompt_as_it_is(tmp_path: Path) -> None:
-    """README's store section quotes the enable prompt for measurement 1: it must be real."""
+    """README's store section quotes the verdict for measurement 1 (a model's proposal to the
+    thread relay) and says `tools enable` after `accept` prints it first: the verdict it quotes
+    must be what the real enable prompt says, line for line."""
+    from forgec.store import Store
+
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     section = readme.split("### Install, turn on, roll back", 1)[1].split("\n### ", 1)[0]
     block = section.split("```console\n", 1)[1].split("```", 1)[0]
     quoted = [line for line in block.splitlines() if not line.startswith("$ ")]
+    verdict = quoted[: quoted.index("")]  # the verdict: the lines above the diff
+    assert verdict[0].startswith("New power: ")
     store = tmp_path / "tools.db"
-    forgec(
-        "tools",
-        "install",
-        write(tmp_path, "v1", thread_count(1, None)),
-        "--target",
-        "talon",
-        store=store,
+    v1, v2 = (
+        ROOT / "tests/verdict/thread-relay.v1.forge",
+        ROOT / "tests/verdict/thread-relay.v2.forge",
     )
-    forgec("tools", "enable", "thread-count", "--yes", store=store)
-    forgec(
-        "tools",
-        "install",
-        write(tmp_path, "v2", post_every_message(2, 1)),
-        "--target",
-        "talon",
-        store=store,
-    )
-    said = forgec("tools", "enable", "thread-count", store=store).stderr.splitlines()
-    start = said.index(quoted[0])
-    assert said[start : start + len(quoted)] == quoted
+    forgec("tools", "install", str(v1), "--target", "talon", store=store)
+    forgec("tools", "enable", "thread-relay", "--yes", store=store)
+    with Store(store) as s:
+        s.install(v2.read_bytes(), path=str(v2), target="talon", author="model")
+    assert forgec("tools", "accept", "thread-relay", "1", store=store).returncode == 0
+    said = forgec("tools", "enable", "thread-relay", store=store).stderr.splitlines()
+    start = said.index(verdict[0])
+    assert said[start : start + len(verdict)] == verdict
