@@ -22,12 +22,7 @@ NAMES = frozenset(row.name for row in ROWS)
 
 # Comparisons still written outside the hooks, each with who is moving it and why it stays
 # until then. Shrink this list; never grow it.
-PENDING: dict[str, int] = {
-    # the review's words for a call and for a gain ("post to #general", "runs another SQL
-    # query"): issue 28 (verdict) landed them as special cases; they are row data (a phrase
-    # per capability and per destination field) and db.query's outside text is labels-core's
-    "forgec/store/verdict.py": 5,
-}
+PENDING: dict[str, int] = {}
 
 
 def test_every_row_has_the_hooks_its_data_calls_for_and_no_other() -> None:

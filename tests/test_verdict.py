@@ -645,3 +645,19 @@ def test_a_literal_newline_reads_as_a_line_break_sign_never_an_escape() -> None:
     assert any("`Closed⏎by bot`" in s for s in shown), shown
     text = json.dumps(found, ensure_ascii=False) + render_verdict(found)
     assert "\\x0a" not in text and "Closed\nby" not in text
+
+
+def test_every_capability_row_s_review_words_name_its_own_fields() -> None:
+    """The review's words are row data (SPEC §23): each phrase names only fields of its row."""
+    import re
+
+    from forgec.ir.capabilities import ROWS
+
+    reserved = {"", "sends", "#", "?"}
+    for row in ROWS:
+        fields = set(row.shape.fields)
+        for key, text in row.review_words.items():
+            assert key in reserved or key in fields, (row.name, key)
+            named = set(re.findall(r"\{(\w+)\}", text)) - {"data"}
+            assert named <= fields, (row.name, key, named)
+    assert any(r.review_words for r in ROWS)

@@ -102,6 +102,12 @@ class Capability:
     # SPEC §21 "destinations": the input fields that say where the data goes or which item
     # changes (a URL field — its `validate` is "url" — by its host only); the rest is content
     destinations: tuple[str, ...] = ()
+    # SPEC §23, the review's words (forgec.store.verdict): "" the call in a few words, with
+    # `{field}` standing for a field's value ("post to {channelId}"); a field name: the gain
+    # when that field changes, `{}` its new value ("can post to {}"); "sends": the call
+    # carrying private data (`{data}` what); "#": the mark before a literal destination;
+    # "?": the noun for a computed one ("a channel computed from your input")
+    review_words: Mapping[str, str] = attrs.field(factory=dict)
 
     @property
     def input_limit(self) -> int:
@@ -594,6 +600,13 @@ ROWS: tuple[Capability, ...] = (
         mcp_name="channel_send",
         stores=("messages", "threads"),
         destinations=("channelId", "replyTo"),
+        review_words={
+            "": "post to {channelId}",
+            "channelId": "can post to {}",
+            "sends": "sends {data} to {channelId}",
+            "#": "#",
+            "?": "a channel",
+        },
     ),
     Capability(
         "memory.access",
@@ -697,6 +710,7 @@ ROWS: tuple[Capability, ...] = (
         mcp_name="net_http",
         needs_network=True,
         destinations=("url",),
+        review_words={"": "send a request to {url}", "url": "sends a request to {}"},
     ),
     Capability(
         "db.query",
@@ -735,6 +749,7 @@ ROWS: tuple[Capability, ...] = (
         source="private",
         mcp_name="db_query",
         reads_sql="sql",
+        review_words={"": "query the database", "limit": "can read up to {} rows a query"},
     ),
     Capability(
         "subagent.invoke",

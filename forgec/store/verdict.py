@@ -43,6 +43,7 @@ that the old one, given the same input, does not make, the gain carries that inp
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -1122,21 +1123,43 @@ class _Compare:
     def desc(self, inst: _Inst) -> str:
         """What the call does, in a few words ("post to #general")."""
         f = dict(inst.fields)
-        words = self.terms.words
         cap = inst.capability
-        if cap == "channel.send" and "channelId" in f:
-            return f"post to {_channel(f['channelId'], self.terms)}"
+        said = self.phrase(cap, "", f)
+        if said is not None:
+            return said
         if cap == "model":
             return f"ask a model to {inst.operation}"
-        if cap == fl.HTTP and "url" in f:
-            return f"send a request to {words(f['url'])}"
-        if cap == "db.query":
-            return "query the database"
         if cap == "state":
             return f"save {inst.operation}"
         if inst.operation not in (cap, "*"):
             return f"call {cap} {inst.operation}"
         return f"call {cap}"
+
+    def phrase(self, cap: str, key: str, fields: dict[str, int], **more: str) -> str | None:
+        """The row's review words KEY for a call of CAP, each `{field}` filled with that
+        field's value (None: no such words, or a field they name is missing)."""
+        row = _row(cap)
+        text = row.review_words.get(key) if row is not None else None
+        if text is None:
+            return None
+        for name, value in more.items():
+            text = text.replace("{" + name + "}", value)
+        for name in re.findall(r"\{(\w+)\}", text):
+            if name not in fields:
+                return None
+            text = text.replace("{" + name + "}", self.place(cap, fields[name]))
+        return text
+
+    def place(self, cap: str, t: int) -> str:
+        """A destination's value as a person names it (`#team`; a channel computed from …)."""
+        row = _row(cap)
+        review = row.review_words if row is not None else {}
+        value = self.terms.values.get(t)
+        if isinstance(value, str):
+            mark = review.get("#", "")
+            return value if not mark or value.startswith(mark) else f"{mark}{value}"
+        noun = review.get("?")
+        return f"{noun} {self.terms.words(t)}" if noun else self.terms.words(t)
 
     def explain_fields(self, inst: _Inst) -> list[Gain]:
         cap, was = inst.capability, self.was
@@ -1213,22 +1236,23 @@ class _Compare:
         if t is None:
             return Gain(inst.node, cap, f"can {self.desc(inst)} without `{name}`", was)
         new_words = _tick(words(t), isinstance(self.terms.values.get(t), str))
-        if cap == "channel.send" and name == "channelId":
-            old_channels = _and(sorted({_channel(x, self.terms) for x in olds}))
-            return Gain(
-                inst.node,
-                cap,
-                f"can post to {_channel(t, self.terms)}",
-                f"{self.was}: {old_channels}",
-            )
+        row = _row(cap)
+        phrase = row.review_words.get(name) if row is not None else None
+        if phrase is not None and "{}" in phrase:
+            if name in row.destinations and "#" in row.review_words:  # a named place: #team
+                olds_shown = _and(sorted({self.place(cap, x) for x in olds}))
+                return Gain(
+                    inst.node,
+                    cap,
+                    phrase.replace("{}", self.place(cap, t)),
+                    f"{self.was}: {olds_shown}",
+                )
+            shown = new_words if name in row.destinations else words(t)
+            return Gain(inst.node, cap, phrase.replace("{}", shown), was)
         if name == fl.QUERY_FIELDS.get(cap):
             return Gain(inst.node, cap, f"runs another SQL query: {new_words}", was)
-        if cap == fl.HTTP and name == "url":
-            return Gain(inst.node, cap, f"sends a request to {new_words}", was)
         if name == "status":
             return Gain(inst.node, cap, f"can set a task's status to {new_words}", was)
-        if cap == "db.query" and name == "limit":
-            return Gain(inst.node, cap, f"can read up to {words(t)} rows a query", was)
         if name in NARROWABLE:
             return Gain(inst.node, cap, f"can {self.desc(inst)} with {name} {new_words}", was)
         if name == "*":
@@ -1246,8 +1270,9 @@ class _Compare:
         if cap == fl.HTTP:
             where = _and(list(self.new.hosts)) or "the web"
             return f"sends {data} to {where}" if private else f"can send requests to {where}"
-        if cap == "channel.send" and private and "channelId" in f:
-            return f"sends {data} to {_channel(f['channelId'], self.terms)}"
+        sends = self.phrase(cap, "sends", f, data=data) if private else None
+        if sends is not None:
+            return sends
         if cap in fl.EGRESS_CAPABILITIES and private:
             return f"can {self.desc(inst)}, sending {data}"
         return f"can {self.desc(inst)}"
@@ -1385,11 +1410,10 @@ def _tick(words: str, literal: bool) -> str:
     return f"`{words}`" if literal else words
 
 
-def _channel(t: int, terms: _Terms) -> str:
-    value = terms.values.get(t)
-    if isinstance(value, str):
-        return value if value.startswith("#") else f"#{value}"
-    return f"a channel {terms.words(t)}"
+def _row(cap: str) -> Any:
+    from forgec.ir.capabilities import BY_NAME
+
+    return BY_NAME.get(cap)
 
 
 # --- witness: an input that shows a gain -----------------------------------------------------
