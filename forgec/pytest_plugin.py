@@ -261,17 +261,19 @@ def forge(request: pytest.FixtureRequest) -> Forge:
 def _extensions() -> dict[str, Any]:
     from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
+    # syrupy names the attribute `file_extension` since 5.x and `_file_extension` before it
+    # (4.6.1 is the lowest release the `pytest` extra allows): each class sets both
     class _Text(SingleFileSnapshotExtension):
         _write_mode = WriteMode.TEXT
 
     class TalostoolExtension(_Text):
-        file_extension = "talostool"
+        file_extension = _file_extension = "talostool"
 
     class DisasmExtension(_Text):
-        file_extension = "disasm"
+        file_extension = _file_extension = "disasm"
 
     class CardExtension(_Text):
-        file_extension = "card.txt"
+        file_extension = _file_extension = "card.txt"
 
     return {
         "talostool": TalostoolExtension,
