@@ -26,7 +26,6 @@ those views and calling allowed functions.
 
 from __future__ import annotations
 
-import logging
 import re
 from typing import Any
 
@@ -67,11 +66,11 @@ ALLOWED_FUNCTIONS = frozenset(
 # (`:a`, `@a`, `$a`) have nothing to bind to and are refused.
 MAX_PARAM_NUMBER = 100
 
-_LOG = logging.getLogger("sqlglot")
-
 
 def _parse(sql: str) -> tuple[Any, list[str]]:
     """The one statement's tree, or None with the problems."""
+    import logging  # here, not at import: a check without SQL never needs it (3 ms of a cold check)
+
     import sqlglot
     from sqlglot import exp
     from sqlglot.errors import SqlglotError
@@ -94,8 +93,9 @@ def _parse(sql: str) -> tuple[Any, list[str]]:
     sql, problem = _numbered_params(sql, tokens)
     if problem is not None:
         return None, [problem]
-    level = _LOG.level
-    _LOG.setLevel(logging.CRITICAL)  # sqlglot warns on syntax it only half understands
+    log = logging.getLogger("sqlglot")
+    level = log.level
+    log.setLevel(logging.CRITICAL)  # sqlglot warns on syntax it only half understands
     try:
         statements = dialect.parse(sql)
     except SqlglotError as error:
@@ -103,7 +103,7 @@ def _parse(sql: str) -> tuple[Any, list[str]]:
     except Exception as error:
         return None, [f"not valid SQL ({type(error).__name__})"]
     finally:
-        _LOG.setLevel(level)
+        log.setLevel(level)
     found = [s for s in statements if s is not None and not isinstance(s, exp.Semicolon)]
     for statement in statements:
         if statement is not None and (len(found) != 1 or statement is not found[0]):
