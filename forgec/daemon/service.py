@@ -436,22 +436,43 @@ class Talond:
         with self._working():
             if self.stop.is_set():
                 self._park(wid)
-            first = eng.step("start", lambda: iso(self.clock.now()))
+            first, base = eng.step("start", self._delivery_round_start, message_id)
             attempt = 0
             while True:
                 attempt += 1
                 if self.stop.is_set():
                     self._park(wid)
-                done = eng.step("post", self._post_once, message_id, attempt, first)
+                done = eng.step("post", self._post_once, message_id, attempt, first, base)
                 if done["outcome"] != "retry":
                     return dict(done)
                 self._wait_until(parse_iso(done["retryAt"]), wid)
 
-    def _post_once(self, message_id: str, attempt: int, first: str) -> dict[str, Any]:
+    def _delivery_round_start(self, message_id: str) -> tuple[str, int]:
+        """When this delivery round began, and how many attempts the row had counted before
+        it (a re-send by a person starts a new round on the same row)."""
+        assert self.tables is not None
+        record = self.tables.delivery_record(message_id) or {}
+        return iso(self.clock.now()), int(record.get("delivery_attempts") or 0)
+
+    def _post_once(self, message_id: str, attempt: int, first: str, base: int) -> dict[str, Any]:
         assert self.tables is not None
         item = self.tables.delivery(message_id)
         if item is None:
             return {"outcome": "failed", "error": "the message is gone"}
+        # The host row is the truth: a daemon killed after it recorded this attempt but before
+        # the engine checkpointed the step would POST again at once, ignoring the backoff the
+        # row already holds. An attempt the row has counted is answered from the row.
+        record = self.tables.delivery_record(message_id) or {}
+        if int(record.get("delivery_attempts") or 0) >= base + attempt:
+            state = record.get("delivery")
+            recorded = {"delivered": "delivered", "failed": "failed"}.get(str(state), "retry")
+            retry_at = record.get("next_attempt_at") if recorded == "retry" else None
+            if recorded != "retry" or retry_at:
+                return {
+                    "outcome": recorded,
+                    "error": record.get("delivery_error"),
+                    "retryAt": retry_at,
+                }
         outcome, error = post(item, self.config)
         now = self.clock.now()
         retry_at = None

@@ -435,6 +435,16 @@ class Tables:
             content=r["content"],
         )
 
+    def delivery_record(self, message_id: str) -> dict[str, Any] | None:
+        """What the messages row says of its delivery: `delivery` (its state),
+        `delivery_attempts`, `delivery_error`, `next_attempt_at`."""
+        r = self._one(
+            "SELECT delivery, delivery_attempts, delivery_error, next_attempt_at"
+            " FROM messages WHERE id = ?",
+            (message_id,),
+        )
+        return None if r is None else dict(r)
+
     def delivery_attempt(
         self, message_id: str, outcome: str, error: str | None, retry_at: str | None
     ) -> None:
