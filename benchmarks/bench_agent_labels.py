@@ -9,7 +9,7 @@ labels), so the host's own work is small and the label work shows. Prints median
 - `bare call`: `host.call` with an empty `CallContext` (no labels, nothing to check);
 - `agent call`: `call_as_agent` (labels on every argument, control labels, the deny check, the
   result's origin labels) — its overhead is `agent call − bare call`;
-- `deny check`: `flowlabels.call_denied` alone, the guard forged steps and agent calls share;
+- `deny check`: `sources_and_sinks.call_denied` alone, the guard forged steps and agent calls share;
 - `forged step`: one step of a 32-step forged tool whose input carries the same eight labels
   (the VM's label trees, `per_argument`, the deny check), per step, less a bare call.
 """
@@ -29,7 +29,7 @@ from reference_interp import lower_dict  # noqa: E402
 
 from forgec.host.agentcall import AgentContext, call_as_agent  # noqa: E402
 from forgec.runtime import CallContext, run  # noqa: E402
-from forgec.runtime import flowlabels as fl  # noqa: E402
+from forgec.runtime import sources_and_sinks as fl  # noqa: E402
 from forgec.runtime.memory_host import MemoryHost  # noqa: E402
 
 DENY = ("private->egress", "untrusted->egress", "untrusted->destination")

@@ -419,7 +419,7 @@ def test_a_delegated_answer_is_outside_text_only_when_it_holds_some(
     capability: str, result: Any, outside: bool
 ) -> None:
     """SPEC §21 "origin per field": the host's receipt (`taskId`, `status`) is its own fact."""
-    from forgec.runtime import flowlabels as fl
+    from forgec.runtime import sources_and_sinks as fl
 
     labels = fl.origin_labels(capability, {}, result)
     assert (fl.TALON in labels) is outside

@@ -28,7 +28,7 @@ from strategies import turn_scripts
 from forgec.host import HostOptions, open_host
 from forgec.host.agentcall import AgentContext, call_as_agent
 from forgec.host.config import ChannelConfig, HostConfig
-from forgec.runtime import flowlabels as fl
+from forgec.runtime import sources_and_sinks as fl
 from forgec.runtime.host import HostError
 
 # every value is also a channel name, so any copied value can be a destination

@@ -27,7 +27,7 @@ from test_marks import mutated
 
 import forgec
 from forgec.backend import lower_report
-from forgec.runtime import flowlabels, run
+from forgec.runtime import run, sources_and_sinks
 from forgec.runtime.memory_host import MemoryHost
 
 
@@ -243,7 +243,7 @@ class NodeHost(NetHost):
         self.at: set[tuple[str, str, str]] = set()
 
     def call(self, capability: str, input: Any, context: Any) -> Any:
-        sink = flowlabels.call_sink(capability, input)
+        sink = sources_and_sinks.call_sink(capability, input)
         if sink is not None:
             self.at.update((label, sink, context.node_id) for label in context.all_labels())
         return super().call(capability, input, context)

@@ -15,7 +15,7 @@ from forgec.catalog import get_catalog
 from forgec.host import HostOptions, open_host
 from forgec.host.config import HostConfig
 from forgec.ir import capabilities as rows
-from forgec.runtime import flowlabels
+from forgec.runtime import sources_and_sinks
 from forgec.runtime.host import CallContext, HostError
 
 CTX = CallContext(tool_id="t", tool_version=1, node_id="n")
@@ -74,16 +74,16 @@ def test_a_row_agrees_with_itself(row: rows.Capability) -> None:
 
 def test_the_flow_tables_are_the_rows() -> None:
     for row in rows.ROWS:
-        source = flowlabels.source_label(row.name, "h.example")
+        source = sources_and_sinks.source_label(row.name, "h.example")
         expected = {None: None, "private": f"private:{row.name}", "external": "external:h.example"}
         assert source == expected[row.source]
         for op in [None, *row.operations()]:
             literal = {row.selector: op} if row.selector and op else {}
-            sink = flowlabels.call_sink(row.name, {**literal, "url": "https://h.example/"})
+            sink = sources_and_sinks.call_sink(row.name, {**literal, "url": "https://h.example/"})
             if row.sink is None or (row.writing is not None and op not in row.writing):
                 assert sink is None or row.writing is None, (row.name, op, sink)
             else:
-                assert sink is not None and flowlabels.sink_kind(sink) == row.sink
+                assert sink is not None and sources_and_sinks.sink_kind(sink) == row.sink
 
 
 @pytest.fixture(scope="module")

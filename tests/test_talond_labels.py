@@ -545,7 +545,7 @@ def test_every_flow_the_host_sees_is_one_the_guard_saw(
     from forgec.host.agentcall import AgentContext
     from forgec.host.config import load_config
     from forgec.mcp.policy import ConsentPolicy
-    from forgec.runtime import flowlabels as fl
+    from forgec.runtime import sources_and_sinks as fl
     from forgec.runtime.host import CallContext
 
     rules, steps = script

@@ -28,7 +28,7 @@ an effect happens at most once. A transient model error (refused connection, tim
 asked again with backoff within the turn's deadline; every model answer is held to the deadline
 (its streamed body included) and to `[talond] answer_bytes`.
 
-**Labels** (SPEC §21, `forgec.daemon.turnlabels`): a turn starts with the labels of what
+**Labels** (SPEC §21, `forgec.daemon.turn_labels`): a turn starts with the labels of what
 started it, joins those of every result the model reads, and hands them to the bridge with
 every call (the `[flows] deny` rules refuse a call as a forged tool's step, `RUN_FLOW_DENIED` to
 the model); what the turn writes keeps them. A result's labels are journaled with it, so a turn
@@ -51,7 +51,7 @@ from typing import Any, Protocol
 import attrs
 
 from forgec.daemon.tables import Work
-from forgec.daemon.turnlabels import failed_call_labels, failed_run_labels, turn_labels
+from forgec.daemon.turn_labels import failed_call_labels, failed_run_labels, turn_labels
 from forgec.host.agentcall import AgentContext, call_as_agent
 from forgec.host.config import HostConfig, ModelConfig
 from forgec.host.delegation import Persona, load_personas

@@ -34,7 +34,7 @@ import attrs
 from forgec.catalog.cron import validate_cron
 from forgec.daemon.clock import Clock, iso, parse_iso
 from forgec.host import db as dbm
-from forgec.host import labels as rowlabels
+from forgec.host import row_labels as rowlabels
 
 _NEVER = _dt.datetime.max.replace(tzinfo=_dt.UTC)
 KINDS = ("firing", "a2a", "background")

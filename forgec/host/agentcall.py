@@ -4,7 +4,7 @@ Most host-tool calls are not a forged tool's steps: a persona's turn in the daem
 client's session over `forgec mcp serve` call the host tools directly, and what the model read
 steers what it calls next. Both feed this one module, and it feeds the one mechanism forged
 tools already use (SPEC §15): the `CallContext` labels, the bridge's `[flows] deny` check
-(`forgec.runtime.flowlabels.call_denied`) and the row labels kept beside what a call writes.
+(`forgec.runtime.sources_and_sinks.call_denied`) and the row labels kept beside what a call writes.
 
 - `AgentContext` is the context's labels: `data` (what the model's arguments may hold) and
   `control` (what decided the call). It only grows: `join` adds a result's labels to both.
@@ -27,7 +27,7 @@ from typing import Any
 
 import attrs
 
-from forgec.runtime import flowlabels as fl
+from forgec.runtime import sources_and_sinks as fl
 from forgec.runtime.host import CallContext
 
 

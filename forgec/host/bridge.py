@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any
 
 import forgec.catalog  # noqa: F401  (registers the cron, SQL and URL rules the rows' shapes name)
-from forgec.host import delegation, records
-from forgec.host import labels as rowlabels
-from forgec.host import validate as v
+from forgec.host import delegation, personal_data
+from forgec.host import handler_errors as v
+from forgec.host import row_labels as rowlabels
 from forgec.host.config import HostConfig
 from forgec.host.credentials import CredentialStore
 from forgec.host.db import DatabaseError, connect
@@ -38,7 +38,7 @@ from forgec.host.handlers import HANDLERS, HostCall
 from forgec.host.models import ModelRouter
 from forgec.ir import capabilities as rows
 from forgec.ir.hooks import hook_of
-from forgec.runtime import flowlabels
+from forgec.runtime import sources_and_sinks
 from forgec.runtime.host import CallContext, HostError
 from forgec.runtime.undo import undo_input
 
@@ -126,7 +126,7 @@ class ReferenceHost:
     """TALOS on SQLite plus the Talon host tools, behind the persona's labels.
 
     It keeps flow labels (SPEC §15): with every row a call writes and beside the state
-    (`forgec.host.labels`)."""
+    (`forgec.host.row_labels`)."""
 
     keeps_labels = True
 
@@ -243,7 +243,7 @@ class ReferenceHost:
         rules = self.config.flow_deny
         if not rules:
             return
-        reason = flowlabels.call_denied(rules, capability, input, context)
+        reason = sources_and_sinks.call_denied(rules, capability, input, context)
         if reason is not None:
             raise HostError("RUN_FLOW_DENIED", f"{capability} at `{context.node_id}`: {reason}")
 
@@ -345,7 +345,7 @@ class ReferenceHost:
 
     def load_state(self, tool_id: str) -> dict[str, Any] | None:
         with self._lock:
-            return records.load_state(self.conn, tool_id)
+            return personal_data.load_state(self.conn, tool_id)
 
     def load_state_labels(self, tool_id: str) -> dict[str, list[str]]:
         with self._lock:
@@ -356,7 +356,7 @@ class ReferenceHost:
     ) -> None:
         try:
             with self._lock:
-                records.save_state(self.conn, tool_id, state, labels)
+                personal_data.save_state(self.conn, tool_id, state, labels)
         except sqlite3.Error as exc:
             raise HostError(
                 "RUN_CAPABILITY_FAILED", f"cannot save the tool's state: {exc}", transient=True

@@ -19,7 +19,7 @@ import sqlite3
 from collections.abc import Mapping
 from typing import Any
 
-from forgec.host import validate as v
+from forgec.host import handler_errors as v
 from forgec.host.config import ChannelConfig
 from forgec.host.db import Tx, new_id, now_iso
 from forgec.host.handlers import HostCall, handles

@@ -276,7 +276,7 @@ def parse_config(data: Mapping[str, Any], *, base: Path) -> HostConfig:
         if "await_ms" in a2a:
             kw["a2a_await_ms"] = _int(a2a["await_ms"], "a2a.await_ms", 0, 600_000)
     if "flows" in top:
-        from forgec.runtime.flowlabels import DENY_RULES
+        from forgec.runtime.sources_and_sinks import DENY_RULES
 
         flows = _expect(top["flows"], "[flows]", {"deny"})
         deny = _strs(flows.get("deny", []), "flows.deny")

@@ -3,7 +3,7 @@
 One file holds everything the host keeps: TALOS tasks, notes and memories; the Talon tables
 (`threads`, `messages` = the channel outbox, `memory_items`, `schedules`); durable background
 and A2A task queues; and each forged tool's persisted `state`. Every row a tool can write keeps
-the labels of what was written into it (`labels`, SPEC §15; see `forgec.host.labels`).
+the labels of what was written into it (`labels`, SPEC §15; see `forgec.host.row_labels`).
 
 Migrations are an ordered tuple of SQL scripts. `schema_migrations` records each applied
 version; `open_db` applies the missing ones in one transaction each, so a crash mid-way leaves

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from forgec.catalog.sql import ALLOWED_FUNCTIONS, ALLOWED_TABLES, check_select
-from forgec.host import validate as v
+from forgec.host import handler_errors as v
 from forgec.host.handlers import HostCall, handles
 from forgec.runtime.host import HostError
 from forgec.runtime.limits import RESULT_LIMIT

@@ -41,7 +41,7 @@ from typing import Any
 import attrs
 
 from forgec.host import db as dbm
-from forgec.host import validate as v
+from forgec.host import handler_errors as v
 from forgec.host.db import Tx, new_id, now_iso
 from forgec.host.handlers import HostCall, handles
 from forgec.runtime.host import HostError
@@ -178,7 +178,7 @@ def _json_safe(value: Any, what: str) -> Any:
 
 
 def memory_retriever(inp: dict[str, Any], ctx: DelegationContext) -> Any:
-    from forgec.host.records import fts_query
+    from forgec.host.personal_data import fts_query
 
     query = inp["query"]  # checked at the bridge by its shape (SUBAGENT_SHAPES)
     limit = v.whole(inp.get("limit"), 10)

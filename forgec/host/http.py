@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from forgec.catalog.urls import parse_url
-from forgec.host import validate as v
+from forgec.host import handler_errors as v
 from forgec.host.addresses import refused
 from forgec.host.credentials import CredentialStore
 from forgec.host.handlers import HostCall, handles

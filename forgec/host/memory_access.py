@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from forgec.host import validate as v
+from forgec.host import handler_errors as v
 from forgec.host.db import Tx, new_id, now_iso
 from forgec.host.handlers import HostCall, handles
 from forgec.ir.hooks import row_hook

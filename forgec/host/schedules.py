@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from forgec.catalog.cron import normalize_cron, validate_cron
-from forgec.host import validate as v
+from forgec.host import handler_errors as v
 from forgec.host.db import Tx, new_id, now_iso
 from forgec.host.handlers import HostCall, handles
 from forgec.ir.hooks import row_hook

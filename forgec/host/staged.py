@@ -9,7 +9,7 @@ an overlay that later steps of the same run read (a created task is listed by a 
 the host closes.
 
 `StagedHost` wraps that host and lists each held-back effect — every call that is a write or
-a send (the flow table's sinks, `forgec.runtime.flowlabels.call_sink`) — as
+a send (the flow table's sinks, `forgec.runtime.sources_and_sinks.call_sink`) — as
 `{"node", "capability", "input", "labels"}`. A send (`net.http`, `channel.send`,
 `persona.send`, `subagent.*`) is never made: its answer comes from a mock given for its step
 (the tests file's mock format), or the run stops there and is reported as `"status":
@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from forgec.runtime import flowlabels
+from forgec.runtime import sources_and_sinks
 from forgec.runtime.host import CallContext, HostError
 
 
@@ -69,7 +69,7 @@ class StagedHost:
         self.close()
 
     def call(self, capability: str, input: Any, context: CallContext) -> Any:
-        sink = flowlabels.call_sink(capability, input)
+        sink = sources_and_sinks.call_sink(capability, input)
         if sink is None:
             return self.inner.call(capability, input, context)
         entry = {
@@ -78,7 +78,7 @@ class StagedHost:
             "input": input,
             "labels": sorted(context.all_labels()),
         }
-        if flowlabels.sink_kind(sink) == "egress":
+        if sources_and_sinks.sink_kind(sink) == "egress":
             if context.attempt == 1:
                 self.staged.append(entry)
             queue = self.mocks.get(context.node_id)

@@ -9,7 +9,7 @@ the sink a call is, and which operations of the selector write), and its MCP nam
 
 Every consumer reads the rows instead of spelling a fact again: the catalog (what `check`
 enforces), the reference host's bridge (grants, limits, caps, undo, the input check), the
-in-memory host, the flow rules (`forgec.runtime.flowlabels`), the MCP listing, the store's
+in-memory host, the flow rules (`forgec.runtime.sources_and_sinks`), the MCP listing, the store's
 effects and the label lists of `forgec mcp`. `grants` is the one label rule, for a listing
 (is some call of the tool granted?) and for a call (is this one?).
 

@@ -35,7 +35,7 @@ from typing import Any
 import attrs
 
 from forgec.mcp.names import id_from_mcp_name
-from forgec.runtime.flowlabels import DENY_RULES
+from forgec.runtime.sources_and_sinks import DENY_RULES
 
 
 class PolicyError(Exception):

@@ -2,7 +2,7 @@
 let a turn read, be steered by and reach.
 
 Four legs, each a list of (tool, label) pairs, from the capability rows' flow classes (the
-table `forgec.runtime.flowlabels` reads) — never spelled again here:
+table `forgec.runtime.sources_and_sinks` reads) — never spelled again here:
 - **private data**: a tool whose result is the person's data (`source` private);
 - **untrusted input**: a tool whose result holds text someone else wrote — a web page
   (`source` external: `external:<host>` per allowlisted host of a forged tool), another
@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from forgec.ir.capabilities import BY_NAME
-from forgec.runtime import flowlabels as fl
+from forgec.runtime import sources_and_sinks as fl
 
 LEGS = ("private", "untrusted", "writes", "egress")
 LEG_WORDS = {

@@ -69,7 +69,7 @@ from forgec.ir.pointer import join
 from forgec.passes.capabilities import literal_fields
 from forgec.passes.context import PassContext
 from forgec.passes.network import static_host, url_of
-from forgec.runtime import flowlabels as fl
+from forgec.runtime import sources_and_sinks as fl
 
 _EXIT = "\x00exit"  # the virtual node after return/fail (and a body's last node)
 _FAIL = "\x00fail"  # env key: the labels that an earlier failure depends on

@@ -38,7 +38,7 @@ from forgec.passes.capabilities import capability_nodes, literal_fields
 from forgec.passes.context import PassContext
 from forgec.passes.model import effective_structured_output, llm_nodes
 from forgec.passes.references import values_of
-from forgec.runtime.flowlabels import is_private, is_untrusted, sink_kind
+from forgec.runtime.sources_and_sinks import is_private, is_untrusted, sink_kind
 
 PRIVACY_STRICTNESS = ("remote-allowed", "local-preferred", "local-only")
 EFFORT_ORDER = ("low", "medium", "high")

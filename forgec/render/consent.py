@@ -10,7 +10,7 @@ from typing import Any
 
 from forgec.ir.marks import Marks
 from forgec.render.safe import safe_text
-from forgec.runtime.flowlabels import describe_sink, describe_source
+from forgec.runtime.sources_and_sinks import describe_sink, describe_source
 
 RISK_WORDS = {
     "R0": "no effects",

@@ -172,7 +172,7 @@ _FLOW_COLOURS = {"private": "#d62728", "untrusted": "#ff7f0e"}
 def flow_edges(flows: Any) -> list[tuple[str, str, str, str]]:
     """(from node id, to node id, label, kind) for each private → egress and untrusted →
     write/egress flow, once per pair of nodes and kind."""
-    from forgec.runtime.flowlabels import is_private, is_untrusted, sink_kind
+    from forgec.runtime.sources_and_sinks import is_private, is_untrusted, sink_kind
 
     out: dict[tuple[str, str, str], str] = {}
     for f in flows or ():

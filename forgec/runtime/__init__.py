@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     )
 
 # Names are loaded on first use (PEP 562): the checker imports small leaf modules of this
-# package (`flowlabels`, `jsontext`, `limits`) on every check, and importing the package must
+# package (`sources_and_sinks`, `jsontext`, `limits`) on every check, and importing the package must
 # not drag the VM in with them (~20 ms of a cold `forgec check`).
 _HOMES = {
     "CallContext": "host",

@@ -38,7 +38,7 @@ import attrs
 import orjson
 
 from forgec.ir.capabilities import BY_NAME, MEMORY, NOTE, TASK
-from forgec.runtime import flowlabels
+from forgec.runtime import sources_and_sinks
 from forgec.runtime.host import CallContext, HostError
 from forgec.runtime.undo import TALOS_UNDO, undo_input
 
@@ -194,11 +194,11 @@ class MemoryHost:
 
     def call(self, capability: str, input: Any, context: CallContext) -> Any:
         self.calls.append(Call("call", capability, input, context.node_id, context.attempt))
-        sink = flowlabels.call_sink(capability, input)
+        sink = sources_and_sinks.call_sink(capability, input)
         labels = context.all_labels()
         if sink is not None:
             self.flows.update((label, sink) for label in labels)
-        reason = flowlabels.call_denied(self.flow_deny, capability, input, context)
+        reason = sources_and_sinks.call_denied(self.flow_deny, capability, input, context)
         if reason is not None:
             raise HostError("RUN_FLOW_DENIED", f"{capability} at `{context.node_id}`: {reason}")
         self._maybe_fail(capability)
@@ -209,12 +209,12 @@ class MemoryHost:
     def keep_labels(self, capability: str, input: Any, result: Any, context: CallContext) -> None:
         """Label the records the call wrote; hand back the labels of those it read."""
         labels = context.all_labels()
-        for table in flowlabels.call_tables_written(capability, input):
-            for key in flowlabels.row_keys(table, result):
+        for table in sources_and_sinks.call_tables_written(capability, input):
+            for key in sources_and_sinks.row_keys(table, result):
                 old = self.row_labels.get((table, key), frozenset())
                 self.row_labels[(table, key)] = old | labels
-        for table in flowlabels.tables_read(capability, input):
-            for key in flowlabels.row_keys(table, result):
+        for table in sources_and_sinks.tables_read(capability, input):
+            for key in sources_and_sinks.row_keys(table, result):
                 context.read_labels.update(self.row_labels.get((table, key), ()))
 
     def _dispatch(self, capability: str, input: Any) -> Any:

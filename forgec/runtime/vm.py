@@ -28,8 +28,12 @@ import attrs
 import orjson
 
 from forgec.ir.rules import ALLOWLIST, RUNTIME_CODE_PREFIX
-from forgec.runtime import labels as lb
-from forgec.runtime.flowlabels import (
+from forgec.runtime import label_trees as lb
+from forgec.runtime.host import CallContext, Host, HostError
+from forgec.runtime.limits import INPUT_LIMIT, OUTPUT_LIMIT, RESULT_LIMIT
+from forgec.runtime.opcodes import Op
+from forgec.runtime.program import Program
+from forgec.runtime.sources_and_sinks import (
     DESTINATIONS,
     MODEL,
     ORIGIN_BY_CALL,
@@ -39,10 +43,6 @@ from forgec.runtime.flowlabels import (
     origin_labels,
     source_labels,
 )
-from forgec.runtime.host import CallContext, Host, HostError
-from forgec.runtime.limits import INPUT_LIMIT, OUTPUT_LIMIT, RESULT_LIMIT
-from forgec.runtime.opcodes import Op
-from forgec.runtime.program import Program
 from forgec.runtime.values import (
     MISSING,
     CredentialRef,
@@ -223,7 +223,9 @@ class _CallSite:
     compensation: str | None
     context: CallContext
     source: frozenset[str] = frozenset()  # the labels its result carries by its row alone
-    by_call: bool = False  # its origin labels depend on the call (`flowlabels.ORIGIN_BY_CALL`)
+    by_call: bool = (
+        False  # its origin labels depend on the call (`sources_and_sinks.ORIGIN_BY_CALL`)
+    )
 
 
 @attrs.frozen

@@ -63,7 +63,7 @@ def effects_from_report(report: Any, target: str) -> dict[str, Any]:
 
 def _asks(source: str, sink: str) -> bool:
     """A flow a person consents to (SPEC §15's two codes; the card's flow lines)."""
-    from forgec.runtime.flowlabels import is_private, is_untrusted, sink_kind
+    from forgec.runtime.sources_and_sinks import is_private, is_untrusted, sink_kind
 
     kind = sink_kind(sink)
     return (is_private(source) and kind == "egress") or (

@@ -54,7 +54,7 @@ from forgec.frontend.dsl_format import condition_line, one_line
 from forgec.ir import nodes as n
 from forgec.ir.rules import NODE_FIELDS
 from forgec.render.safe import safe_text
-from forgec.runtime import flowlabels as fl
+from forgec.runtime import sources_and_sinks as fl
 from forgec.runtime.jsontext import dumps_text
 
 NO_NEW_POWER = "No new power: this version can do nothing the version you agreed to could not."

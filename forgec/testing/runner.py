@@ -25,13 +25,13 @@ import attrs
 import orjson
 
 from forgec.ir.capabilities import BY_NAME
-from forgec.runtime import flowlabels
+from forgec.runtime import sources_and_sinks
 from forgec.runtime.host import CallContext, HostError
 from forgec.runtime.memory_host import PROVIDED, MemoryHost
 from forgec.testing.cases import ANY, RE_PREFIX, Case, Mock
 
 CLOCK = "2026-01-01T09:00:00.000000Z"  # every record a case writes has this time
-OUTPUT = flowlabels.OUTPUT
+OUTPUT = sources_and_sinks.OUTPUT
 
 
 @attrs.frozen
@@ -174,7 +174,7 @@ class CaseHost:
 
     def call(self, capability: str, input: Any, context: CallContext) -> Any:
         labels = tuple(sorted(context.all_labels()))
-        sink = flowlabels.call_sink(capability, input)
+        sink = sources_and_sinks.call_sink(capability, input)
         if sink is not None:
             self.flows.update((label, sink) for label in labels)
         node = context.node_id

@@ -18,7 +18,7 @@ import sqlite3
 from collections.abc import Mapping
 from typing import Any
 
-from forgec.host import validate as v
+from forgec.host import handler_errors as v
 from forgec.host.db import Tx, new_id, now_iso
 from forgec.host.handlers import HostCall, handles
 
@@ -256,7 +256,7 @@ def save_state(
     labels: Mapping[str, Any] | None = None,
 ) -> None:
     """The state and, in the same transaction, its fields' labels (SPEC §15)."""
-    from forgec.host.labels import encode_state_labels
+    from forgec.host.row_labels import encode_state_labels
 
     text = json.dumps(state, ensure_ascii=False, separators=(",", ":"))
     with Tx(conn):

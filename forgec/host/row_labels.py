@@ -5,7 +5,7 @@ carried (its data and what decided it, as the VM handed them over): a later read
 tool or another, through its capability or `db.query` — hands them back to the VM through
 `CallContext.read_labels`, so the run-time guard (`[flows] deny`) sees where the text came
 from. Which tables a capability writes and reads, and which result field names a row, are
-`forgec.runtime.flowlabels`' tables (the flow pass reads the same ones).
+`forgec.runtime.sources_and_sinks`' tables (the flow pass reads the same ones).
 
 `db.query` cannot be attributed row by row (any SELECT may combine rows), so its result
 carries the labels of every row of every table its SQL reads, and `external:talon` when its
@@ -24,9 +24,9 @@ import sqlite3
 from collections.abc import Iterable
 from typing import Any
 
-from forgec.runtime import flowlabels as fl
+from forgec.runtime import sources_and_sinks as fl
 
-# table → the column the result's row key (`flowlabels.ROW_KEYS`) matches
+# table → the column the result's row key (`sources_and_sinks.ROW_KEYS`) matches
 KEY_COLUMNS = {
     "tasks": "id",
     "notes": "id",

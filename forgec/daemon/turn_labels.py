@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from forgec.runtime import flowlabels as fl
+from forgec.runtime import sources_and_sinks as fl
 
 CHANNEL_MESSAGE = (fl.TALON,)  # a turn started by a message from a channel: people wrote it
 # refusals decided by the call's own labels and input, before the call had any effect

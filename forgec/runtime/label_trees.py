@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from forgec.runtime.flowlabels import INPUT, STATE
+from forgec.runtime.sources_and_sinks import INPUT, STATE
 
 Tree = tuple[frozenset[str], Any]  # (base, fields: dict[key, Tree] | None)
 LEnv = dict[str, Tree]
