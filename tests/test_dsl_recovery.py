@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strategies import forge_with_two_mistakes
 
 from forgec.frontend.dsl import load_forge
 from forgec.frontend.dsl_recover import MAX_ERRORS
@@ -141,3 +142,58 @@ def test_deleting_any_closing_line_names_its_opener(path: Path, data: st.DataObj
     line, col, message, _ = _first(broken)
     want = (text.count("\n", 0, opener) + 1, opener - (text.rfind("\n", 0, opener) + 1) + 1)
     assert (line, col) == want and "never closed" in message, (line, col, message)
+
+
+# --- two mistakes in two steps: both are reported ---------------------------------------------
+
+
+def _generated_forge() -> st.SearchStrategy[str]:
+    from strategies import manifests
+
+    from forgec.frontend.dsl_format import format_forge
+
+    return manifests().map(format_forge)
+
+
+@settings(suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@given(
+    forge_with_two_mistakes(
+        st.one_of(st.sampled_from([p.read_text() for p in EXAMPLES]), _generated_forge())
+    )
+)
+def test_two_mistakes_in_two_steps_are_both_reported(
+    case: tuple[str, tuple[str, int, int], tuple[str, int, int]],
+) -> None:
+    """Recovery from the first mistake never swallows the second (issue 31: a later error was
+    dropped after a broken `->`): each mistaken step has a diagnostic within its own lines."""
+    text, (kind_a, a0, a1), (kind_b, b0, b1) = case
+    lines = [line for line, _ in _errors(text)]
+    assert any(a0 <= line <= a1 for line in lines), (kind_a, a0, lines)
+    assert any(b0 <= line <= b1 for line in lines), (kind_b, b0, lines)
+
+
+def test_a_broken_edge_then_a_block_left_open() -> None:
+    """Found by the property above: the block left open at the end was not reported, because
+    the end of the file met while recovering was taken for recovery's own doing."""
+    text = HEAD + (
+        '    a: x = llm summarize {text: "t"} ->-> b\n'  # line 9
+        "    b: y = 2 -> c\n"
+        "    c: return {saved: true, id: $y\n"  # line 11: this `{` is never closed
+        "  }\n}\n"
+    )
+    assert [line for line, _ in _errors(text)] == [9, 11]
+
+
+def test_a_broken_loop_header_does_not_close_the_flow_early() -> None:
+    """Found by the property above: the loop's body was read on as steps of the flow, and its
+    `} -> c` closed the flow, so the `next` on line 12 was lost behind a made-up error."""
+    text = HEAD + (
+        "    a: fro t in $input.xs max 3 {\n"  # line 9
+        "      b: y = 1\n"
+        "    } -> c\n"
+        "    c: z = 1 next d\n"  # line 12
+        "    d: return 1\n"
+        "  }\n}\n"
+    )
+    found = _errors(text)
+    assert [line for line, _ in found] == [9, 12]

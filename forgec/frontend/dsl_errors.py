@@ -183,11 +183,14 @@ def _shown(token: Any) -> str:
     return f"`{text}`"
 
 
-def syntax_diagnostic(exc: Any, text: str, path: str | None, parser: Any) -> Diagnostic:
-    """One diagnostic for a lark `UnexpectedInput`, with a span under the offending input."""
+def syntax_diagnostic(
+    exc: Any, text: str, path: str | None, parser: Any, *, since: int = 0
+) -> Diagnostic:
+    """One diagnostic for a lark `UnexpectedInput`, with a span under the offending input.
+    SINCE is where the parser started reading for this error (recovery resumes mid-text)."""
     from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedToken
 
-    unclosed = unclosed_diagnostic(exc, text, path)
+    unclosed = unclosed_diagnostic(exc, text, path, since=since)
     if unclosed is not None:
         return unclosed
     label = None
@@ -274,6 +277,13 @@ _PAIRS = {"}": "{", "]": "["}
 _CLOSER = {"{": "}", "[": "]"}
 
 
+def bracket_offsets(text: str, start: int = 0) -> Any:
+    """(offset, bracket) of each `{`, `}`, `[`, `]` from START, strings and comments skipped."""
+    for m in _BRACKETS.finditer(text, start):
+        if m.group(1) is not None:
+            yield m.start(1), m.group(1)
+
+
 def _indent_of(text: str, offset: int) -> tuple[int, bool]:
     """The indentation of OFFSET's line, and whether OFFSET is the first thing on it."""
     start = text.rfind("\n", 0, offset) + 1
@@ -283,9 +293,13 @@ def _indent_of(text: str, offset: int) -> tuple[int, bool]:
     return indent, not head.strip(" \t")
 
 
-def _open_block(text: str, error_at: int) -> tuple[int, int | None] | None:
+def _open_block(text: str, error_at: int, since: int = 0) -> tuple[int, int | None] | None:
     """The bracket most likely left open, as (its offset, the offset of the closer that
     indentation says closes an outer block instead), or None when the brackets balance.
+
+    Only a bracket opened where the parser read for this error (from SINCE to ERROR_AT) can be
+    the cause: one opened after the error is another mistake (reported when reached), and one
+    before SINCE was already dealt with by the recovery that resumed there.
 
     Brackets are matched as written (strings and comments skipped). When more are opened than
     closed, the one left open is read off the indentation: the first closer that starts its
@@ -296,6 +310,7 @@ def _open_block(text: str, error_at: int) -> tuple[int, int | None] | None:
     stack: list[int] = []
     mismatch: tuple[int, int] | None = None
     open_at_error: list[int] | None = None
+    other_kind: int | None = None
     balance = 0
     for m in _BRACKETS.finditer(text):
         ch = m.group(1)
@@ -309,18 +324,31 @@ def _open_block(text: str, error_at: int) -> tuple[int, int | None] | None:
             balance += 1
             continue
         balance -= 1
-        if not stack or text[stack[-1]] != _PAIRS[ch]:
+        own = next((o for o in reversed(stack) if text[o] == _PAIRS[ch]), None)
+        if own is None:
             return None  # a stray closer: some other mistake
+        while stack[-1] != own:  # `[1, 2 }`: the openers of the other kind were never closed
+            other = stack.pop()
+            balance -= 1
+            if other_kind is None and since <= other < error_at:
+                other_kind = other
         opener = stack.pop()
-        if mismatch is None and "\n" in text[opener:at]:
+        if mismatch is None and since <= opener < error_at and "\n" in text[opener:at]:
             closer_indent, first = _indent_of(text, at)
             if first and closer_indent != _indent_of(text, opener)[0]:
                 mismatch = (opener, at)
+    if other_kind is not None:
+        return other_kind, None
+    line_start = text.rfind("\n", 0, error_at) + 1
+    if open_at_error and open_at_error[-1] >= max(since, line_start):
+        # the innermost bracket is open on the very line the parser stopped at (`{a: 1 -> b`):
+        # that one, even when an earlier block is also left open (reported on its own)
+        return open_at_error[-1], None
     if balance <= 0:
         return None
     if mismatch is not None:
         return mismatch
-    still = open_at_error if open_at_error is not None else stack
+    still = [o for o in (open_at_error if open_at_error is not None else stack) if o >= since]
     return (still[-1], None) if still else None
 
 
@@ -338,7 +366,9 @@ def _closers_would_help(exc: Any) -> bool:
         return False
 
 
-def unclosed_diagnostic(exc: Any, text: str, path: str | None) -> Diagnostic | None:
+def unclosed_diagnostic(
+    exc: Any, text: str, path: str | None, *, since: int = 0
+) -> Diagnostic | None:
     """When the error is a block left open (the end of the file, or a token that a `}` or `]`
     would let through, with more brackets opened than closed): the diagnostic at the bracket
     that was never closed, not at where the parser noticed."""
@@ -353,7 +383,7 @@ def unclosed_diagnostic(exc: Any, text: str, path: str | None) -> Diagnostic | N
         error_at = len(text)
     else:
         return None
-    found = _open_block(text, error_at)
+    found = _open_block(text, error_at, since)
     if found is None:
         return None
     opener, closer = found

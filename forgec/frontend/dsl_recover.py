@@ -33,16 +33,20 @@ def more_syntax_errors(exc: Any, text: str, path: str | None, parser: Any) -> li
     from lark import Token
     from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
-    from forgec.frontend.dsl_errors import syntax_diagnostic
+    from forgec.frontend.dsl_errors import syntax_diagnostic, unclosed_diagnostic
 
     found: list[Diagnostic] = []
     reported_line = exc.line
     error = exc
     resumed_at = -1
+    skipping: _Skipping | None = None
     for _ in range(MAX_ERRORS * 4):
         ip = getattr(error, "interactive_parser", None)
         if ip is None or len(found) >= MAX_ERRORS - 1:
             break
+        if skipping is None:
+            skipping = _Skipping(ip.parser_state.lexer)
+            ip.parser_state.lexer = skipping
         if isinstance(error, UnexpectedToken):
             if error.token.type == "$END":
                 break
@@ -53,7 +57,14 @@ def more_syntax_errors(exc: Any, text: str, path: str | None, parser: Any) -> li
             break
         resume = _insert_closers(ip, error, Token) if isinstance(error, UnexpectedToken) else None
         if resume is None:
+            closer = _construct_end(text, at)
             resume = _resync(ip, text, at)
+            if resume is not None and closer is not None:
+                # the given-up line opened a block (`a: fro t in $xs {`): its body is read on,
+                # its closer's line (`} -> next`) is given up with it, or that `}` would close
+                # the enclosing block early and fan out into errors that are not the author's
+                line_end = text.find("\n", closer)
+                skipping.ranges.append((closer, len(text) if line_end == -1 else line_end))
         if resume is None or resume <= resumed_at:
             break
         resumed_at = resume
@@ -63,13 +74,49 @@ def more_syntax_errors(exc: Any, text: str, path: str | None, parser: Any) -> li
             break  # read to the end
         except UnexpectedInput as next_error:
             at_end = isinstance(next_error, UnexpectedToken) and next_error.token.type == "$END"
-            if next_error.line > reported_line and not at_end:
-                found.append(syntax_diagnostic(next_error, text, path, parser))
+            if at_end:
+                # the end of the file: the author's mistake only when a bracket opened where
+                # the parser read since resuming is never closed in the text (else it is
+                # recovery's own doing: a skipped line's bracket, a popped block). One opened
+                # before an earlier error counts too when no reported line holds it.
+                reported = {exc.line, *(d.span.line for d in found if d.span)}
+                for since in (resume, 0):
+                    unclosed = unclosed_diagnostic(next_error, text, path, since=since)
+                    if unclosed and unclosed.span and unclosed.span.line not in reported:
+                        found.append(unclosed)
+                        break
+                break
+            if next_error.line > reported_line:
+                found.append(syntax_diagnostic(next_error, text, path, parser, since=resume))
                 reported_line = next_error.line
             error = next_error
         except Exception:  # a builder callback that cannot cope with a recovered state
             break
     return found
+
+
+class _Skipping:
+    """The parser's lexer, leaving out the tokens in `ranges` (text the recovery gave up)."""
+
+    def __init__(self, inner: Any, ranges: list[tuple[int, int]] | None = None) -> None:
+        self.inner = inner
+        self.ranges: list[tuple[int, int]] = [] if ranges is None else ranges
+
+    def __copy__(self) -> _Skipping:  # a trial parser's lexer: its own position, same ranges
+        from copy import copy
+
+        return _Skipping(copy(self.inner), self.ranges)
+
+    def __getattr__(self, name: str) -> Any:  # the lexer's own state, token class...
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def lex(self, parser_state: Any) -> Any:
+        for token in self.inner.lex(parser_state):
+            at = token.start_pos
+            if not any(start <= at < end for start, end in self.ranges):
+                yield token
 
 
 def _seek(ip: Any, text: str, offset: int) -> None:
@@ -107,17 +154,47 @@ def _closer_sequences(depth: int) -> list[list[tuple[str, str]]]:
 
 
 def _resync(ip: Any, text: str, at: int) -> int | None:
-    """Pop the stack until one of the next lines' first three tokens are accepted."""
-    for line_start in islice(_next_line_starts(text, at), _LINES_AHEAD):
-        state = ip.parser_state
-        for tokens in (3, 2):  # three tokens tell a node from an object key; two, a broken node
-            for depth in range(len(state.state_stack), 0, -1):
-                trial = _copy(ip)
-                _pop_to(trial.parser_state, depth)
-                if _accepts_line(trial, text, line_start, tokens):
-                    _pop_to(state, depth)
-                    return line_start
+    """Pop the stack until one of the next lines' first three tokens are accepted.
+
+    A depth that keeps the blocks the text still has open is tried first: popping out of a
+    loop body whose `}` is still ahead would let that `}` close the flow early, and every
+    later line would be read at the wrong level (errors made up, real ones swallowed)."""
+    state = ip.parser_state
+    starts = list(islice(_next_line_starts(text, at), _LINES_AHEAD))
+    for consistent in (True, False):
+        for line_start in starts:
+            want = _open_blocks(state.value_stack) + min(0, _net_brackets(text, at, line_start))
+            # three tokens tell a node from an object key; two, a broken node
+            for tokens in (3, 2):
+                for depth in range(len(state.state_stack), 0, -1):
+                    if consistent and _open_blocks(state.value_stack[: depth - 1]) != want:
+                        continue
+                    trial = _copy(ip)
+                    _pop_to(trial.parser_state, depth)
+                    if _accepts_line(trial, text, line_start, tokens):
+                        _pop_to(state, depth)
+                        return line_start
     return None
+
+
+def _open_blocks(values: Any) -> int:
+    """How many `{` / `[` the parser holds open (they are on its value stack until closed)."""
+    return sum(1 for v in values if getattr(v, "type", None) in ("LBRACE", "LSQB"))
+
+
+def _net_brackets(text: str, start: int, end: int) -> int:
+    """Brackets opened minus closed in text[start:end], the lowest the count falls to (a
+    closer of a block opened before START counts; brackets opened and left open do not: the
+    given-up line's block goes with it)."""
+    from forgec.frontend.dsl_errors import bracket_offsets
+
+    net = low = 0
+    for offset, bracket in bracket_offsets(text, start):
+        if offset >= end:
+            break
+        net += 1 if bracket in "{[" else -1
+        low = min(low, net)
+    return low
 
 
 def _copy(ip: Any) -> Any:
@@ -157,3 +234,25 @@ def _next_line_starts(text: str, at: int) -> Any:
         if stripped < len(text) and text[stripped] not in "\n#":
             yield stripped
         pos = text.find("\n", start)
+
+
+def _construct_end(text: str, at: int) -> int | None:
+    """The offset of the closer of a bracket that AT's line opens and leaves open, or None
+    when the line's brackets balance, or the text never closes it with its own kind."""
+    from forgec.frontend.dsl_errors import bracket_offsets
+
+    line_start = text.rfind("\n", 0, at) + 1
+    line_end = text.find("\n", at)
+    line_end = len(text) if line_end == -1 else line_end
+    stack: list[str] = []
+    for offset, bracket in bracket_offsets(text, line_start):
+        if offset >= line_end and not stack:
+            return None
+        if bracket in "{[":
+            stack.append(bracket)
+            continue
+        if not stack or stack.pop() != {"}": "{", "]": "["}[bracket]:
+            return None
+        if offset >= line_end and not stack:
+            return offset
+    return None
