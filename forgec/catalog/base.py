@@ -20,7 +20,7 @@ from forgec.ir.shapes import InputProblem
 __all__ = ["Catalog", "InputProblem", "StepMarks", "suggest"]
 
 
-@attrs.frozen(repr=False)
+@attrs.frozen(repr=False, eq=False)
 class Catalog(Readable):
     name: str
     capabilities: Mapping[str, Capability]

@@ -33,7 +33,7 @@ _TOKEN = re.compile(
 )
 
 
-@attrs.define(repr=False)
+@attrs.define(repr=False, eq=False)
 class PositionIndex(Readable):
     # pointer → (key_start, key_end, value_start, value_end), character offsets, end
     # exclusive; key_start is -1 for array items and the root

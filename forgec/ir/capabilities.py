@@ -71,7 +71,7 @@ class OpMarks(Readable):
     risk: str
 
 
-@attrs.frozen(repr=False)
+@attrs.frozen(repr=False, eq=False)
 class Capability(Readable):
     name: str
     summary: str

@@ -19,7 +19,7 @@ from forgec.ir.nodes import ForeachNode, Manifest, Node
 from forgec.ir.readable import Readable
 
 
-@attrs.define(repr=False)
+@attrs.define(repr=False, eq=False)
 class LoopFacts(Readable):
     """What `forgec inspect` and the backend want to know about one `foreach`."""
 
@@ -35,7 +35,7 @@ class LoopFacts(Readable):
     body_longest_path: list[str] = attrs.field(factory=list)
 
 
-@attrs.define(repr=False)
+@attrs.define(repr=False, eq=False)
 class Facts(Readable):
     """Facts passes derive for later passes, `forgec inspect` and the backend."""
 
@@ -109,7 +109,7 @@ class Facts(Readable):
         self.flow_joins_value = value
 
 
-@attrs.define(repr=False)
+@attrs.define(repr=False, eq=False)
 class PassContext(Readable):
     raw: Any  # the parsed JSON document (for .forge: the compiled manifest)
     catalog: Catalog

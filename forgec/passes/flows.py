@@ -356,7 +356,7 @@ def _same_env(a: Env, b: Env) -> bool:
     return a.keys() == b.keys() and all(_same(v, b[k]) for k, v in a.items())
 
 
-@attrs.define(repr=False)
+@attrs.define(repr=False, eq=False)
 class FlowJoins(Readable):
     """What the VM needs to mirror control dependence (lowered into the Program)."""
 

@@ -90,7 +90,7 @@ UNKNOWN: Any = _Unknown()
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-@attrs.frozen(repr=False)
+@attrs.frozen(repr=False, eq=False)
 class FoldedTemplate(Readable):
     node: Node  # the step where the string is formed
     template: Template
@@ -626,7 +626,7 @@ def _condition_values(node: Node) -> list[Value | None]:
     return [] if cond is None else [cond.left, cond.right]
 
 
-@attrs.frozen(repr=False)
+@attrs.frozen(repr=False, eq=False)
 class _NodeRule(Readable):
     writes: Callable[[_Environment, Any], _Writes]
     values: Callable[[Node], list[Value | None]]  # the value slots that may hold templates

@@ -612,7 +612,7 @@ def _input_slot(node: CapabilityNode | LlmNode) -> list[tuple[str, Value]]:
     return [("input", node.input)] if node.input is not None else []
 
 
-@attrs.frozen(repr=False)
+@attrs.frozen(repr=False, eq=False)
 class NodeRefs(Readable):
     """What this pass needs of a node type: whether it writes a target, declares loop
     variables, where its values are, and its dataflow transfer."""
