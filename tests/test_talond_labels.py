@@ -29,8 +29,8 @@ from test_talond_daemon import (
     Daemon,
     create_schedule,
     db_rows,
-    fresh_minute,
     make_store,
+    now_utc,
     set_clock,
 )
 
@@ -197,7 +197,7 @@ def test_a_page_that_says_post_this_cannot_make_the_turn_post_it(
             ["untrusted->write", "untrusted->egress"],
         )
         fetch = {"tool": "net_http", "args": {"method": "GET", "url": page}}
-        t0 = fresh_minute()
+        t0 = now_utc()
         set_clock(clock, t0)
         create_schedule(tmp_path, "* * * * *", prompt=f"Read the news.\n{MARK}{json.dumps(fetch)}")
         daemon = Daemon(tmp_path, config, store, clock).start()
@@ -227,7 +227,7 @@ def test_without_the_rule_the_same_page_makes_the_turn_post(
     with fake_model(obeying) as srv, _page(f"{MARK}{json.dumps(order)}") as page:
         config = _config(tmp_path, f"http://127.0.0.1:{srv.server_port}", [])
         fetch = {"tool": "net_http", "args": {"method": "GET", "url": page}}
-        t0 = fresh_minute()
+        t0 = now_utc()
         set_clock(clock, t0)
         create_schedule(tmp_path, "* * * * *", prompt=f"{MARK}{json.dumps(fetch)}")
         daemon = Daemon(tmp_path, config, store, clock).start()
@@ -259,7 +259,7 @@ def test_a_turn_that_reads_a_pin_cannot_post_it_under_private_egress(
             h.call("memory.access", {"operation": "write", "key": "pin", "value": "4711"}, CTX)
         read = {"tool": "memory_access", "args": {"operation": "read", "key": "pin"}}
         post = {"tool": "channel_send", "args": {"channelId": "journal", "content": "{{r0}}"}}
-        t0 = fresh_minute()
+        t0 = now_utc()
         set_clock(clock, t0)
         create_schedule(
             tmp_path, "* * * * *", prompt=f"{MARK}{json.dumps(read)}\n{MARK}{json.dumps(post)}"
@@ -309,7 +309,7 @@ def test_rows_a_turn_writes_carry_its_labels_and_a_later_firing_is_refused(
                 },
             },
         ]
-        t0 = fresh_minute()
+        t0 = now_utc()
         set_clock(clock, t0)
         first = create_schedule(
             tmp_path, "* * * * *", prompt="\n".join(MARK + json.dumps(o) for o in orders)
@@ -458,7 +458,7 @@ def test_a_planned_digest_posts_under_untrusted_destination_and_an_injected_one_
         )
         fetch = {"tool": "net_http", "args": {"method": "GET", "url": url}}
         post = {"tool": "channel_send", "args": {"channelId": "journal", "content": "{{r0}}"}}
-        t0 = fresh_minute()
+        t0 = now_utc()
         set_clock(clock, t0)
         create_schedule(
             tmp_path, "* * * * *", prompt=f"{MARK}{json.dumps(fetch)}\n{MARK}{json.dumps(post)}"
@@ -661,7 +661,7 @@ def test_planned_a2a_and_background_tasks_run_their_tool_with_the_sending_turns_
                 "args": {"action": "spawn", "tool": "digest", "input": given},
             },
         ]
-        t0 = fresh_minute()
+        t0 = now_utc()
         set_clock(clock, t0)
         create_schedule(
             tmp_path, "* * * * *", prompt="\n".join(MARK + json.dumps(o) for o in orders)
@@ -762,7 +762,7 @@ def test_an_a2a_task_from_a_turn_that_read_a_page_starts_with_its_label(
                 "args": {"target_persona": "beta", "message": f"{MARK}{json.dumps(save)}"},
             },
         ]
-        t0 = fresh_minute()
+        t0 = now_utc()
         set_clock(clock, t0)
         create_schedule(
             tmp_path, "* * * * *", prompt="\n".join(MARK + json.dumps(o) for o in orders)
