@@ -463,7 +463,7 @@ def test_a_failed_forged_run_hands_back_every_label_it_held() -> None:
     result = run(program, {}, host=MemoryHost(), consent=lambda r: True, input_labels={WEB})
     assert result.status == "failed"
     assert result.output_labels == ()
-    assert {"private:notes.list", WEB} <= forged_output_labels(result)
+    assert {"private:notes.list", WEB} <= forged_output_labels(result, report.marks)
 
 
 @pytest.mark.parametrize(
