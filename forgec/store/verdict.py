@@ -889,7 +889,7 @@ def _sources(node: n.CapabilityNode, name: str, fields: dict[str, int], terms: _
     """The labels a step's result carries by where it comes from (as the flows pass gives
     them: `forgec.passes.flows`), for the words "computed from …"."""
     host = None
-    if name == fl.HTTP:
+    if _networked(name):
         from forgec.passes.network import static_host, url_of
 
         host = static_host(url_of(node)[0])
@@ -1014,7 +1014,7 @@ class _Compare:
         if not by_flow:
             return [self.explain_flows(inst, by_model[0])]
         gains = self.count_gain(inst, by_kind=False)
-        if self.new.hosts and inst.capability == fl.HTTP:
+        if self.new.hosts and _networked(inst.capability):
             extra = sorted(set(self.new.hosts) - set(self.old.hosts))
             if extra:
                 gains.append(
@@ -1332,7 +1332,7 @@ class _Compare:
         sent = self.new.flows.get(inst.node, set())
         private = sorted({s for s, _, _ in sent if fl.is_private(s)})
         data = _and([fl.describe_source(s) for s in private])
-        if cap == fl.HTTP:
+        if _networked(cap):
             where = _and(list(self.new.hosts)) or "the web"
             return f"sends {data} to {where}" if private else f"can send requests to {where}"
         sends = self.phrase(cap, "sends", f, data=data) if private else None
@@ -1348,10 +1348,7 @@ class _Compare:
             return "no model step"
         if cap == "state":
             return f"never saved {inst.operation}"
-        if (cap in fl.EGRESS_CAPABILITIES or cap == fl.HTTP) and not any(
-            o.capability in fl.EGRESS_CAPABILITIES or o.capability == fl.HTTP
-            for o in self.old.insts
-        ):
+        if _leaves_device(cap) and not any(_leaves_device(o.capability) for o in self.old.insts):
             return "nothing left the device"
         return f"never called {cap}"
 
@@ -1479,6 +1476,18 @@ def _row(cap: str) -> Any:
     from forgec.ir.capabilities import BY_NAME
 
     return BY_NAME.get(cap)
+
+
+def _networked(cap: str) -> bool:
+    """Whether the capability's row reaches the network (its hosts are the allowlist's)."""
+    row = _row(cap)
+    return bool(row is not None and row.needs_network)
+
+
+def _leaves_device(cap: str) -> bool:
+    """Whether the capability's row sends data off the device (an egress sink)."""
+    row = _row(cap)
+    return bool(row is not None and row.sink == "egress")
 
 
 # --- witness: an input that shows a gain -----------------------------------------------------
