@@ -163,6 +163,46 @@ def make_store(root: Path) -> Path:
     return store
 
 
+def hooked_persona(root: Path) -> tuple[Path, Path]:
+    """alpha, who may post to the `hooked` channel; the tool store and the clock file."""
+    write_personas(root, {"alpha": ("channel.send:hooked",)})
+    return make_store(root), root / "clock"
+
+
+def post_once(content: str, answer: str = "posted") -> Callable[[str, int, dict[str, Any]], Any]:
+    """A model that posts CONTENT to `hooked` on its first request, then answers ANSWER."""
+
+    def script(persona: str, n: int, body: dict[str, Any]) -> Any:
+        if n == 0:
+            return tool_reply("channel_send", {"channelId": "hooked", "content": content})
+        return text_reply(answer)
+
+    return script
+
+
+def hooked_config(
+    root: Path,
+    model_port: int,
+    hook_port: int,
+    *,
+    plain: bool = False,
+    talond: str = "",
+    extra: str = "",
+) -> Path:
+    """The host config: the model on MODEL_PORT, `hooked` a webhook on HOOK_PORT (PLAIN: its
+    `plain` format), TALOND more `[talond]` lines, EXTRA more sections."""
+    fmt = 'format = "plain"\n' if plain else ""
+    config = write_config(
+        root,
+        f"http://127.0.0.1:{model_port}",
+        f'[channels.hooked]\nconnector = "webhook"\n{fmt}'
+        f'url = "http://127.0.0.1:{hook_port}/hook"\n{extra}',
+    )
+    if talond:
+        config.write_text(config.read_text().replace("poll_ms = 100\n", f"poll_ms = 100\n{talond}"))
+    return config
+
+
 def create_schedule(root: Path, cron: str, persona: str = "alpha", **fields: Any) -> str:
     """A schedule made through `schedule.manage`, made at the time ROOT/clock says (the
     daemon's clock) when that file exists: its first slot is then the minute after the clock's,
@@ -504,26 +544,16 @@ class Receiver(http.server.BaseHTTPRequestHandler):
 def test_a_webhook_gets_each_message_once_despite_a_failed_first_attempt(
     tmp_path: Path, daemons: list[Daemon]
 ) -> None:
-    write_personas(tmp_path, {"alpha": ("channel.send:hooked",)})
-    store = make_store(tmp_path)
-    clock = tmp_path / "clock"
-
-    def script(persona: str, n: int, body: dict[str, Any]) -> Any:
-        if n == 0:
-            return tool_reply("channel_send", {"channelId": "hooked", "content": "**Build** done"})
-        return text_reply("posted")
-
+    store, clock = hooked_persona(tmp_path)
+    script = post_once("**Build** done")
     with fake_model(script) as srv, serving(Receiver, seen=[], accepted=[]) as hook:
-        config = write_config(
+        config = hooked_config(
             tmp_path,
-            f"http://127.0.0.1:{srv.server_port}",
-            f'[channels.hooked]\nconnector = "webhook"\nformat = "plain"\n'
-            f'url = "http://127.0.0.1:{hook.server_port}/hook"\n',
+            srv.server_port,
+            hook.server_port,
+            plain=True,
+            talond="webhook_backoff_ms = 2000\n",
         )
-        text = config.read_text().replace(
-            "poll_ms = 100\n", "poll_ms = 100\nwebhook_backoff_ms = 2000\n"
-        )
-        config.write_text(text)
         t0 = now_utc()
         set_clock(clock, t0)
         create_schedule(tmp_path, "* * * * *", prompt="announce the build")
@@ -782,26 +812,14 @@ class HangingReceiver(http.server.BaseHTTPRequestHandler):
 def test_kill_9_during_a_webhook_post_sends_it_again_under_the_same_key(
     tmp_path: Path, daemons: list[Daemon]
 ) -> None:
-    write_personas(tmp_path, {"alpha": ("channel.send:hooked",)})
-    store = make_store(tmp_path)
-    clock = tmp_path / "clock"
-
-    def script(persona: str, n: int, body: dict[str, Any]) -> Any:
-        if n == 0:
-            return tool_reply("channel_send", {"channelId": "hooked", "content": "once only"})
-        return text_reply("posted")
-
+    store, clock = hooked_persona(tmp_path)
+    script = post_once("once only")
     release = threading.Event()
     with (
         fake_model(script) as srv,
         serving(HangingReceiver, seen=[], got=threading.Event(), release=release) as hook,
     ):
-        config = write_config(
-            tmp_path,
-            f"http://127.0.0.1:{srv.server_port}",
-            f'[channels.hooked]\nconnector = "webhook"\n'
-            f'url = "http://127.0.0.1:{hook.server_port}/hook"\n',
-        )
+        config = hooked_config(tmp_path, srv.server_port, hook.server_port)
         t0 = now_utc()
         set_clock(clock, t0)
         create_schedule(tmp_path, "0 * * * *", prompt="announce")

@@ -22,7 +22,6 @@ records; each step takes the first unused record whose given keys all match, in 
 
 from __future__ import annotations
 
-import functools
 import ipaddress
 import json
 from collections.abc import Mapping, Sequence
@@ -219,6 +218,8 @@ class OpenAIProvider:
 
         import httpx
 
+        from forgec.host.http_client import make_client
+
         headers = {"content-type": "application/json"}
         if self._api_key:
             headers["authorization"] = f"Bearer {self._api_key}"
@@ -230,7 +231,7 @@ class OpenAIProvider:
         chunks: list[bytes] = []
         try:
             with (
-                httpx.Client(timeout=timeout, trust_env=False, verify=tls_context()) as client,
+                make_client(deadline=deadline) as client,
                 client.stream(
                     "POST", f"{self.base_url}/chat/completions", json=body, headers=headers
                 ) as resp,
@@ -266,15 +267,6 @@ class OpenAIProvider:
             return json.loads(data)
         except ValueError:
             raise HostError(FAILED, "the model's reply is not a chat completion") from None
-
-
-@functools.lru_cache(maxsize=1)
-def tls_context() -> Any:
-    """The default TLS context, built once: building one reads the whole CA bundle (measured
-    0.2 s on a loaded machine, two thirds of an instant model's turn in the daemon)."""
-    import httpx
-
-    return httpx.create_ssl_context(trust_env=False)
 
 
 @attrs.frozen
