@@ -92,10 +92,15 @@ def test_keeps_labels_is_the_inner_hosts(keeps: bool) -> None:
     assert ForwardingHost(inner).keeps_labels is keeps
 
 
-def test_the_project_s_wrapping_hosts_are_forwarding_hosts() -> None:
+def test_the_project_s_wrapping_hosts_are_forwarding_hosts(tmp_path: Path) -> None:
+    from forgec.host import HostOptions, open_host
+
     assert issubclass(StagedHost, ForwardingHost)
     assert issubclass(CaseHost, ForwardingHost)
-    assert isinstance(MemoryHost(), LabelledHost)
+    # the two hosts that hold data themselves keep labels: the whole protocol, written once each
+    assert isinstance(MemoryHost(), LabelledHost) and MemoryHost.keeps_labels
+    with open_host(HostOptions(db=tmp_path / "h.db")) as host:
+        assert isinstance(host, LabelledHost) and host.keeps_labels
 
 
 def _forwards_by_hand(fn: ast.FunctionDef) -> bool:

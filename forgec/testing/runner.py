@@ -230,7 +230,9 @@ class CaseHost(ForwardingHost):
                 "never reaches a model"
             )
             raise HostError("RUN_MODEL_FAILED", "test error: no recorded answer")
-        return self.replay.complete(op, input, requirements, output_schema, context)
+        from forgec.host.models import model_answer
+
+        return model_answer(self.replay, op, input, requirements, output_schema, context)
 
     def has_credential(self, credential_id: str) -> bool:
         return True  # a case never sends one: every step that could is mocked
