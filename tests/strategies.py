@@ -122,6 +122,9 @@ SCALAR = st.one_of(
 JSON = json_values(SCALAR, keys=KEY, max_size=3, max_leaves=8)
 
 
+LADDER = st.sampled_from([1, 2, 3])  # limits that nest: a narrower step beside a wider one
+
+
 def _input_ref(props: list[str]) -> st.SearchStrategy[Any]:
     return st.sampled_from(props).map(lambda p: {"$ref": f"input.{p}"})
 
@@ -155,12 +158,18 @@ def _step(
     if kind == "capability":
         cap = draw(st.sampled_from(["tasks.list", "notes.list", "memory.search", "notes.create"]))
         inp: dict[str, Any]
+        # queries and limits from small pools half the time: two steps of one capability
+        # that differ only in how far they narrow come up often (issue 31's verdict bug)
+        query = st.one_of(st.sampled_from(["open", "due"]), AWKWARD_TEXT.filter(bool))
         if cap == "notes.create":
             inp = {"title": draw(st.text(min_size=1, max_size=20)), "body": draw(AWKWARD_TEXT)}
         elif cap == "memory.search":
-            inp = {"query": draw(AWKWARD_TEXT.filter(bool)), "limit": draw(st.integers(1, 50))}
+            inp = {"query": draw(query), "limit": draw(st.one_of(LADDER, st.integers(1, 50)))}
         else:
-            inp = {"query": draw(AWKWARD_TEXT), "limit": draw(st.integers(1, 100))}
+            inp = {
+                "query": draw(st.one_of(query, st.just(""))),
+                "limit": draw(st.one_of(LADDER, st.integers(1, 100))),
+            }
         node: dict[str, Any] = {
             "id": nid,
             "type": "capability",

@@ -81,7 +81,10 @@ FETCHES = (
     {"method": "GET", "url": "https://a.example.com/page"},
     {"method": "GET", "url": {"$template": "https://h{{b}}.example.com/"}},  # computed host
     {"method": "POST", "url": "https://a.example.com/in", "body": {"$template": "{{a}}"}},
+    # a name two URL readers spell two ways (unicode, punycode): one reading labels it
+    {"method": "POST", "url": "https://Bücher.example/in", "body": {"$template": "{{b}}"}},
 )
+ALLOWED = ["a.example.com", "xn--bcher-kva.example"]
 
 
 CONTENTS: tuple[Any, ...] = ({"$template": "{{a}} / {{c.title}}"}, "hello")
@@ -136,7 +139,7 @@ def net_flows(draw: st.DrawFn) -> dict[str, Any]:
 def test_every_run_time_pair_is_a_static_pair_with_the_network(
     flow: dict[str, Any], value: Any
 ) -> None:
-    manifest = full(flow) | {"network": {"mode": "allowlist", "hosts": ["a.example.com"]}}
+    manifest = full(flow) | {"network": {"mode": "allowlist", "hosts": ALLOWED}}
     report = forgec.check(orjson.dumps(manifest), target="talon")
     assert report.ok, [d.message for d in report.errors]
     static = {(f.source, f.sink) for f in report.facts.flows}
@@ -269,7 +272,7 @@ def test_every_run_time_pair_is_a_static_pair_through_storage_and_state(
     flow: dict[str, Any], first: Any, second: Any, flags: tuple[bool, bool]
 ) -> None:
     first, second = {**first, "flag": flags[0]}, {**second, "flag": flags[1]}
-    manifest = full(flow) | {"network": {"mode": "allowlist", "hosts": ["a.example.com"]}}
+    manifest = full(flow) | {"network": {"mode": "allowlist", "hosts": ALLOWED}}
     report = forgec.check(orjson.dumps(manifest), target="talon")
     assert report.ok, [d.message for d in report.errors]
     static = {(f.source, f.sink) for f in report.facts.flows}
@@ -306,7 +309,7 @@ def test_a_program_without_failure_facts_counts_every_value_a_node_evaluates() -
     ]  # fmt: skip
     manifest = full({"id": "old.program", "title": "Old", "flow": {
         "entry": "look", "maxTransitions": 16, "nodes": nodes}})  # fmt: skip
-    manifest["network"] = {"mode": "allowlist", "hosts": ["a.example.com"]}
+    manifest["network"] = {"mode": "allowlist", "hosts": ALLOWED}
     report = forgec.check(orjson.dumps(manifest), target="talon")
     program = lower_report(report)
     assert program.flow["mayFail"] == {"hit": [["notes", "items", 0, "id"]]}

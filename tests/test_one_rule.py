@@ -325,6 +325,29 @@ def test_checker_and_host_read_a_url_alike(
         assert [s.split(":")[0] for s in loopback.seen] == [expected]
 
 
+def test_a_url_is_read_by_one_parser_everywhere() -> None:
+    # the checker, the host and the run-time labels (`external:<host>`, `egress:<host>`) all read
+    # a URL's host through `forgec.catalog.urls`; a second parser would name another host for
+    # the same text (`urlsplit` keeps `Bücher.example` where httpx sends `xn--bcher-kva.example`,
+    # and reads `a.com@b.com` as `b.com`). Only the language server reads URIs (file://), not URLs.
+    import re
+
+    root = Path(__file__).resolve().parent.parent / "forgec"
+    readers = {
+        str(path.relative_to(root.parent))
+        for path in root.rglob("*.py")
+        if re.search(r"\b(urlsplit|urlparse|urljoin)\b", path.read_text(encoding="utf-8"))
+    }
+    assert readers <= {"forgec/lsp/server.py"}, readers
+
+    from forgec.runtime.sources_and_sinks import call_sink, origin_labels
+
+    url = "https://Bücher.example/in"
+    assert origin_labels("net.http", {"url": url}, {}) >= {"external:xn--bcher-kva.example"}
+    assert call_sink("net.http", {"method": "POST", "url": url}) == "egress:xn--bcher-kva.example"
+    assert call_sink("net.http", {"method": "POST", "url": "http://a.com@b.com/"}) == "egress:*"
+
+
 # -- every capability: what `check` accepts, the host's call check accepts -----------------
 
 import orjson  # noqa: E402

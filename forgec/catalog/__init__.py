@@ -9,7 +9,7 @@ from forgec.catalog.base import (
     suggest,
     unknown_capability_hint,
 )
-from forgec.ir.shapes import register_validator
+from forgec.ir.shapes import register_url_host, register_validator
 
 TARGETS = ("talos", "talon")
 
@@ -34,9 +34,16 @@ def _url(value: str) -> list[str]:
     return check_url(value)
 
 
+def _url_host(value: str) -> str | None:
+    from forgec.catalog.urls import url_host
+
+    return url_host(value)
+
+
 register_validator("cron", _cron)
 register_validator("sql", _sql)
 register_validator("url", _url)
+register_url_host(_url_host)
 
 
 def get_catalog(target: str) -> Catalog:

@@ -21,6 +21,7 @@ rule (a webhook receiver on this machine is a normal setup); redirects are not f
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from forgec.daemon.tables import Delivery
@@ -39,7 +40,7 @@ def post(item: Delivery, config: HostConfig) -> tuple[str, str | None]:
     """One POST: (delivered | retry | failed, why)."""
     import httpx
 
-    from forgec.host.models import tls_context
+    from forgec.host.http_client import make_client
 
     channel = config.channels.get(item.channel_id)
     if channel is None or channel.connector != "webhook" or channel.url is None:
@@ -52,11 +53,9 @@ def post(item: Delivery, config: HostConfig) -> tuple[str, str | None]:
         "content": item.content,
     }
     headers = {"content-type": "application/json", "idempotency-key": item.message_id}
-    timeout = config.talond.webhook_timeout_ms / 1000
+    deadline = time.monotonic() + config.talond.webhook_timeout_ms / 1000
     try:
-        with httpx.Client(
-            timeout=timeout, trust_env=False, follow_redirects=False, verify=tls_context()
-        ) as client:
+        with make_client(deadline=deadline) as client:
             resp = client.post(channel.url, json=payload, headers=headers)
     except httpx.HTTPError as exc:
         return "retry", f"no answer ({type(exc).__name__})"

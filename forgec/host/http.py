@@ -24,8 +24,9 @@ Algorithm of one call:
    without it.
 5. The response body is streamed and reading stops past 256 KiB (`RUN_RESULT_TOO_LARGE`); one
    deadline (`timeoutMs`) covers the name lookup, connect, TLS, headers, body and every hop:
-   each socket operation gets only what is left of it (`_deadline_stream`), so a server
-   trickling bytes cannot hold the run past `timeoutMs`.
+   each socket operation gets only what is left of it (`forgec.host.http_client`, the one
+   builder of outbound clients), so a server trickling bytes cannot hold the run past
+   `timeoutMs`.
 
 Name override (`--resolve HOST:PORT:ADDR`, as curl): the connection goes to ADDR instead of a
 lookup of HOST. Everything else — the URL, the `Host` header, TLS SNI and certificate checks —
@@ -49,6 +50,7 @@ from forgec.host import handler_errors as v
 from forgec.host.addresses import refused
 from forgec.host.credentials import CredentialStore
 from forgec.host.handlers import HostCall, handles
+from forgec.host.http_client import DENIED, make_client
 from forgec.ir.shapes import json_type_name
 from forgec.runtime.host import CallContext, HostError
 from forgec.runtime.limits import RESULT_LIMIT
@@ -56,7 +58,6 @@ from forgec.runtime.limits import RESULT_LIMIT
 CAP = "net.http"
 DEFAULT_TIMEOUT_MS = 30_000
 MAX_BODY = RESULT_LIMIT  # a response body: what a capability result may be (SPEC §16)
-DENIED = "RUN_NETWORK_DENIED"
 _TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$")
 # hop-by-hop and routing headers a flow may not set: the host decides them
 _FORBIDDEN_HEADERS = frozenset(
@@ -86,101 +87,14 @@ def parse_resolve(entries: tuple[str, ...] | list[str]) -> dict[tuple[str, int],
     return out
 
 
-def _left(deadline: float, timeout: float | None, error: type[Exception]) -> float:
-    """The time an I/O operation may take: its own timeout, never past the request's deadline."""
-    left = deadline - time.monotonic()
-    if left <= 0:
-        raise error("the request's deadline has passed")
-    return left if timeout is None else min(timeout, left)
-
-
-def _deadline_stream(stream: Any, deadline: float) -> Any:
-    """`stream` with every read, write and TLS handshake cut off at `deadline`.
-
-    httpx's timeouts are per operation: a server sending one header line every 0.3 s never
-    trips a 1 s read timeout. Each operation here gets only what is left of the one deadline,
-    so connect, headers, body and every redirect share `timeoutMs` as SPEC §16 promises."""
-    import httpcore
-
-    class DeadlineStream(httpcore.NetworkStream):
-        def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-            return bytes(stream.read(max_bytes, _left(deadline, timeout, httpcore.ReadTimeout)))
-
-        def write(self, buffer: bytes, timeout: float | None = None) -> None:
-            stream.write(buffer, _left(deadline, timeout, httpcore.WriteTimeout))
-
-        def close(self) -> None:
-            stream.close()
-
-        def start_tls(
-            self,
-            ssl_context: Any,
-            server_hostname: str | None = None,
-            timeout: float | None = None,
-        ) -> Any:
-            left = _left(deadline, timeout, httpcore.ConnectTimeout)
-            return _deadline_stream(stream.start_tls(ssl_context, server_hostname, left), deadline)
-
-        def get_extra_info(self, info: str) -> Any:
-            return stream.get_extra_info(info)
-
-    return DeadlineStream()
-
-
-def _make_client(
-    pins: Mapping[tuple[str, int], str],
-    timeout_s: float,
-    ca_file: Path | None = None,
-    deadline: float | None = None,
-) -> Any:
+def _client(pins: Mapping[tuple[str, int], str], deadline: float, ca_file: Path | None) -> Any:
+    """The one builder's client, pinned to `pins` (filled hop by hop, before each is sent)."""
     import ssl
 
-    import httpcore
-    import httpx
-
-    ssl_context = httpx.create_ssl_context(trust_env=False)
-    if ca_file is not None:
-        # an extra trusted CA (a private one), on top of the system's
-        try:
-            ssl_context.load_verify_locations(cafile=str(ca_file))
-        except (OSError, ssl.SSLError) as exc:
-            v.fail(f"{CAP}: cannot load the CA file {ca_file}: {exc}")
-    end = time.monotonic() + timeout_s if deadline is None else deadline
-
-    class ResolvingBackend(httpcore.SyncBackend):
-        def connect_tcp(
-            self,
-            host: str,
-            port: int,
-            timeout: float | None = None,
-            local_address: str | None = None,
-            socket_options: Any = None,
-        ) -> Any:
-            addr = pins.get((host.lower(), port))
-            if addr is None:  # every hop is pinned before it is sent: never a second lookup
-                raise HostError(DENIED, f"{CAP}: {host!r} was not resolved and checked")
-            stream = super().connect_tcp(
-                addr,
-                port,
-                timeout=_left(end, timeout, httpcore.ConnectTimeout),
-                local_address=local_address,
-                socket_options=socket_options,
-            )
-            return _deadline_stream(stream, end)
-
-    transport = httpx.HTTPTransport(trust_env=False)
-    # httpx does not expose the network backend: give its transport a pool that has ours
-    transport._pool = httpcore.ConnectionPool(
-        ssl_context=ssl_context,
-        network_backend=ResolvingBackend(),
-        max_connections=4,
-    )
-    return httpx.Client(
-        transport=transport,
-        timeout=httpx.Timeout(timeout_s),
-        follow_redirects=False,
-        trust_env=False,
-    )
+    try:
+        return make_client(deadline=deadline, pins=pins, ca_file=ca_file, what=CAP)
+    except (OSError, ssl.SSLError) as exc:
+        v.fail(f"{CAP}: cannot load the CA file {ca_file}: {exc}")
 
 
 Resolver = Callable[[str, int], list[str]]
@@ -352,7 +266,7 @@ def request(
     content: bytes | None = body.encode("utf-8") if body is not None else None
     mapped = resolve or {}
     pins: dict[tuple[str, int], str] = {}
-    client = _make_client(pins, timeout_ms / 1000, ca_file, deadline)
+    client = _client(pins, deadline, ca_file)
     try:
         for hop in range(max_redirects + 1):
             what = CAP if hop == 0 else f"{CAP} redirect"

@@ -29,6 +29,11 @@ Validators that need a third-party library (cron, SQL, URL) are named, not held:
 imported (`register_validator`). A named validator that is not registered is a problem, never a
 silent pass: a host without the rules refuses the value instead of running it unchecked.
 
+The URL rule also answers where a URL goes (`url_host`): the run-time labels (`external:<host>`,
+`egress:<host>`) read a URL's host through it, so the VM, the hosts and the checker's network
+pass read a URL one way (`register_url_host`). Without it loaded the host is not known
+(`external:*`), never read by a second parser.
+
 Never raises: any JSON value (and most non-JSON Python values) yields a list of problems.
 """
 
@@ -57,6 +62,23 @@ VALIDATORS: dict[str, Validator] = {}
 def register_validator(name: str, function: Validator) -> None:
     """Make `validate="<name>"` fields run `function` (idempotent for the same function)."""
     VALIDATORS[name] = function
+
+
+# the URL rule's reader of a URL's host (None: not an acceptable URL); `forgec.catalog` registers it
+_URL_HOST: list[Callable[[str], str | None]] = []
+
+
+def register_url_host(function: Callable[[str], str | None]) -> None:
+    """Make `url_host` read hosts with `function`, the URL rule's own reader."""
+    _URL_HOST[:] = [function]
+
+
+def url_host(url: Any) -> str | None:
+    """The host `url` reaches by the URL rule; None when it is not an acceptable URL or the
+    rule is not loaded (the host is then not known: a label says `*`)."""
+    if type(url) is not str or not _URL_HOST:
+        return None
+    return _URL_HOST[0](url)
 
 
 def _run_validator(validate: Validator | str, value: Any) -> list[str]:

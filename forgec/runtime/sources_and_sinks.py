@@ -30,6 +30,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from forgec.ir.capabilities import OUTSIDE_COLUMNS, ROWS, named_query_tables
+from forgec.ir.shapes import url_host
 
 INPUT = "input"
 MODEL = "model"
@@ -313,16 +314,10 @@ def call_sink(capability: str, input: Any) -> str | None:
 
 
 def host_of_url(url: Any) -> str | None:
-    """The lower-cased host of an absolute URL (the VM and hosts label by it), else None."""
-    if type(url) is not str:
-        return None
-    from urllib.parse import urlsplit
-
-    try:
-        host = urlsplit(url).hostname
-    except ValueError:
-        return None
-    return host.lower() if host else None
+    """The host an absolute URL reaches, as the URL rule reads it (`forgec.ir.shapes.url_host`:
+    lower-cased, punycode, the checker's and the host's one reading); None when it is not an
+    acceptable URL or the rule is not loaded (the label then says `*`)."""
+    return url_host(url)
 
 
 # --- words for people (the consent card, diagnostics) --------------------------------
