@@ -34,10 +34,10 @@ from test_talond_daemon import (
     create_schedule,
     daemons,  # noqa: F401  (the fixture)
     db_rows,
-    fresh_minute,
     hooked_config,
     hooked_persona,
     make_store,
+    now_utc,
     post_once,
     set_clock,
     status_json,
@@ -139,7 +139,7 @@ def test_a_short_soak_kills_and_stops_and_everything_happens_exactly_once(
             plain=True,
             talond="webhook_backoff_ms = 5000\ngrace_seconds = 1\n",
         )
-        t0 = fresh_minute()
+        t0 = now_utc()
         set_clock(clock, t0)
         sid = create_schedule(tmp_path, "* * * * *", prompt="tick")
         slots = [
@@ -233,7 +233,7 @@ def test_a_slot_that_comes_while_the_previous_firing_runs_is_skipped_and_shown(
 
     with fake_model(script) as srv:
         config = write_config(tmp_path, f"http://127.0.0.1:{srv.server_port}")
-        t0 = fresh_minute()
+        t0 = now_utc()
         set_clock(clock, t0)
         sid = create_schedule(tmp_path, "* * * * *", prompt="slow")
         slot1 = (t0 + dt.timedelta(minutes=1)).replace(second=0, microsecond=0)
@@ -275,7 +275,7 @@ def test_status_schedules_messages_and_a_failed_delivery_sent_again(
             extra="\n[connectors]\nretry_hours = 1\n",
         )
         host_config = ["--host-config", str(config)]
-        t0 = fresh_minute()
+        t0 = now_utc()
         set_clock(clock, t0)
         slot = (t0 + dt.timedelta(minutes=1)).replace(second=0, microsecond=0)
         paris = slot.astimezone(ZoneInfo("Europe/Paris"))
@@ -405,7 +405,7 @@ def test_model_errors_are_retried_and_oversized_or_endless_answers_refused(
         config.write_text(
             config.read_text().replace("poll_ms = 100\n", "poll_ms = 100\nturn_seconds = 4\n")
         )
-        t0 = fresh_minute()
+        t0 = now_utc()
         set_clock(clock, t0)
         create_schedule(tmp_path, "* * * * *", prompt="go")
         d = Daemon(tmp_path, config, store, clock).start()
@@ -448,7 +448,7 @@ def test_a_persona_added_while_running_is_picked_up_and_a_bad_file_is_one_line(
         config.write_text(
             config.read_text().replace("poll_ms = 100\n", "poll_ms = 100\nretention_days = 30\n")
         )
-        t0 = fresh_minute()
+        t0 = now_utc()
         set_clock(clock, t0)
         d = Daemon(tmp_path, config, store, clock).start()
         daemons.append(d)

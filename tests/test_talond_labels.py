@@ -29,8 +29,8 @@ from test_talond_daemon import (
     Daemon,
     create_schedule,
     db_rows,
-    fresh_minute,
     make_store,
+    now_utc,
     set_clock,
 )
 
@@ -180,8 +180,8 @@ def _fire(root: Path, clock: Path, daemon: Daemon, t0: dt.datetime, count: int =
 def _started(
     root: Path, config: Path, store: Path, clock: Path, daemons: list[Daemon], prompt: str
 ) -> tuple[Daemon, dt.datetime]:
-    """A schedule firing every minute with PROMPT, and a daemon started at a fresh minute."""
-    t0 = fresh_minute()
+    """A schedule firing every minute with PROMPT, and a daemon started for it."""
+    t0 = now_utc()
     set_clock(clock, t0)
     create_schedule(root, "* * * * *", prompt=prompt)
     daemon = Daemon(root, config, store, clock).start()
@@ -194,7 +194,7 @@ def _one_firing(
 ) -> tuple[str, dt.datetime]:
     """A schedule with PROMPT fired once by a daemon started for it, then stopped cleanly:
     the schedule's id and the minute it was made in."""
-    t0 = fresh_minute()
+    t0 = now_utc()
     set_clock(clock, t0)
     sid = create_schedule(root, "* * * * *", prompt=prompt)
     daemon = Daemon(root, config, store, clock).start()
@@ -468,7 +468,7 @@ def test_a_planned_digest_posts_under_untrusted_destination_and_an_injected_one_
         )
         fetch = {"tool": "net_http", "args": {"method": "GET", "url": url}}
         post = {"tool": "channel_send", "args": {"channelId": "journal", "content": "{{r0}}"}}
-        t0 = fresh_minute()
+        t0 = now_utc()
         set_clock(clock, t0)
         create_schedule(
             tmp_path, "* * * * *", prompt=f"{MARK}{json.dumps(fetch)}\n{MARK}{json.dumps(post)}"

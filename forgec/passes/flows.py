@@ -66,6 +66,7 @@ from forgec.ir.nodes import (
     nodes_of_type,
 )
 from forgec.ir.pointer import join
+from forgec.ir.readable import Readable
 from forgec.passes.capabilities import literal_fields
 from forgec.passes.context import PassContext
 from forgec.passes.network import static_host, url_of
@@ -104,8 +105,8 @@ def _or(a: frozenset[str], b: frozenset[str]) -> frozenset[str]:
     return out
 
 
-@attrs.frozen
-class Flow:
+@attrs.frozen(repr=False)
+class Flow(Readable):
     source: str  # a label: input, private:<capability>, private:state, external:<host>, model
     sink: str  # egress:<host|capability>, write:<capability>, output
     node: str  # the sink's node id
@@ -355,8 +356,8 @@ def _same_env(a: Env, b: Env) -> bool:
     return a.keys() == b.keys() and all(_same(v, b[k]) for k, v in a.items())
 
 
-@attrs.define
-class FlowJoins:
+@attrs.define(repr=False, eq=False)
+class FlowJoins(Readable):
     """What the VM needs to mirror control dependence (lowered into the Program)."""
 
     # if-node id → the node id where its branches join; None: the end of the run (top level)
