@@ -15,13 +15,14 @@ import attrs
 from forgec.ir.diagnostics import Diagnostic, sort_key
 from forgec.ir.marks import Marks
 from forgec.ir.nodes import Manifest
+from forgec.ir.readable import Readable
 from forgec.ir.span import SourceMap
 
 DEFAULT_TARGET = "talos"
 
 
-@attrs.frozen(slots=False)
-class Report:
+@attrs.frozen(slots=False, repr=False)
+class Report(Readable):
     path: str | None
     form: str  # "talostool" | "forge"
     diagnostics: tuple[Diagnostic, ...]

@@ -16,6 +16,7 @@ and keys that need quoting. Other test modules may reuse it.
 
 from __future__ import annotations
 
+import copy
 import itertools
 from typing import Any
 
@@ -204,6 +205,7 @@ def manifests(draw: st.DrawFn) -> dict[str, Any]:
     ids = [f"n{i}" for i in range(count)]
     nodes: list[dict[str, Any]] = []
     loop_literals: list[str] = []  # variables written only inside a loop, from a literal
+    reads: list[dict[str, Any]] = []  # the capability steps with a `limit` so far
     for i, nid in enumerate(ids):
         nxt = ids[i + 1] if i + 1 < count else None
         if nxt is None:
@@ -266,6 +268,18 @@ def manifests(draw: st.DrawFn) -> dict[str, Any]:
             nodes.append(loop)
         else:
             step = draw(_step(nid, props, ()))
+            if reads and draw(st.booleans()):
+                # a narrowing twin: an earlier read again, with another limit (issue 31: the
+                # verdict once counted two such calls against the one that allows both)
+                twin = draw(st.sampled_from(reads))
+                other = draw(LADDER.filter(lambda k, was=twin["input"]["limit"]: k != was))
+                step = {
+                    **copy.deepcopy(twin),
+                    "id": nid,
+                    "input": {**twin["input"], "limit": other},
+                }
+            if step["type"] == "capability" and "limit" in step["input"]:
+                reads.append(step)
             step["next"] = nxt
             nodes.append(step)
     manifest: dict[str, Any] = {

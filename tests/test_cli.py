@@ -125,6 +125,9 @@ def _modules_after(args: list[str]) -> set[str]:
 
 
 HEAVY = ("lark", "forgec.host", "httpx", "sqlglot", "mcp", "rich", "jsonschema", "croniter")
+# what a check that cannot warn about flows never needs: the flow analysis (its gate is
+# `forgec.passes.flow_gate`) and the SQL rule only the analysis and `db.query` inputs read
+NOT_ON_A_CLEAN_CHECK = ("forgec.passes.flows", "forgec.catalog.sql")
 
 
 @pytest.mark.parametrize("args", [["--help"], ["check", str(CLEAN)]])
@@ -133,6 +136,9 @@ def test_startup_stays_lazy(args: list[str]) -> None:
     assert "forgec.cli" in loaded
     heavy = sorted(m for m in loaded if m.split(".")[0] in HEAVY or m.startswith("forgec.host"))
     assert heavy == []
+    assert sorted(loaded & set(NOT_ON_A_CLEAN_CHECK)) == []
+    if args[0] == "check":  # the gate ran: the pass is on the path, the analysis is not
+        assert "forgec.passes.flow_gate" in loaded
 
 
 def test_building_every_parser_imports_no_capability_rows() -> None:

@@ -12,9 +12,11 @@ from typing import Protocol
 
 import attrs
 
+from forgec.ir.readable import Readable
 
-@attrs.frozen
-class Span:
+
+@attrs.frozen(repr=False)
+class Span(Readable):
     file: str | None
     line: int
     column: int
