@@ -223,3 +223,31 @@ def test_without_a_known_command_the_whole_parser_answers(
     text = shown.out + shown.err
     if args != ["--version"]:
         assert "tools" in text and "lsp" in text  # every command is listed
+
+
+def _collector_after(args: list[str]) -> str:
+    code = (
+        "import gc, sys, runpy\n"
+        f"sys.argv = ['forgec', *{args!r}]\n"
+        "try:\n"
+        "    runpy.run_module('forgec', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(gc.isenabled(), file=sys.stderr)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    return proc.stderr.split()[-1]
+
+
+def test_only_a_check_process_runs_without_the_cyclic_collector() -> None:
+    import gc
+
+    from forgec.cli import COLLECTOR_OFF
+
+    assert COLLECTOR_OFF == ("check",)
+    assert _collector_after(["check", str(CLEAN)]) == "False"
+    assert _collector_after(["inspect", str(CLEAN)]) == "True"
+    assert main(["check", str(CLEAN)]) == 0  # in-process: the host's collector is its own
+    assert gc.isenabled()
