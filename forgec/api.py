@@ -15,14 +15,14 @@ import attrs
 from forgec.ir.diagnostics import Diagnostic, sort_key
 from forgec.ir.marks import Marks
 from forgec.ir.nodes import Manifest
-from forgec.ir.readable import Readable
+from forgec.ir.readable import HashedByValue
 from forgec.ir.span import SourceMap
 
 DEFAULT_TARGET = "talos"
 
 
-@attrs.frozen(slots=False, repr=False)
-class Report(Readable):
+@attrs.frozen(slots=False, repr=False, eq=False)
+class Report(HashedByValue):
     path: str | None
     form: str  # "talostool" | "forge"
     diagnostics: tuple[Diagnostic, ...]

@@ -25,7 +25,7 @@ from typing import Any
 
 import attrs
 
-from forgec.ir.readable import Readable
+from forgec.ir.readable import HashedByValue, Readable
 from forgec.ir.shapes import (
     Field,
     Nested,
@@ -56,8 +56,8 @@ CHANNEL_NAME_MAX = 64
 DRAFT_07 = "http://json-schema.org/draft-07/schema#"
 
 
-@attrs.frozen(repr=False)
-class StepMarks(Readable):
+@attrs.frozen(repr=False, eq=False)
+class StepMarks(HashedByValue):
     """The marks of one call: power, risk and the Talon label it needs (None: TALOS)."""
 
     power: str  # Read | Write | Send | Network | Delegate
@@ -65,8 +65,8 @@ class StepMarks(Readable):
     label: str | None
 
 
-@attrs.frozen(repr=False)
-class OpMarks(Readable):
+@attrs.frozen(repr=False, eq=False)
+class OpMarks(HashedByValue):
     power: str
     risk: str
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 import attrs
 
 from forgec.ir.diagnostics import Severity
-from forgec.ir.readable import Readable
+from forgec.ir.readable import HashedByValue
 from forgec.ir.rules import NODE_ID_PATTERN, TOOL_ID_PATTERN
 
 
-@attrs.frozen(repr=False)
-class CodeDoc(Readable):
+@attrs.frozen(repr=False, eq=False)
+class CodeDoc(HashedByValue):
     code: str
     severity: Severity
     summary: str

@@ -19,7 +19,7 @@ from typing import Any
 
 import attrs
 
-from forgec.ir.readable import Readable
+from forgec.ir.readable import HashedByValue
 from forgec.ir.span import Span
 
 
@@ -28,8 +28,8 @@ class Severity(StrEnum):
     WARNING = "warning"
 
 
-@attrs.frozen(repr=False)
-class Fix(Readable):
+@attrs.frozen(repr=False, eq=False)
+class Fix(HashedByValue):
     """One repair. `replace`: the value at `pointer` becomes `value` (with `key`, the member's
     name at `pointer` becomes `value`); `insert`: the object at `pointer` gains the member
     `field` with `value`."""
@@ -55,8 +55,8 @@ class Fix(Readable):
         return out
 
 
-@attrs.frozen(repr=False)
-class Related(Readable):
+@attrs.frozen(repr=False, eq=False)
+class Related(HashedByValue):
     """Another place a diagnostic involves (the other duplicate, a node of the cycle)."""
 
     pointer: str
@@ -88,8 +88,8 @@ def suggestion(
     return f"did you mean `{name}`?", (replace_fix(pointer, name, key=key),)
 
 
-@attrs.frozen(repr=False)
-class Diagnostic(Readable):
+@attrs.frozen(repr=False, eq=False)
+class Diagnostic(HashedByValue):
     code: str
     severity: Severity
     message: str

@@ -9,7 +9,7 @@ from typing import Any
 
 import attrs
 
-from forgec.ir.readable import Readable
+from forgec.ir.readable import HashedByValue
 
 RISK_ORDER = ("R0", "R1", "R2", "R3", "R4")
 
@@ -18,8 +18,8 @@ def risk_rank(risk: str) -> int:
     return RISK_ORDER.index(risk)
 
 
-@attrs.frozen(repr=False)
-class ModelNeeds(Readable):
+@attrs.frozen(repr=False, eq=False)
+class ModelNeeds(HashedByValue):
     """The strictest model requirements of the reachable `llm` steps."""
 
     privacy: str | None  # the strictest: local-only > local-preferred > remote-allowed
@@ -36,8 +36,8 @@ class ModelNeeds(Readable):
         }
 
 
-@attrs.frozen(repr=False)
-class Marks(Readable):
+@attrs.frozen(repr=False, eq=False)
+class Marks(HashedByValue):
     powers: tuple[str, ...] = ()  # sorted set: Read, Write, Send, Network, Delegate
     risk: str = "R0"
     always_asks: bool = False  # risk R4

@@ -22,7 +22,7 @@ from typing import Any, TypeAlias, TypeVar
 
 import attrs
 
-from forgec.ir.readable import Readable
+from forgec.ir.readable import ComparedByValue
 from forgec.ir.rules import EDGE_FIELDS, NODE_FIELDS, PLAIN_KINDS, VALUE_KINDS
 
 _C = TypeVar("_C", bound=type)
@@ -50,14 +50,14 @@ def _table(typ: str) -> Callable[[_C], _C]:
 Segment: TypeAlias = str | int
 
 
-@attrs.frozen(unsafe_hash=False, repr=False)
-class Literal(Readable):
+@attrs.frozen(eq=False, repr=False)
+class Literal(ComparedByValue):
     value: Any  # plain JSON (dict/list/str/int/float/bool/None), no expression inside
     pointer: str
 
 
-@attrs.frozen(unsafe_hash=False, repr=False)
-class Ref(Readable):
+@attrs.frozen(eq=False, repr=False)
+class Ref(ComparedByValue):
     """``{"$ref": "input.items[0].title"}``: the value at a safe path."""
 
     text: str
@@ -69,8 +69,8 @@ class Ref(Readable):
         return str(self.segments[0])
 
 
-@attrs.frozen(unsafe_hash=False, repr=False)
-class Template(Readable):
+@attrs.frozen(eq=False, repr=False)
+class Template(ComparedByValue):
     """``{"$template": "Due in {{input.days}} days"}``: parts are text or a `Ref`."""
 
     text: str
@@ -78,22 +78,22 @@ class Template(Readable):
     pointer: str
 
 
-@attrs.frozen(unsafe_hash=False, repr=False)
-class CredentialRef(Readable):
+@attrs.frozen(eq=False, repr=False)
+class CredentialRef(ComparedByValue):
     """``{"$credential": "github"}``: resolved by the host at the bridge, never by the flow."""
 
     id: str
     pointer: str
 
 
-@attrs.frozen(unsafe_hash=False, repr=False)
-class ObjectExpr(Readable):
+@attrs.frozen(eq=False, repr=False)
+class ObjectExpr(ComparedByValue):
     fields: tuple[tuple[str, Value], ...]
     pointer: str
 
 
-@attrs.frozen(unsafe_hash=False, repr=False)
-class ListExpr(Readable):
+@attrs.frozen(eq=False, repr=False)
+class ListExpr(ComparedByValue):
     items: tuple[Value, ...]
     pointer: str
 
@@ -101,15 +101,15 @@ class ListExpr(Readable):
 Value: TypeAlias = Literal | Ref | Template | CredentialRef | ObjectExpr | ListExpr
 
 
-@attrs.frozen(unsafe_hash=False, repr=False)
-class Retry(Readable):
+@attrs.frozen(eq=False, repr=False)
+class Retry(ComparedByValue):
     attempts: int | None
     backoff_ms: int | None
     pointer: str
 
 
-@attrs.frozen(unsafe_hash=False, repr=False)
-class ModelRequirements(Readable):
+@attrs.frozen(eq=False, repr=False)
+class ModelRequirements(ComparedByValue):
     structured_output: bool | None = None
     context: int | None = None
     privacy: str | None = None  # local-only | local-preferred | remote-allowed
@@ -118,8 +118,8 @@ class ModelRequirements(Readable):
 
 
 @_table("set")
-@attrs.frozen(unsafe_hash=False, repr=False)
-class SetNode(Readable):
+@attrs.frozen(eq=False, repr=False)
+class SetNode(ComparedByValue):
     id: str
     pointer: str
     target: str | None
@@ -128,8 +128,8 @@ class SetNode(Readable):
 
 
 @_table("capability")
-@attrs.frozen(unsafe_hash=False, repr=False)
-class CapabilityNode(Readable):
+@attrs.frozen(eq=False, repr=False)
+class CapabilityNode(ComparedByValue):
     id: str
     pointer: str
     capability: str | None
@@ -141,8 +141,8 @@ class CapabilityNode(Readable):
 
 
 @_table("llm")
-@attrs.frozen(unsafe_hash=False, repr=False)
-class LlmNode(Readable):
+@attrs.frozen(eq=False, repr=False)
+class LlmNode(ComparedByValue):
     id: str
     pointer: str
     op: str | None  # classify | extract | summarize | generate | rank
@@ -153,8 +153,8 @@ class LlmNode(Readable):
     next: str | None
 
 
-@attrs.frozen(unsafe_hash=False, repr=False)
-class Condition(Readable):
+@attrs.frozen(eq=False, repr=False)
+class Condition(ComparedByValue):
     op: str | None  # eq neq truthy exists contains gt gte lt lte
     left: Value | None
     right: Value | None
@@ -162,8 +162,8 @@ class Condition(Readable):
 
 
 @_table("if")
-@attrs.frozen(unsafe_hash=False, repr=False)
-class IfNode(Readable):
+@attrs.frozen(eq=False, repr=False)
+class IfNode(ComparedByValue):
     id: str
     pointer: str
     condition: Condition | None
@@ -172,8 +172,8 @@ class IfNode(Readable):
 
 
 @_table("foreach")
-@attrs.frozen(unsafe_hash=False, repr=False)
-class ForeachNode(Readable):
+@attrs.frozen(eq=False, repr=False)
+class ForeachNode(ComparedByValue):
     id: str
     pointer: str
     source: Value | None
@@ -185,16 +185,16 @@ class ForeachNode(Readable):
 
 
 @_table("return")
-@attrs.frozen(unsafe_hash=False, repr=False)
-class ReturnNode(Readable):
+@attrs.frozen(eq=False, repr=False)
+class ReturnNode(ComparedByValue):
     id: str
     pointer: str
     value: Value | None
 
 
 @_table("fail")
-@attrs.frozen(unsafe_hash=False, repr=False)
-class FailNode(Readable):
+@attrs.frozen(eq=False, repr=False)
+class FailNode(ComparedByValue):
     id: str
     pointer: str
     code: str | None
@@ -244,60 +244,60 @@ def successors(node: Node) -> tuple[str, ...]:
     return tuple(target for _, target in edges(node))
 
 
-@attrs.frozen(unsafe_hash=False, repr=False)
-class Network(Readable):
+@attrs.frozen(eq=False, repr=False)
+class Network(ComparedByValue):
     mode: str | None  # forbidden | allowlist
     hosts: tuple[str, ...]
     pointer: str = "/network"
 
 
-@attrs.frozen(unsafe_hash=False, repr=False)
-class CredentialRequirement(Readable):
+@attrs.frozen(eq=False, repr=False)
+class CredentialRequirement(ComparedByValue):
     id: str | None
     purpose: str | None
     hosts: tuple[str, ...]
     pointer: str
 
 
-@attrs.frozen(unsafe_hash=False, repr=False)
-class Flow(Readable):
+@attrs.frozen(eq=False, repr=False)
+class Flow(ComparedByValue):
     entry: str | None
     max_transitions: int | None
     nodes: tuple[Node, ...]
     pointer: str = "/flow"
 
 
-@attrs.frozen(unsafe_hash=False, repr=False)
-class StateDecl(Readable):
+@attrs.frozen(eq=False, repr=False)
+class StateDecl(ComparedByValue):
     fields: dict[str, dict[str, Any]]  # name → JSON Schema subset
     max_bytes: int | None
     pointer: str = "/state"
 
 
-@attrs.frozen(unsafe_hash=False, repr=False)
-class Trigger(Readable):
+@attrs.frozen(eq=False, repr=False)
+class Trigger(ComparedByValue):
     type: str | None
     cron: str | None
     pointer: str
 
 
-@attrs.frozen(unsafe_hash=False, repr=False)
-class UiValue(Readable):
+@attrs.frozen(eq=False, repr=False)
+class UiValue(ComparedByValue):
     label: str | None
     path: str | None
     segments: tuple[Segment, ...] | None  # parsed `path`, None when unsafe
     pointer: str
 
 
-@attrs.frozen(unsafe_hash=False, repr=False)
-class Ui(Readable):
+@attrs.frozen(eq=False, repr=False)
+class Ui(ComparedByValue):
     title: str | None
     values: tuple[UiValue, ...]
     pointer: str = "/ui"
 
 
-@attrs.frozen(unsafe_hash=False, repr=False)
-class Manifest(Readable):
+@attrs.frozen(eq=False, repr=False)
+class Manifest(ComparedByValue):
     schema: str | None
     id: str | None
     version: int | None

@@ -12,11 +12,11 @@ from typing import Protocol
 
 import attrs
 
-from forgec.ir.readable import Readable
+from forgec.ir.readable import HashedByValue
 
 
-@attrs.frozen(repr=False)
-class Span(Readable):
+@attrs.frozen(repr=False, eq=False)
+class Span(HashedByValue):
     file: str | None
     line: int
     column: int

@@ -64,7 +64,7 @@ from forgec.ir.nodes import (
     node_type,
 )
 from forgec.ir.pointer import join
-from forgec.ir.readable import Readable
+from forgec.ir.readable import HashedByValue, Readable
 from forgec.passes.capabilities import literal_fields
 from forgec.passes.context import PassContext
 from forgec.passes.network import static_host, url_of
@@ -103,8 +103,8 @@ def _or(a: frozenset[str], b: frozenset[str]) -> frozenset[str]:
     return out
 
 
-@attrs.frozen(repr=False)
-class Flow(Readable):
+@attrs.frozen(repr=False, eq=False)
+class Flow(HashedByValue):
     source: str  # a label: input, private:<capability>, private:state, external:<host>, model
     sink: str  # egress:<host|capability>, write:<capability>, output
     node: str  # the sink's node id

@@ -94,7 +94,7 @@ def check_secrets(ctx: PassContext) -> None:
 FOLDED_SCAN_BUDGET = 256
 
 
-@attrs.frozen(repr=False)
+@attrs.frozen(repr=False, eq=False)
 class FoldedSecret(Readable):
     pointer: str  # the step's JSON Pointer: where the secret is formed
     step: str  # the step's id
