@@ -481,6 +481,8 @@ PROVIDERS = _compile_providers()
 
 def _trie(words: list[str]) -> str:
     """A regex alternation of literals shaped as a trie, so `re` tests few branches per char."""
+    if len(words) == 1:  # a chain: what the recursion below would spell, a char at a time
+        return re.escape(words[0])
     ends = "" in words
     children: dict[str, list[str]] = {}
     for w in words:
