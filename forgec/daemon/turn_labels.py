@@ -32,10 +32,7 @@ def failed_call_labels(capability: str, input: Any, code: str) -> frozenset[str]
     """What the error of a failed host-tool call carries into the model's context."""
     if code in _BEFORE_EFFECT:
         return frozenset()
-    host = None
-    if capability == fl.HTTP and type(input) is dict:
-        host = fl.host_of_url(input.get("url"))
-    return fl.source_labels(capability, host)
+    return fl.source_labels(capability, fl.call_host(capability, input))
 
 
 def turn_labels(labels: Any) -> tuple[str, ...]:

@@ -137,15 +137,16 @@ def forged_input_labels(context: AgentContext) -> frozenset[str]:
 
 
 def forged_source_labels(marks: Any) -> frozenset[str]:
-    """Every source label a forged tool's reachable steps have (its check's marks): a
-    `net.http` step's hosts (`*` when any), each other capability's source label."""
+    """Every source label a forged tool's reachable steps have (its check's marks): by each
+    host it may reach for a capability named by its URL (`url_field`: `net.http`; `*` when
+    any host), else the capability's source label."""
     out: set[str] = set()
     for capability in getattr(marks, "capabilities", ()) or ():
-        if capability == fl.HTTP:
-            hosts = getattr(marks, "network", ()) or ("*",)
-            out.update(f"external:{h}" for h in hosts)
-        else:
-            out.update(fl.source_labels(capability, None))
+        hosts: tuple[str | None, ...] = (None,)
+        if fl.url_field(capability) is not None:
+            hosts = tuple(getattr(marks, "network", ()) or ()) or (None,)
+        for host in hosts:
+            out.update(fl.source_labels(capability, host))
     return frozenset(out)
 
 

@@ -59,9 +59,9 @@ def _may_warn(ctx: PassContext) -> bool:
 
 
 def _outside(name: str) -> bool:
+    sink = fl.sink_of(name, None, None)
     return (
-        name in fl.EGRESS_CAPABILITIES
-        or name == fl.HTTP
+        (sink is not None and fl.sink_kind(sink) == "egress")
         or name in fl.QUERY_FIELDS
-        or fl.TALON in fl.source_labels(name, None)
+        or any(fl.is_untrusted(label) for label in fl.source_labels(name, None))
     )

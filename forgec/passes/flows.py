@@ -435,7 +435,7 @@ class _Analysis:
 
     def sources_of(self, node: CapabilityNode) -> frozenset[str]:
         name = node.capability or ""
-        host = static_host(url_of(node)[0]) if name == fl.HTTP else None
+        host = static_host(url_of(node)[0])
         out = set(fl.source_labels(name, host))
         # SPEC §21: a query's outside text by its lineage (a computed query: any)
         query = fl.QUERY_FIELDS.get(name)
@@ -712,7 +712,7 @@ class _Analysis:
         self, node: CapabilityNode, env: Env, pc: _AV
     ) -> tuple[Env | None, _AV | None]:
         name = node.capability or ""
-        host = static_host(url_of(node)[0]) if name == fl.HTTP else None
+        host = static_host(url_of(node)[0])
         self.begin()
         args = self.arguments(env, node.input)
         # only a selector field (memory.access `operation`, …) makes the literals matter
