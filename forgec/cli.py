@@ -122,8 +122,8 @@ COLLECTOR_OFF = ("check",)
 
 def entry() -> int:
     """The process's entry point (`forgec`, `python -m forgec`): `main`, with the collector
-    off for the commands of `COLLECTOR_OFF`. `main` itself never touches it (tests and other
-    hosts call it in their own process)."""
+    off for the commands of `COLLECTOR_OFF`. `main` itself never turns it off (tests and other
+    hosts call it in their own process); `check` turns it back on from a second file on."""
     if sys.argv[1:2] and sys.argv[1] in COLLECTOR_OFF:
         gc.disable()
     return main()

@@ -249,5 +249,7 @@ def test_only_a_check_process_runs_without_the_cyclic_collector() -> None:
     assert COLLECTOR_OFF == ("check",)
     assert _collector_after(["check", str(CLEAN)]) == "False"
     assert _collector_after(["inspect", str(CLEAN)]) == "True"
+    # a walk of many files collects from its second file on: garbage never grows with a folder
+    assert _collector_after(["check", str(CLEAN), str(CLEAN)]) == "True"
     assert main(["check", str(CLEAN)]) == 0  # in-process: the host's collector is its own
     assert gc.isenabled()
