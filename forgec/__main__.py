@@ -1,3 +1,3 @@
-from forgec.cli import main
+from forgec.cli import entry
 
-raise SystemExit(main())
+raise SystemExit(entry())

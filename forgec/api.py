@@ -15,13 +15,14 @@ import attrs
 from forgec.ir.diagnostics import Diagnostic, sort_key
 from forgec.ir.marks import Marks
 from forgec.ir.nodes import Manifest
+from forgec.ir.readable import HashedByValue
 from forgec.ir.span import SourceMap
 
 DEFAULT_TARGET = "talos"
 
 
-@attrs.frozen(slots=False)
-class Report:
+@attrs.frozen(slots=False, repr=False, eq=False)
+class Report(HashedByValue):
     path: str | None
     form: str  # "talostool" | "forge"
     diagnostics: tuple[Diagnostic, ...]

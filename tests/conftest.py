@@ -35,6 +35,41 @@ settings.load_profile(
 )
 
 
+# ---- the order tests are handed to pytest-xdist's workers ----------------------------------------
+
+# Files whose single tests are the longest (real daemons through several restarts, a browser,
+# pytest or a check in a child process, big property searches), measured with `--durations`
+# (docs/performance.md, "The suite's time"). They are collected first so that, with
+# `--dist worksteal` (pyproject's addopts), the two workers of a 2-core machine start on them and
+# end together, instead of one worker meeting a 20-second test alone at the end of the run. The
+# list only orders: a file missing from it, or one no longer long, costs balance, never a test.
+LONG_FIRST = (
+    "test_verdict_property.py",
+    "test_talond_engine.py",
+    "test_talond_daemon.py",
+    "test_talond_labels.py",
+    "test_talond_postgres.py",
+    "test_pytest_plugin.py",
+    "test_check_worst_case.py",
+    "test_downstream.py",
+    "test_mcp_clients.py",
+    "test_screen_browser.py",
+    "test_gt_builder.py",
+    "test_install.py",
+    "test_flows_bounded.py",
+    "test_store_diff.py",
+    "test_testing_properties.py",
+    "test_verdict_bounds.py",
+    "test_verdict.py",
+    "test_screen_pages.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(LONG_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: files stay whole
+
+
 @pytest.fixture(autouse=True)
 def _private_data_dir(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch

@@ -16,6 +16,7 @@ and keys that need quoting. Other test modules may reuse it.
 
 from __future__ import annotations
 
+import copy
 import itertools
 import re
 from typing import Any
@@ -123,6 +124,9 @@ SCALAR = st.one_of(
 JSON = json_values(SCALAR, keys=KEY, max_size=3, max_leaves=8)
 
 
+LADDER = st.sampled_from([1, 2, 3])  # limits that nest: a narrower step beside a wider one
+
+
 def _input_ref(props: list[str]) -> st.SearchStrategy[Any]:
     return st.sampled_from(props).map(lambda p: {"$ref": f"input.{p}"})
 
@@ -156,12 +160,18 @@ def _step(
     if kind == "capability":
         cap = draw(st.sampled_from(["tasks.list", "notes.list", "memory.search", "notes.create"]))
         inp: dict[str, Any]
+        # queries and limits from small pools half the time: two steps of one capability
+        # that differ only in how far they narrow come up often (issue 31's verdict bug)
+        query = st.one_of(st.sampled_from(["open", "due"]), AWKWARD_TEXT.filter(bool))
         if cap == "notes.create":
             inp = {"title": draw(st.text(min_size=1, max_size=20)), "body": draw(AWKWARD_TEXT)}
         elif cap == "memory.search":
-            inp = {"query": draw(AWKWARD_TEXT.filter(bool)), "limit": draw(st.integers(1, 50))}
+            inp = {"query": draw(query), "limit": draw(st.one_of(LADDER, st.integers(1, 50)))}
         else:
-            inp = {"query": draw(AWKWARD_TEXT), "limit": draw(st.integers(1, 100))}
+            inp = {
+                "query": draw(st.one_of(query, st.just(""))),
+                "limit": draw(st.one_of(LADDER, st.integers(1, 100))),
+            }
         node: dict[str, Any] = {
             "id": nid,
             "type": "capability",
@@ -196,6 +206,7 @@ def manifests(draw: st.DrawFn) -> dict[str, Any]:
     ids = [f"n{i}" for i in range(count)]
     nodes: list[dict[str, Any]] = []
     loop_literals: list[str] = []  # variables written only inside a loop, from a literal
+    reads: list[dict[str, Any]] = []  # the capability steps with a `limit` so far
     for i, nid in enumerate(ids):
         nxt = ids[i + 1] if i + 1 < count else None
         if nxt is None:
@@ -258,6 +269,18 @@ def manifests(draw: st.DrawFn) -> dict[str, Any]:
             nodes.append(loop)
         else:
             step = draw(_step(nid, props, ()))
+            if reads and draw(st.booleans()):
+                # a narrowing twin: an earlier read again, with another limit (issue 31: the
+                # verdict once counted two such calls against the one that allows both)
+                twin = draw(st.sampled_from(reads))
+                other = draw(LADDER.filter(lambda k, was=twin["input"]["limit"]: k != was))
+                step = {
+                    **copy.deepcopy(twin),
+                    "id": nid,
+                    "input": {**twin["input"], "limit": other},
+                }
+            if step["type"] == "capability" and "limit" in step["input"]:
+                reads.append(step)
             step["next"] = nxt
             nodes.append(step)
     manifest: dict[str, Any] = {

@@ -30,6 +30,23 @@ def _open(tmp_path: Path, deny: tuple[str, ...]):
     return open_host(HostOptions(db=tmp_path / "h.db", config=cfg, persona_labels=ALL))
 
 
+def _as_agent(host: Any, capability: str, input: Any, context: Any = None, **kw: Any) -> Any:
+    """One call a model makes in a turn (a fresh context unless CONTEXT is given)."""
+    return call_as_agent(host, capability, input, context or AgentContext.start(), caller="t", **kw)
+
+
+def _checked(doc: dict[str, Any], target: str) -> tuple[Any, Any]:
+    """A tool checked clean for TARGET and its Program."""
+    import orjson
+
+    import forgec
+    from forgec.backend import lower_manifest
+
+    report = forgec.check(orjson.dumps(doc), target=target)
+    assert report.ok, [d.message for d in report.errors]
+    return report, lower_manifest(report.ir, marks=report.marks)
+
+
 def _sent(tmp_path: Path) -> list[tuple[str, str, str]]:
     with sqlite3.connect(tmp_path / "h.db") as raw:
         return list(raw.execute("SELECT channel_id, content, labels FROM messages"))
@@ -38,37 +55,27 @@ def _sent(tmp_path: Path) -> list[tuple[str, str, str]]:
 def test_a_pin_read_in_a_turn_cannot_be_posted_under_private_egress(tmp_path: Path) -> None:
     with _open(tmp_path, ("private->egress",)) as host:
         ctx = AgentContext.start()
-        call_as_agent(
-            host,
-            "memory.access",
-            {"operation": "write", "key": "pin", "value": "4921"},
-            ctx,
-            caller="t",
-        )
-        read = call_as_agent(
-            host, "memory.access", {"operation": "read", "key": "pin"}, ctx, caller="t"
-        )
+        _as_agent(host, "memory.access", {"operation": "write", "key": "pin", "value": "4921"}, ctx)
+        read = _as_agent(host, "memory.access", {"operation": "read", "key": "pin"}, ctx)
         assert read.labels == {"private:memory.access"}
         ctx.join(read.labels)
         with pytest.raises(HostError) as info:
-            call_as_agent(
+            _as_agent(
                 host,
                 "channel.send",
                 {"channelId": "general", "content": "4921"},
                 ctx,
-                caller="t",
                 name="channel_send",
             )
         assert info.value.code == "RUN_FLOW_DENIED"
         assert "private->egress" in info.value.message
         assert _sent(tmp_path) == []  # no effect
         # the consent policy (or a person) allows this one flow for this call: it is sent
-        call_as_agent(
+        _as_agent(
             host,
             "channel.send",
             {"channelId": "general", "content": "4921"},
             ctx,
-            caller="t",
             allowed_flows=("private->egress",),
         )
         (row,) = _sent(tmp_path)
@@ -78,50 +85,32 @@ def test_a_pin_read_in_a_turn_cannot_be_posted_under_private_egress(tmp_path: Pa
 def test_web_text_in_the_context_picks_no_destination(tmp_path: Path) -> None:
     with _open(tmp_path, ("untrusted->destination",)) as host:
         clean = AgentContext.start()
-        call_as_agent(
-            host, "channel.send", {"channelId": "journal", "content": "hi"}, clean, caller="t"
-        )
+        _as_agent(host, "channel.send", {"channelId": "journal", "content": "hi"}, clean)
         steered = AgentContext.start({WEB})
         with pytest.raises(HostError) as info:
-            call_as_agent(
-                host, "channel.send", {"channelId": "journal", "content": "x"}, steered, caller="t"
-            )
+            _as_agent(host, "channel.send", {"channelId": "journal", "content": "x"}, steered)
         assert info.value.code == "RUN_FLOW_DENIED"
         assert "untrusted->destination" in info.value.message and WEB in info.value.message
         # control alone is not data: only the coarse rules count what decided the call
         decided = AgentContext(data=frozenset(), control=frozenset({WEB}))
-        call_as_agent(
-            host, "channel.send", {"channelId": "journal", "content": "y"}, decided, caller="t"
-        )
+        _as_agent(host, "channel.send", {"channelId": "journal", "content": "y"}, decided)
         assert [r[1] for r in _sent(tmp_path)] == ["hi", "y"]
         # a read is no sink: the rule refuses nothing there
-        call_as_agent(host, "memory.access", {"operation": "list"}, steered, caller="t")
+        _as_agent(host, "memory.access", {"operation": "list"}, steered)
 
 
 def test_written_rows_keep_the_context_and_a_later_read_carries_it(tmp_path: Path) -> None:
     with _open(tmp_path, ("untrusted->write",)) as host:
         steered = AgentContext.start({WEB})
         with pytest.raises(HostError):
-            call_as_agent(
-                host,
-                "memory.access",
-                {"operation": "write", "key": "k", "value": "v"},
-                steered,
-                caller="t",
+            _as_agent(
+                host, "memory.access", {"operation": "write", "key": "k", "value": "v"}, steered
             )
     with _open(tmp_path, ()) as host:
         steered = AgentContext.start({WEB})
-        call_as_agent(
-            host,
-            "memory.access",
-            {"operation": "write", "key": "k", "value": "v"},
-            steered,
-            caller="t",
-        )
+        _as_agent(host, "memory.access", {"operation": "write", "key": "k", "value": "v"}, steered)
         fresh = AgentContext.start()
-        read = call_as_agent(
-            host, "memory.access", {"operation": "read", "key": "k"}, fresh, caller="t"
-        )
+        read = _as_agent(host, "memory.access", {"operation": "read", "key": "k"}, fresh)
         assert WEB in read.labels
 
 
@@ -140,7 +129,7 @@ def test_written_rows_keep_the_context_and_a_later_read_carries_it(tmp_path: Pat
 )
 def test_db_query_labels_follow_sql_lineage(tmp_path: Path, sql: str, outside: bool) -> None:
     with _open(tmp_path, ()) as host:
-        out = call_as_agent(host, "db.query", {"sql": sql}, AgentContext.start(), caller="t")
+        out = _as_agent(host, "db.query", {"sql": sql})
         assert ("external:talon" in out.labels) is outside
         assert "private:db.query" in out.labels
 
@@ -191,27 +180,16 @@ def _busiest_channel_tool(where: str) -> dict[str, Any]:
 def test_a_plan_may_pick_a_destination_by_host_facts_only(
     tmp_path: Path, where: str, steered: bool
 ) -> None:
-    import orjson
 
-    import forgec
-    from forgec.backend import lower_manifest
     from forgec.runtime import run
 
     doc = _busiest_channel_tool(where)
-    report = forgec.check(orjson.dumps(doc), target="talon")
-    assert report.ok, [d.message for d in report.errors]
+    report, program = _checked(doc, "talon")
     flows = {(f.source, f.sink, f.argument, f.destination) for f in report.facts.flows}
     assert (("external:talon", "egress:channel.send", "channelId", True) in flows) is steered
-    program = lower_manifest(report.ir, marks=report.marks)
     with _open(tmp_path, ("untrusted->destination",)) as host:
         for _ in range(2):  # messages in `journal`, which the plan will pick
-            call_as_agent(
-                host,
-                "channel.send",
-                {"channelId": "journal", "content": "urgent"},
-                AgentContext.start(),
-                caller="t",
-            )
+            _as_agent(host, "channel.send", {"channelId": "journal", "content": "urgent"})
         result = run(program, {}, host=host, consent=lambda request: True)
     if steered:
         assert result.status == "failed" and result.error.code == "RUN_FLOW_DENIED"
@@ -223,26 +201,15 @@ def test_a_plan_may_pick_a_destination_by_host_facts_only(
 
 
 def test_a_forged_tool_in_a_turn_starts_with_the_context_on_its_input(tmp_path: Path) -> None:
-    import orjson
 
-    import forgec
-    from forgec.backend import lower_manifest
     from forgec.runtime import run
 
     doc = _busiest_channel_tool("")
     doc["flow"]["nodes"][1]["input"]["content"] = {"$ref": "input.text"}
     doc["inputSchema"] = {"type": "object", "properties": {"text": {"type": "string"}}}
-    report = forgec.check(orjson.dumps(doc), target="talon")
-    assert report.ok, [d.message for d in report.errors]
-    program = lower_manifest(report.ir, marks=report.marks)
+    _, program = _checked(doc, "talon")
     with _open(tmp_path, ("untrusted->egress",)) as host:
-        call_as_agent(
-            host,
-            "channel.send",
-            {"channelId": "journal", "content": "x"},
-            AgentContext.start(),
-            caller="t",
-        )
+        _as_agent(host, "channel.send", {"channelId": "journal", "content": "x"})
         clean = run(program, {"text": "a"}, host=host, consent=lambda request: True)
         assert clean.status == "ok", clean.error
         steered = run(
@@ -349,10 +316,7 @@ def test_talond_refuses_a_typo_at_start(
 def test_a_literal_url_host_is_a_fixed_destination(url: Any, destination: bool) -> None:
     """Statically (inspect's flows) and at run time (`untrusted->destination` on the VM's
     call): the labels of a URL whose host the manifest writes fill content, not where."""
-    import orjson
 
-    import forgec
-    from forgec.backend import lower_manifest
     from forgec.runtime import run
     from forgec.runtime.memory_host import MemoryHost
 
@@ -370,12 +334,10 @@ def test_a_literal_url_host_is_a_fixed_destination(url: Any, destination: bool) 
         },
         {"id": "done", "type": "return", "value": "ok"},
     ]
-    report = forgec.check(orjson.dumps(doc), target="talon")
-    assert report.ok, [d.message for d in report.errors]
+    report, program = _checked(doc, "talon")
     (flow,) = [f for f in report.facts.flows if f.argument == "url"]
     assert flow.destination is destination
     assert (flow.to_json().get("destination") is True) is destination
-    program = lower_manifest(report.ir, marks=report.marks)
     host = MemoryHost(flow_deny=("untrusted->destination",))
     result = run(
         program, {"q": "api.example.com"}, host=host, consent=lambda r: True, input_labels={WEB}
@@ -429,10 +391,7 @@ def test_a_delegated_answer_is_outside_text_only_when_it_holds_some(
 def test_a_failed_forged_run_hands_back_every_label_it_held() -> None:
     """Its error message (shown to the model) may quote anything it read: a turn or a session
     joins all of it (`forged_output_labels`), never nothing."""
-    import orjson
 
-    import forgec
-    from forgec.backend import lower_manifest
     from forgec.host.agentcall import forged_output_labels
     from forgec.runtime import run
     from forgec.runtime.memory_host import MemoryHost
@@ -457,13 +416,11 @@ def test_a_failed_forged_run_hands_back_every_label_it_held() -> None:
         },
         {"id": "done", "type": "return", "value": "ok"},
     ]
-    report = forgec.check(orjson.dumps(doc), target="talos")
-    assert report.ok, [d.message for d in report.errors]
-    program = lower_manifest(report.ir, marks=report.marks)
+    report, program = _checked(doc, "talos")
     result = run(program, {}, host=MemoryHost(), consent=lambda r: True, input_labels={WEB})
     assert result.status == "failed"
     assert result.output_labels == ()
-    assert {"private:notes.list", WEB} <= forged_output_labels(result)
+    assert {"private:notes.list", WEB} <= forged_output_labels(result, report.marks)
 
 
 @pytest.mark.parametrize(
@@ -481,10 +438,7 @@ def test_each_result_column_carries_its_own_lineage_at_run_time(
     """SPEC §21: `rows[0].channel_id` of `SELECT channel_id, content …` is the host's fact,
     `rows[0].content` is what someone wrote: a plan may send the text to the channel under
     `untrusted->destination`, never to a channel named by the text."""
-    import orjson
 
-    import forgec
-    from forgec.backend import lower_manifest
     from forgec.runtime import run
 
     doc = _busiest_channel_tool("")
@@ -494,17 +448,9 @@ def test_each_result_column_carries_its_own_lineage_at_run_time(
         "channelId": {"$ref": f"found.rows[0].{channel}"},
         "content": {"$template": f"Re: {{{{found.rows[0].{content}}}}}"},
     }
-    report = forgec.check(orjson.dumps(doc), target="talon")
-    assert report.ok, [d.message for d in report.errors]
-    program = lower_manifest(report.ir, marks=report.marks)
+    _, program = _checked(doc, "talon")
     with _open(tmp_path, (deny,)) as host:
-        call_as_agent(
-            host,
-            "channel.send",
-            {"channelId": "general", "content": "journal"},
-            AgentContext.start(),
-            caller="t",
-        )
+        _as_agent(host, "channel.send", {"channelId": "general", "content": "journal"})
         result = run(program, {}, host=host, consent=lambda request: True)
     if refused:
         assert result.status == "failed" and result.error.code == "RUN_FLOW_DENIED", result.error

@@ -125,6 +125,9 @@ def _modules_after(args: list[str]) -> set[str]:
 
 
 HEAVY = ("lark", "forgec.host", "httpx", "sqlglot", "mcp", "rich", "jsonschema", "croniter")
+# what a check that cannot warn about flows never needs: the flow analysis (its gate is
+# `forgec.passes.flow_gate`) and the SQL rule only the analysis and `db.query` inputs read
+NOT_ON_A_CLEAN_CHECK = ("forgec.passes.flows", "forgec.catalog.sql")
 
 
 @pytest.mark.parametrize("args", [["--help"], ["check", str(CLEAN)]])
@@ -133,6 +136,9 @@ def test_startup_stays_lazy(args: list[str]) -> None:
     assert "forgec.cli" in loaded
     heavy = sorted(m for m in loaded if m.split(".")[0] in HEAVY or m.startswith("forgec.host"))
     assert heavy == []
+    assert sorted(loaded & set(NOT_ON_A_CLEAN_CHECK)) == []
+    if args[0] == "check":  # the gate ran: the pass is on the path, the analysis is not
+        assert "forgec.passes.flow_gate" in loaded
 
 
 def test_building_every_parser_imports_no_capability_rows() -> None:
@@ -217,3 +223,33 @@ def test_without_a_known_command_the_whole_parser_answers(
     text = shown.out + shown.err
     if args != ["--version"]:
         assert "tools" in text and "lsp" in text  # every command is listed
+
+
+def _collector_after(args: list[str]) -> str:
+    code = (
+        "import gc, sys, runpy\n"
+        f"sys.argv = ['forgec', *{args!r}]\n"
+        "try:\n"
+        "    runpy.run_module('forgec', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(gc.isenabled(), file=sys.stderr)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    return proc.stderr.split()[-1]
+
+
+def test_only_a_check_process_runs_without_the_cyclic_collector() -> None:
+    import gc
+
+    from forgec.cli import COLLECTOR_OFF
+
+    assert COLLECTOR_OFF == ("check",)
+    assert _collector_after(["check", str(CLEAN)]) == "False"
+    assert _collector_after(["inspect", str(CLEAN)]) == "True"
+    # a walk of many files collects from its second file on: garbage never grows with a folder
+    assert _collector_after(["check", str(CLEAN), str(CLEAN)]) == "True"
+    assert main(["check", str(CLEAN)]) == 0  # in-process: the host's collector is its own
+    assert gc.isenabled()

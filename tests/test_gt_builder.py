@@ -17,6 +17,7 @@ from typing import Any
 import attrs
 import orjson
 import pytest
+from cli_inprocess import run_main
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -119,10 +120,20 @@ def test_a_literal_written_only_in_a_loop_never_crashes(tmp_path: Path, literal:
         ["run", "--yes"],
         ["tools", "install", *store],
     ):
-        done = forgec_cli(*command[:1], *command[1:2], str(src), *command[2:], cwd=tmp_path)
+        # in this process: the promise is each command's answer, not its process (the
+        # commands' own subprocess tests are tests/test_examples.py's and tests/test_cli.py's)
+        done = run_main(*command[:1], *command[1:2], str(src), *command[2:], cwd=tmp_path)
         both = done.stdout + done.stderr
         assert "Traceback" not in both and "unhashable" not in both, (command, both)
         assert done.returncode == 0, (command, both)
+
+
+def test_lower_of_a_loop_literal_through_the_real_process(tmp_path: Path) -> None:
+    """`lower`'s real-subprocess test (the one above runs each command in this process)."""
+    src = tmp_path / "loop.forge"
+    src.write_text(LOOP_FORGE.replace("LITERAL", "[1, 2]"))
+    done = forgec_cli("lower", str(src), cwd=tmp_path)
+    assert done.returncode == 0 and done.stdout and "Traceback" not in done.stderr, done.stderr
 
 
 def test_ir_nodes_refuse_to_be_hashed() -> None:

@@ -213,3 +213,52 @@ def test_spark_coder_with_a_key_calls_its_endpoint(tmp_path: Path, chat, monkeyp
     }
     assert chat.requests[-1]["auth"] == "Bearer sk-test-key"
     assert chat.requests[-1]["body"]["response_format"]["type"] == "json_schema"
+
+
+class _Says:
+    """A provider that answers whatever it was given (a test's, a future provider's)."""
+
+    name = "says"
+    local = True
+
+    def __init__(self, answer: object) -> None:
+        self.answer = answer
+
+    def complete(self, *args: object) -> object:
+        return self.answer
+
+
+@pytest.mark.parametrize(
+    ("answer", "ok"), [({"label": "urgent"}, True), ({"label": "nonsense"}, False), ("x", False)]
+)
+def test_every_providers_answer_is_checked_at_the_one_place(answer: object, ok: bool) -> None:
+    """`model_answer` checks the output schema for every provider, so one that never checks
+    (this one) is still held to it — through the router as through a test case's host."""
+    from forgec.runtime.memory_host import MemoryHost
+    from forgec.testing.runner import CaseHost
+
+    router = ModelRouter([_Says(answer)])
+    case = CaseHost(MemoryHost(), model=[{"op": "classify", "output": answer}])
+    for ask in (router.answer, case.model):
+        if ok:
+            assert ask("classify", {}, {}, SCHEMA, CTX) == answer
+        else:
+            with pytest.raises(HostError, match="does not match the output schema"):
+                ask("classify", {}, {}, SCHEMA, CTX)
+
+
+def test_no_module_checks_a_models_answer_but_model_answer() -> None:
+    import ast
+
+    root = Path(__file__).resolve().parents[1] / "forgec"
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for fn in ast.walk(tree):
+            if not isinstance(fn, ast.FunctionDef) or fn.name == "model_answer":
+                continue
+            for call in ast.walk(fn):
+                name = getattr(getattr(call, "func", None), "id", None)
+                if isinstance(call, ast.Call) and name == "validate_output":
+                    found.append(f"{path.name}:{call.lineno} in {fn.name}")
+    assert found == []

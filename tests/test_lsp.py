@@ -2,17 +2,25 @@
 
 Every test runs under two client presets (VS Code's and Neovim's capabilities), so answers are
 checked against what those clients announce (position encoding, markup, resource operations).
+
+One server per preset serves the whole module, as an editor's one server serves a session
+(starting one is most of a test's time): each test opens its documents under a folder of its
+own, waits for the diagnostics of its own document, and closes what it opened. A test that
+changes a server-wide setting starts a server of its own (`own_client`).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from urllib.parse import urlparse
 from urllib.request import url2pathname
 
 import pytest
+import pytest_asyncio
 
 pytest.importorskip("pygls")
 pytest_lsp = pytest.importorskip("pytest_lsp")
@@ -38,34 +46,71 @@ def forge(flow: str, extra: str = "") -> str:
     return HEAD + extra + "  flow entry a max 64 {\n" + flow + "  }\n}\n"
 
 
-@pytest_lsp.fixture(
-    params=CLIENTS,
-    config=ClientServerConfig(server_command=[sys.executable, "-m", "forgec", "lsp"]),
-)
-async def client(request, lsp_client: LanguageClient):  # type: ignore[no-untyped-def]
+SERVER = ClientServerConfig(server_command=[sys.executable, "-m", "forgec", "lsp"])
+# every async test runs on the module's event loop, the one its shared server's client lives on
+ASYNC = pytest.mark.asyncio(loop_scope="module")
+
+
+async def _initialize(lsp_client: LanguageClient, preset: str) -> None:
     params = lsp.InitializeParams(
-        capabilities=client_capabilities(request.param),
+        capabilities=client_capabilities(preset),
         initialization_options={"forgec": {"target": "talon"}},
         root_uri=EXAMPLES.as_uri(),
     )
     result = await lsp_client.initialize_session(params)
     encoding = result.capabilities.position_encoding
     lsp_client.encoding = str(getattr(encoding, "value", encoding) or "utf-16")  # type: ignore[attr-defined]
+    lsp_client.folder = "work"  # type: ignore[attr-defined]
+    lsp_client.opened = []  # type: ignore[attr-defined]
+
+
+@pytest_lsp.fixture(params=CLIENTS, config=SERVER, scope="module")
+async def shared_client(request, lsp_client: LanguageClient):  # type: ignore[no-untyped-def]
+    await _initialize(lsp_client, request.param)
     yield
     await lsp_client.shutdown_session()
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def client(
+    request: pytest.FixtureRequest, shared_client: LanguageClient
+) -> AsyncIterator[LanguageClient]:
+    """The module's server, for one test: its documents under a folder named after the test,
+    closed when it ends."""
+    folder = re.sub(r"[^\w.-]", "_", request.node.name)
+    shared_client.folder = f"work/{folder}"  # type: ignore[attr-defined]
+    shared_client.opened = []  # type: ignore[attr-defined]
+    yield shared_client
+    for uri in shared_client.opened:  # type: ignore[attr-defined]
+        shared_client.text_document_did_close(lsp.DidCloseTextDocumentParams(doc(uri)))
+
+
+@pytest_lsp.fixture(params=CLIENTS, config=SERVER, scope="module")
+async def own_client(request, lsp_client: LanguageClient):  # type: ignore[no-untyped-def]
+    await _initialize(lsp_client, request.param)
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def published(client: LanguageClient, uri: str) -> list[lsp.Diagnostic]:
+    """The next diagnostics published for URI (another document's are not this test's)."""
+    while True:
+        params = await client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        if params.uri == uri:
+            return list(params.diagnostics)
 
 
 async def open_doc(
     client: LanguageClient, name: str, text: str
 ) -> tuple[str, list[lsp.Diagnostic]]:
-    uri = f"file:///work/{name}"
+    uri = f"file:///{client.folder}/{name}"  # type: ignore[attr-defined]
+    client.opened.append(uri)  # type: ignore[attr-defined]
     client.text_document_did_open(
         lsp.DidOpenTextDocumentParams(
             text_document=lsp.TextDocumentItem(uri=uri, language_id="forge", version=1, text=text)
         )
     )
-    await client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-    return uri, client.diagnostics.get(uri, [])
+    return uri, await published(client, uri)
 
 
 def at(text: str, needle: str, offset: int = 0) -> lsp.Position:
@@ -101,14 +146,14 @@ def apply(text: str, edits: list[lsp.TextEdit]) -> str:
 # -- diagnostics --------------------------------------------------------------------------
 
 
-@pytest.mark.asyncio
+@ASYNC
 @pytest.mark.parametrize("name", ["weekly-review.forge", "talon-thread-facts.talostool"])
 async def test_examples_have_no_errors(client: LanguageClient, name: str) -> None:
     _, diags = await open_doc(client, name, (EXAMPLES / name).read_text())
     assert [d.message for d in diags if d.severity == lsp.DiagnosticSeverity.Error] == []
 
 
-@pytest.mark.asyncio
+@ASYNC
 async def test_diagnostics_carry_code_and_a_link_to_its_explanation(client: LanguageClient) -> None:
     text = forge("    a: x = 1 -> doen\n    done: return $x\n")
     _, diags = await open_doc(client, "edge.forge", text)
@@ -121,7 +166,7 @@ async def test_diagnostics_carry_code_and_a_link_to_its_explanation(client: Lang
     assert "FORGE_EDGE_MISSING" in explained and len(explained) > 60
 
 
-@pytest.mark.asyncio
+@ASYNC
 async def test_a_missing_brace_mid_file_still_reports_the_rest(client: LanguageClient) -> None:
     text = forge(
         '    a: x = call tasks.create {title: "x" -> b\n    b: y = = 2 -> c\n    c: retrun $x\n'
@@ -131,7 +176,7 @@ async def test_a_missing_brace_mid_file_still_reports_the_rest(client: LanguageC
     assert lines == [at(text, "-> b").line, at(text, "= = 2").line, at(text, "$x").line]
 
 
-@pytest.mark.asyncio
+@ASYNC
 async def test_duplicates_and_cycles_point_at_every_place(client: LanguageClient) -> None:
     text = forge("    a: x = 1 -> b\n    b: y = 2 -> a\n    b: return 1\n")
     _, diags = await open_doc(client, "dup.forge", text)
@@ -142,7 +187,7 @@ async def test_duplicates_and_cycles_point_at_every_place(client: LanguageClient
         assert len(cycle[0].related_information or []) >= 2
 
 
-@pytest.mark.asyncio
+@ASYNC
 async def test_a_flow_warning_points_along_its_path(client: LanguageClient) -> None:
     text = (EXAMPLES / "flows" / "notes-digest-post.forge").read_text()
     _, diags = await open_doc(client, "notes-digest-post.forge", text)
@@ -151,7 +196,7 @@ async def test_a_flow_warning_points_along_its_path(client: LanguageClient) -> N
     assert len(steps) >= 2 and all("notes.list" in m or "private" in m for m in steps), steps
 
 
-@pytest.mark.asyncio
+@ASYNC
 async def test_diagnostics_follow_changes(client: LanguageClient) -> None:
     text = forge("    a: return 1\n")
     uri, diags = await open_doc(client, "change.forge", text)
@@ -163,11 +208,10 @@ async def test_diagnostics_follow_changes(client: LanguageClient) -> None:
             content_changes=[lsp.TextDocumentContentChangeWholeDocument(text=broken)],
         )
     )
-    await client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-    assert client.diagnostics[uri], "the broken text has a diagnostic"
+    assert await published(client, uri), "the broken text has a diagnostic"
 
 
-@pytest.mark.asyncio
+@ASYNC
 async def test_positions_count_utf16_units(client: LanguageClient) -> None:
     # U+1F600 is two UTF-16 code units (four UTF-8 bytes): the column after it counts them
     text = forge('    a: x = "\U0001f600" -> doen\n    done: return 1\n')
@@ -186,26 +230,28 @@ async def test_positions_count_utf16_units(client: LanguageClient) -> None:
     assert d.range.start.character == units
 
 
-@pytest.mark.asyncio
-async def test_target_setting_changes_the_catalog(client: LanguageClient) -> None:
+@ASYNC
+async def test_target_setting_changes_the_catalog(own_client: LanguageClient) -> None:
+    client = own_client  # the setting is the server's: no other test may see it
     text = forge('    a: m = call memory.access {operation: "list"} -> b\n    b: return $m\n')
     uri, diags = await open_doc(client, "target.forge", text)
     assert not [d for d in diags if d.code == "FORGE_CAPABILITY_UNKNOWN"]
     client.workspace_did_change_configuration(
         lsp.DidChangeConfigurationParams(settings={"forgec": {"target": "talos"}})
     )
-    await client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-    assert [d for d in client.diagnostics[uri] if d.code == "FORGE_CAPABILITY_UNKNOWN"]
+    assert [d for d in await published(client, uri) if d.code == "FORGE_CAPABILITY_UNKNOWN"]
 
 
-@pytest.mark.asyncio
+@ASYNC
 async def test_plain_json_is_left_alone_and_a_manifest_json_is_checked(
     client: LanguageClient,
 ) -> None:
+    package = f"file:///{client.folder}/package.json"  # type: ignore[attr-defined]
+    client.opened.append(package)  # type: ignore[attr-defined]
     client.text_document_did_open(
         lsp.DidOpenTextDocumentParams(
             text_document=lsp.TextDocumentItem(
-                uri="file:///work/package.json", language_id="json", version=1, text='{"name": 1}'
+                uri=package, language_id="json", version=1, text='{"name": 1}'
             )
         )
     )
@@ -214,10 +260,10 @@ async def test_plain_json_is_left_alone_and_a_manifest_json_is_checked(
     )
     _uri, diags = await open_doc(client, "tool.json", manifest)
     assert [d.code for d in diags] == ["FORGE_VERSION"]
-    assert "file:///work/package.json" not in client.diagnostics
+    assert package not in client.diagnostics
 
 
-@pytest.mark.asyncio
+@ASYNC
 async def test_garbage_never_stops_the_server(client: LanguageClient) -> None:
     for i, junk in enumerate(
         ["", "{", "tool", "\x00\x01 }}}} [[[", '{"schema": "talos.local-tool.v1"']
@@ -232,7 +278,7 @@ async def test_garbage_never_stops_the_server(client: LanguageClient) -> None:
 # -- hover, navigation ---------------------------------------------------------------------
 
 
-@pytest.mark.asyncio
+@ASYNC
 async def test_hover_on_a_step_shows_its_marks_and_worst_case(client: LanguageClient) -> None:
     text = (EXAMPLES / "weekly-review.forge").read_text()
     uri, _ = await open_doc(client, "weekly-review.forge", text)
@@ -250,7 +296,7 @@ async def test_hover_on_a_step_shows_its_marks_and_worst_case(client: LanguageCl
         assert words in value
 
 
-@pytest.mark.asyncio
+@ASYNC
 async def test_hover_on_a_reference_says_where_it_is_written(client: LanguageClient) -> None:
     text = (EXAMPLES / "weekly-review.forge").read_text()
     uri, _ = await open_doc(client, "weekly-review.forge", text)
@@ -259,7 +305,7 @@ async def test_hover_on_a_reference_says_where_it_is_written(client: LanguageCli
     assert "written by `summarize`" in hover.contents.value
 
 
-@pytest.mark.asyncio
+@ASYNC
 async def test_definition_and_references_of_a_node(client: LanguageClient) -> None:
     text = (EXAMPLES / "weekly-review.forge").read_text()
     uri, _ = await open_doc(client, "weekly-review.forge", text)
@@ -276,7 +322,7 @@ async def test_definition_and_references_of_a_node(client: LanguageClient) -> No
     assert len(refs) == 3  # two `else skip` edges and the node itself
 
 
-@pytest.mark.asyncio
+@ASYNC
 async def test_definition_and_references_of_a_variable(client: LanguageClient) -> None:
     text = (EXAMPLES / "weekly-review.forge").read_text()
     uri, _ = await open_doc(client, "weekly-review.forge", text)
@@ -293,7 +339,7 @@ async def test_definition_and_references_of_a_variable(client: LanguageClient) -
     assert len(refs) == 2  # {{overdue}} in `keep` and in `file`
 
 
-@pytest.mark.asyncio
+@ASYNC
 async def test_document_symbols_nest_loop_bodies(client: LanguageClient) -> None:
     text = (EXAMPLES / "weekly-review.forge").read_text()
     uri, _ = await open_doc(client, "weekly-review.forge", text)
@@ -313,7 +359,7 @@ async def _labels(client: LanguageClient, uri: str, pos: lsp.Position) -> list[s
     return [i.label for i in items]
 
 
-@pytest.mark.asyncio
+@ASYNC
 async def test_completion_of_capabilities_nodes_and_variables(client: LanguageClient) -> None:
     text = forge("    a: x = call tasks.list {} -> b\n    b: y = $x -> c\n    c: return $y\n")
     uri, _ = await open_doc(client, "complete.forge", text)
@@ -325,7 +371,7 @@ async def test_completion_of_capabilities_nodes_and_variables(client: LanguageCl
     assert {"input", "x", "y"} <= set(variables)
 
 
-@pytest.mark.asyncio
+@ASYNC
 async def test_completion_after_an_arrow_offers_only_the_steps_of_its_scope(
     client: LanguageClient,
 ) -> None:
@@ -344,7 +390,7 @@ async def test_completion_after_an_arrow_offers_only_the_steps_of_its_scope(
     assert set(body) == {"b", "c"}
 
 
-@pytest.mark.asyncio
+@ASYNC
 async def test_completion_of_node_fields_in_a_manifest(client: LanguageClient) -> None:
     text = (EXAMPLES / "note-updater.talostool").read_text()
     uri, _ = await open_doc(client, "note-updater.talostool", text)
@@ -356,7 +402,7 @@ async def test_completion_of_node_fields_in_a_manifest(client: LanguageClient) -
 # -- code actions, formatting ---------------------------------------------------------------
 
 
-@pytest.mark.asyncio
+@ASYNC
 async def test_did_you_mean_becomes_a_quick_fix(client: LanguageClient) -> None:
     text = forge("    a: x = 1 -> doen\n    done: return $x\n")
     uri, diags = await open_doc(client, "fix.forge", text)
@@ -368,7 +414,7 @@ async def test_did_you_mean_becomes_a_quick_fix(client: LanguageClient) -> None:
     assert edit.new_text == "done" and edit.range == diags[0].range
 
 
-@pytest.mark.asyncio
+@ASYNC
 async def test_a_missing_state_field_can_be_declared(client: LanguageClient) -> None:
     text = forge("    a: state.count = 1 -> b\n    b: return 1\n")
     uri, diags = await open_doc(client, "state.forge", text)
@@ -382,7 +428,7 @@ async def test_a_missing_state_field_can_be_declared(client: LanguageClient) -> 
     assert "state maxBytes" in fixed and "count" in fixed
 
 
-@pytest.mark.asyncio
+@ASYNC
 async def test_a_missing_required_field_can_be_added(client: LanguageClient) -> None:
     manifest = json.loads((EXAMPLES / "note-updater.talostool").read_text())
     del manifest["flow"]["nodes"][0]["next"]
@@ -397,7 +443,7 @@ async def test_a_missing_required_field_can_be_added(client: LanguageClient) -> 
     assert fixed["flow"]["nodes"][1:] == manifest["flow"]["nodes"][1:]
 
 
-@pytest.mark.asyncio
+@ASYNC
 async def test_convert_to_the_other_form(client: LanguageClient) -> None:
     text = (EXAMPLES / "task-triage.forge").read_text()
     uri, _ = await open_doc(client, "task-triage.forge", text)
@@ -415,7 +461,7 @@ async def test_convert_to_the_other_form(client: LanguageClient) -> None:
     assert content.edits[0].new_text == (EXAMPLES / "task-triage.talostool").read_text()
 
 
-@pytest.mark.asyncio
+@ASYNC
 async def test_formatting_gives_the_canonical_text(client: LanguageClient) -> None:
     canonical = (EXAMPLES / "task-triage.forge").read_text()
     messy = canonical.replace("  version 1", "version    1").replace("\n\n", "\n")
@@ -450,7 +496,7 @@ tool lsp-test {
 """
 
 
-@pytest.mark.asyncio
+@ASYNC
 async def test_formatting_keeps_comments(client: LanguageClient) -> None:
     messy = COMMENTED.replace("  version 1  #", "version    1 #").replace("a: x = 1", "a:   x=1")
     uri, _ = await open_doc(client, "commented.forge", messy)
@@ -463,7 +509,7 @@ async def test_formatting_keeps_comments(client: LanguageClient) -> None:
     assert len(edits) == 2  # the two lines that changed
 
 
-@pytest.mark.asyncio
+@ASYNC
 async def test_quick_fixes_keep_comments_and_add_a_valid_created_at(client: LanguageClient) -> None:
     text = COMMENTED.replace('  created "2026-11-02T09:00:00Z"\n', "")
     uri, diags = await open_doc(client, "nocreated.forge", text)
@@ -523,7 +569,7 @@ def test_every_missing_field_fix_gives_a_field_that_checks(field: str) -> None:
     assert report.ok, [(d.code, d.message) for d in report.errors]
 
 
-@pytest.mark.asyncio
+@ASYNC
 async def test_semantic_tokens_colour_a_forge_file(client: LanguageClient) -> None:
     from forgec.lsp.semantic import TOKEN_TYPES
 

@@ -68,6 +68,19 @@ def _post(session: Any, text: str = "the notes say: 4921") -> Any:
     return session.call_tool("channel_send", {"channelId": "general", "content": text})
 
 
+async def _read_notes_then_post(session: Any) -> Any:
+    """The flow every policy test tries: read the notes (a forged tool), then post them."""
+    await session.call_tool("dynamic_list_Dnotes", {})
+    return await _post(session)
+
+
+def _serve(store_path: Path, tmp_path: Path, config: Path, *extra: str) -> list[str]:
+    """`mcp serve` with the test's store, host config and persona labels, then EXTRA."""
+    return serve_args(
+        store_path, tmp_path, "--host-config", str(config), "--persona-labels", LABELS, *extra
+    )
+
+
 def test_a_session_that_read_notes_cannot_post_them(
     store_path: Path, config: Path, tmp_path: Path
 ) -> None:
@@ -77,9 +90,7 @@ def test_a_session_that_read_notes_cannot_post_them(
         after = await _post(session)
         return before, read, after
 
-    args = serve_args(
-        store_path, tmp_path, "--host-config", str(config), "--persona-labels", LABELS
-    )
+    args = _serve(store_path, tmp_path, config)
     before, read, after = run_client(args, body)
     assert not before.is_error and not read.is_error
     assert after.is_error and "RUN_FLOW_DENIED" in _text(after)
@@ -102,9 +113,7 @@ def test_a_memory_item_read_in_a_session_cannot_be_posted(
         await session.call_tool("memory_access", {"operation": "read", "key": "pin"})
         return await _post(session, "4921")
 
-    args = serve_args(
-        store_path, tmp_path, "--host-config", str(config), "--persona-labels", LABELS
-    )
+    args = _serve(store_path, tmp_path, config)
     refused = run_client(args, body)
     assert refused.is_error and "private:memory.access" in _text(refused)
     assert _outbox(tmp_path) == []
@@ -116,41 +125,15 @@ def test_a_policy_entry_allows_the_flow_for_that_tool(
     policy = tmp_path / "policy.toml"
     policy.write_text('[[allow]]\ntool = "channel_send"\nflows = ["private->egress"]\n')
 
-    async def body(session: Any) -> Any:
-        await session.call_tool("dynamic_list_Dnotes", {})
-        return await _post(session)
-
-    args = serve_args(
-        store_path,
-        tmp_path,
-        "--host-config",
-        str(config),
-        "--persona-labels",
-        LABELS,
-        "--consent-policy",
-        str(policy),
-    )
-    sent = run_client(args, body)
+    args = _serve(store_path, tmp_path, config, "--consent-policy", str(policy))
+    sent = run_client(args, _read_notes_then_post)
     assert not sent.is_error, _text(sent)
     assert _outbox(tmp_path) == ["the notes say: 4921"]
 
 
 def test_session_labels_off_carries_nothing(store_path: Path, config: Path, tmp_path: Path) -> None:
-    async def body(session: Any) -> Any:
-        await session.call_tool("dynamic_list_Dnotes", {})
-        return await _post(session)
-
-    args = serve_args(
-        store_path,
-        tmp_path,
-        "--host-config",
-        str(config),
-        "--persona-labels",
-        LABELS,
-        "--session-labels",
-        "off",
-    )
-    assert not run_client(args, body).is_error
+    args = _serve(store_path, tmp_path, config, "--session-labels", "off")
+    assert not run_client(args, _read_notes_then_post).is_error
     assert _outbox(tmp_path) == ["the notes say: 4921"]
 
 
@@ -166,14 +149,8 @@ def test_the_persons_answer_replaces_the_deny(
         asked.append(params.message)
         return types.ElicitResult(action="accept", content={"allow": allow})
 
-    async def body(session: Any) -> Any:
-        await session.call_tool("dynamic_list_Dnotes", {})
-        return await _post(session)
-
-    args = serve_args(
-        store_path, tmp_path, "--host-config", str(config), "--persona-labels", LABELS
-    )
-    result = run_client(args, body, elicitation=answer)
+    args = _serve(store_path, tmp_path, config)
+    result = run_client(args, _read_notes_then_post, elicitation=answer)
     assert len(asked) == 1 and "private->egress" in asked[0]
     assert result.is_error is (not allow)
     assert _outbox(tmp_path) == (["the notes say: 4921"] if allow else [])
@@ -234,17 +211,12 @@ def test_a_2026_client_session_carries_labels_and_answers_in_a_round(
         asked.append(params.message)
         return types.ElicitResult(action="accept", content={"allow": allow})
 
-    args = serve_args(
-        store_path, tmp_path, "--host-config", str(config), "--persona-labels", LABELS
-    )
+    args = _serve(store_path, tmp_path, config)
     command = [sys.executable, "-m", "forgec", "mcp", "serve", *args]
 
     async def main(c: Any) -> Any:
         assert c.protocol_version == "2026-07-28"
-        await c.call_tool("dynamic_list_Dnotes", {})
-        return await c.call_tool(
-            "channel_send", {"channelId": "general", "content": "the notes say: 4921"}
-        )
+        return await _read_notes_then_post(c)
 
     result = run_client(
         command,

@@ -11,6 +11,11 @@ from pathlib import Path
 import pytest
 
 pytest_plugins = ["pytester"]
+# The project's pytest runs in this process (pytester's `runpytest_inprocess`: a fresh config
+# and plugin manager, the entry points loaded again; a pytest subprocess was 5–10 s a run; its
+# pytest-asyncio, configured by nothing in the temporary project, warns about its loop scope).
+# `test_items_run_beside_pytest_lsp` keeps a real pytest process: what it promises is what a
+# user's pytest autoloads beside ours.
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -73,9 +78,7 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def test_cases_are_collected_one_item_per_case(project: pytest.Pytester) -> None:
-    done = project.runpytest_subprocess(
-        *_plugin(), "--collect-only", "-q", "-p", "no:cacheprovider"
-    )
+    done = project.runpytest_inprocess(*_plugin(), "--collect-only", "-q", "-p", "no:cacheprovider")
     out = done.stdout.str()
     assert "task-triage.tests.toml::an urgent task is filed as urgent" in out
     assert "task-triage.tests.toml::an empty title is refused before the model is asked" in out
@@ -83,7 +86,7 @@ def test_cases_are_collected_one_item_per_case(project: pytest.Pytester) -> None
 
 
 def test_the_project_passes_then_a_change_fails_readably(project: pytest.Pytester) -> None:
-    first = project.runpytest_subprocess(*_plugin(), "--snapshot-update", "-p", "no:cacheprovider")
+    first = project.runpytest_inprocess(*_plugin(), "--snapshot-update", "-p", "no:cacheprovider")
     first.assert_outcomes(passed=6)
     written = sorted(p.name for p in (project.path / "__snapshots__" / "test_tool").iterdir())
     assert written == [
@@ -93,13 +96,13 @@ def test_the_project_passes_then_a_change_fails_readably(project: pytest.Pyteste
     ]
     stored = project.path / "__snapshots__" / "test_tool" / "test_compiled_output.talostool"
     assert stored.read_text() == (EXAMPLES / "task-triage.talostool").read_text()
-    again = project.runpytest_subprocess(*_plugin(), "-p", "no:cacheprovider")
+    again = project.runpytest_inprocess(*_plugin(), "-p", "no:cacheprovider")
     again.assert_outcomes(passed=6)
 
     # the tool changes: its case fails with expected and actual, the snapshot with a diff
     tool = project.path / "task-triage.forge"
     tool.write_text(tool.read_text().replace("URGENT: ", "!! "), encoding="utf-8")
-    failed = project.runpytest_subprocess(*_plugin(), "-p", "no:cacheprovider")
+    failed = project.runpytest_inprocess(*_plugin(), "-p", "no:cacheprovider")
     failed.assert_outcomes(passed=3, failed=3)
     out = failed.stdout.str()
     assert "an urgent task is filed as urgent" in out
@@ -108,7 +111,7 @@ def test_the_project_passes_then_a_change_fails_readably(project: pytest.Pyteste
     assert "URGENT: {{input.title}}" in out and "!! {{input.title}}" in out
     assert "Traceback" not in out
 
-    updated = project.runpytest_subprocess(
+    updated = project.runpytest_inprocess(
         *_plugin(), "--snapshot-update", "-p", "no:cacheprovider", "test_tool.py"
     )
     updated.assert_outcomes(passed=2, failed=1)  # the run test still expects URGENT
@@ -123,7 +126,7 @@ def test_a_bad_tests_file_is_one_failing_item_with_every_problem(
         '[[case.mock]]\nstep = "urgnt"\nresult = 1\n[case.expect]\noutptu = 1\n',
         encoding="utf-8",
     )
-    done = project.runpytest_subprocess(
+    done = project.runpytest_inprocess(
         *_plugin(), "-p", "no:cacheprovider", "task-triage.tests.toml"
     )
     done.assert_outcomes(failed=1)

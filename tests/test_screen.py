@@ -6,6 +6,7 @@ JSON answers are the CLI's. The browser suite is tests/test_screen_browser.py; b
 from __future__ import annotations
 
 import contextlib
+import functools
 import html
 import math
 import os
@@ -140,15 +141,27 @@ def screen(store: Path) -> Iterator[Screen]:
     s.stop()
 
 
+@pytest.fixture(scope="module")
+def empty_screen(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Screen]:
+    """One server on an empty store for the tests that only read (who may talk to it, what it
+    refuses): starting one is most of such a test's time. A test that changes a store, or
+    whose promise is about starting or stopping, has a `screen` of its own."""
+    s = Screen(tmp_path_factory.mktemp("empty-screen") / "tools.db")
+    yield s
+    s.stop()
+
+
 # -- who may talk to it --------------------------------------------------------------------------
 
 
-def test_first_line_is_the_launch_url_on_loopback(screen: Screen) -> None:
+def test_first_line_is_the_launch_url_on_loopback(empty_screen: Screen) -> None:
+    screen = empty_screen  # reads only: the module's server
     assert LINE.match(screen.first_line)
     assert len(screen.token) >= 32
 
 
-def test_without_the_token_nothing_is_served(screen: Screen) -> None:
+def test_without_the_token_nothing_is_served(empty_screen: Screen) -> None:
+    screen = empty_screen  # reads only: the module's server
     with screen.client(login=False) as c:
         for path in ("/", "/import", "/static/screen.js", "/api/tools", "/tools/echo.tool"):
             r = c.get(path)
@@ -159,7 +172,10 @@ def test_without_the_token_nothing_is_served(screen: Screen) -> None:
         assert c.get("/").status_code == 403
 
 
-def test_the_token_becomes_a_strict_httponly_cookie_and_leaves_the_url(screen: Screen) -> None:
+def test_the_token_becomes_a_strict_httponly_cookie_and_leaves_the_url(
+    empty_screen: Screen,
+) -> None:
+    screen = empty_screen  # reads only: the module's server
     with screen.client(login=False) as c:
         r = c.get(f"/import?token={screen.token}")
         assert r.status_code == 303
@@ -171,14 +187,16 @@ def test_the_token_becomes_a_strict_httponly_cookie_and_leaves_the_url(screen: S
         assert page.status_code == 200 and screen.token not in page.text
 
 
-def test_a_foreign_host_is_refused_even_with_the_cookie(screen: Screen) -> None:
+def test_a_foreign_host_is_refused_even_with_the_cookie(empty_screen: Screen) -> None:
+    screen = empty_screen  # reads only: the module's server
     with screen.client() as c:
         for host in ("evil.example", f"evil.example:{screen.port}", "127.0.0.1", "localhost:1"):
             assert c.get("/", headers={"Host": host}).status_code == 421, host
         assert c.get("/", headers={"Host": f"localhost:{screen.port}"}).status_code == 200
 
 
-def test_every_answer_carries_the_policy(screen: Screen) -> None:
+def test_every_answer_carries_the_policy(empty_screen: Screen) -> None:
+    screen = empty_screen  # reads only: the module's server
     with screen.client() as c:
         for r in (c.get("/"), c.get("/static/screen.css"), c.get("/tools/no.such.tool")):
             csp = r.headers["content-security-policy"]
@@ -227,7 +245,8 @@ def _enabled(store: Path) -> bool:
     return bool(orjson.loads(listed.stdout)[0]["enabled"])
 
 
-def test_an_api_post_needs_the_csrf_header(screen: Screen) -> None:
+def test_an_api_post_needs_the_csrf_header(empty_screen: Screen) -> None:
+    screen = empty_screen  # reads only: the module's server
     body = orjson.dumps(echo_tool())
     with screen.client() as c:
         token = screen.csrf(c)
@@ -240,7 +259,8 @@ def test_an_api_post_needs_the_csrf_header(screen: Screen) -> None:
         assert ok.status_code == 200
 
 
-def test_a_huge_body_is_refused(screen: Screen) -> None:
+def test_a_huge_body_is_refused(empty_screen: Screen) -> None:
+    screen = empty_screen  # reads only: the module's server
     with screen.client() as c:
         token = screen.csrf(c)
         r = c.post(
@@ -390,10 +410,17 @@ def test_over_budget_through_the_real_server(store: Path) -> None:
 # -- any tool, any file: the pages hold ------------------------------------------------------------
 
 
-def _page_of(template: str, **context: Any) -> str:
+@functools.cache
+def _templates() -> Any:
+    """The screen's templates, built once as the server builds them once (compiling a template
+    was a third of an example's time)."""
     from forgec.screen.app import make_templates
 
-    return make_templates().get_template(template).render(csrf="t", **context)
+    return make_templates()
+
+
+def _page_of(template: str, **context: Any) -> str:
+    return _templates().get_template(template).render(csrf="t", **context)
 
 
 def _clean(page: str) -> None:
@@ -709,7 +736,8 @@ def as_browser_sends(path: str) -> str:
     )
 
 
-def test_the_login_redirect_of_a_backslash_path_stays_here(screen: Screen) -> None:
+def test_the_login_redirect_of_a_backslash_path_stays_here(empty_screen: Screen) -> None:
+    screen = empty_screen  # reads only: the module's server
     # the issue's measurement: `/%5Cevil.example/` was answered `Location: /\evil.example/`,
     # which a browser reads as http://evil.example/
     status, location = raw_get(screen, f"/%5Cevil.example/?token={screen.token}&a=1")
@@ -764,9 +792,10 @@ def test_no_path_makes_the_login_redirect_leave_the_origin(path: str, raw: bool)
         assert location == target  # when it stays, it is the very path that was asked for
 
 
-def test_an_upload_is_read_by_the_bounded_reader(screen: Screen) -> None:
+def test_an_upload_is_read_by_the_bounded_reader(empty_screen: Screen) -> None:
     """SPEC §24: the screen's upload goes through `forgec.frontend.reading` (at most the
     form's limit + 1 bytes, then FORGE_MANIFEST_TOO_LARGE), never read whole."""
+    screen = empty_screen  # reads only: the module's server
     with screen.client() as c:
         token = screen.csrf(c)
         big = b"{" + b" " * (70 * 1024) + b"}"  # within the screen's body limit, over 64 KiB

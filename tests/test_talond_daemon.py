@@ -22,8 +22,10 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 from loopback import serving
@@ -31,6 +33,7 @@ from test_mcp_server import run_client
 from test_store import install, open_store
 from test_talond import fake_model, text_reply, tool_reply, write_config, write_personas
 
+from forgec.daemon.clock import iso
 from forgec.daemon.tables import slot_text
 from forgec.host import HostOptions, open_host
 from forgec.runtime.host import CallContext
@@ -131,8 +134,10 @@ def now_utc() -> dt.datetime:
 
 
 def fresh_minute() -> dt.datetime:
-    """Now, early enough in its minute that a schedule made next is made before the next
-    minute's slot (the tests compute that slot from this time)."""
+    """Now, early enough in its minute that a schedule another process makes next (the MCP
+    server, the CLI: made at the system's time) is made before the next minute's slot (the
+    tests compute that slot from this time). A schedule `create_schedule` makes needs no such
+    wait: it is made at the test clock's time; take `now_utc()` for it."""
     moment = now_utc()
     if moment.second >= 45:
         time.sleep(61 - moment.second)
@@ -158,12 +163,62 @@ def make_store(root: Path) -> Path:
     return store
 
 
+def hooked_persona(root: Path) -> tuple[Path, Path]:
+    """alpha, who may post to the `hooked` channel; the tool store and the clock file."""
+    write_personas(root, {"alpha": ("channel.send:hooked",)})
+    return make_store(root), root / "clock"
+
+
+def post_once(content: str, answer: str = "posted") -> Callable[[str, int, dict[str, Any]], Any]:
+    """A model that posts CONTENT to `hooked` on its first request, then answers ANSWER."""
+
+    def script(persona: str, n: int, body: dict[str, Any]) -> Any:
+        if n == 0:
+            return tool_reply("channel_send", {"channelId": "hooked", "content": content})
+        return text_reply(answer)
+
+    return script
+
+
+def hooked_config(
+    root: Path,
+    model_port: int,
+    hook_port: int,
+    *,
+    plain: bool = False,
+    talond: str = "",
+    extra: str = "",
+) -> Path:
+    """The host config: the model on MODEL_PORT, `hooked` a webhook on HOOK_PORT (PLAIN: its
+    `plain` format), TALOND more `[talond]` lines, EXTRA more sections."""
+    fmt = 'format = "plain"\n' if plain else ""
+    config = write_config(
+        root,
+        f"http://127.0.0.1:{model_port}",
+        f'[channels.hooked]\nconnector = "webhook"\n{fmt}'
+        f'url = "http://127.0.0.1:{hook_port}/hook"\n{extra}',
+    )
+    if talond:
+        config.write_text(config.read_text().replace("poll_ms = 100\n", f"poll_ms = 100\n{talond}"))
+    return config
+
+
 def create_schedule(root: Path, cron: str, persona: str = "alpha", **fields: Any) -> str:
+    """A schedule made through `schedule.manage`, made at the time ROOT/clock says (the
+    daemon's clock) when that file exists: its first slot is then the minute after the clock's,
+    however long the test took to get here (no test waits for a real minute to turn)."""
     config = root / "host.toml"
     labels = ("schedule.manage:own",)
-    with open_host(
-        HostOptions(host_config=config, persona=persona, persona_labels=labels, thread="main")
-    ) as h:
+    clock = root / "clock"
+    at = None
+    if clock.exists():
+        at = dt.datetime.fromtimestamp(float(clock.read_text()), dt.UTC)
+    with (
+        open_host(
+            HostOptions(host_config=config, persona=persona, persona_labels=labels, thread="main")
+        ) as h,
+        mock.patch("forgec.host.schedules.now_iso", lambda: iso(at)) if at else nullcontext(),
+    ):
         made = h.call("schedule.manage", {"action": "create", "cronExpr": cron, **fields}, CTX)
     return str(made["scheduleId"])
 
@@ -311,7 +366,7 @@ def test_kill_9_mid_turn_neither_loses_nor_repeats_and_missed_slots_fire_once(
             f"http://127.0.0.1:{srv.server_port}",
             '[channels.journal]\nconnector = "outbox"\n',
         )
-        t0 = fresh_minute()
+        t0 = now_utc()
         set_clock(clock, t0)
         sid = create_schedule(tmp_path, "* * * * *", prompt="write in the journal")
         slot = (t0 + dt.timedelta(minutes=1)).replace(second=0, microsecond=0)
@@ -377,7 +432,7 @@ def test_a_chain_of_sends_stops_at_the_bound(tmp_path: Path, daemons: list[Daemo
 
     with fake_model(script) as srv:
         config = write_config(tmp_path, f"http://127.0.0.1:{srv.server_port}")
-        t0 = fresh_minute()
+        t0 = now_utc()
         set_clock(clock, t0)
         create_schedule(tmp_path, "* * * * *", prompt="start the chain")
         daemon = Daemon(tmp_path, config, store, clock).start()
@@ -441,7 +496,7 @@ def test_a_background_agent_runs_as_its_profile_and_completes_into_the_thread(
             'poll_ms = 100\nconsent_policy = "policy.toml"',
         )
         config.write_text(text)
-        t0 = fresh_minute()
+        t0 = now_utc()
         set_clock(clock, t0)
         create_schedule(tmp_path, "* * * * *", prompt="research in the background")
         daemon = Daemon(tmp_path, config, store, clock).start()
@@ -489,27 +544,17 @@ class Receiver(http.server.BaseHTTPRequestHandler):
 def test_a_webhook_gets_each_message_once_despite_a_failed_first_attempt(
     tmp_path: Path, daemons: list[Daemon]
 ) -> None:
-    write_personas(tmp_path, {"alpha": ("channel.send:hooked",)})
-    store = make_store(tmp_path)
-    clock = tmp_path / "clock"
-
-    def script(persona: str, n: int, body: dict[str, Any]) -> Any:
-        if n == 0:
-            return tool_reply("channel_send", {"channelId": "hooked", "content": "**Build** done"})
-        return text_reply("posted")
-
+    store, clock = hooked_persona(tmp_path)
+    script = post_once("**Build** done")
     with fake_model(script) as srv, serving(Receiver, seen=[], accepted=[]) as hook:
-        config = write_config(
+        config = hooked_config(
             tmp_path,
-            f"http://127.0.0.1:{srv.server_port}",
-            f'[channels.hooked]\nconnector = "webhook"\nformat = "plain"\n'
-            f'url = "http://127.0.0.1:{hook.server_port}/hook"\n',
+            srv.server_port,
+            hook.server_port,
+            plain=True,
+            talond="webhook_backoff_ms = 2000\n",
         )
-        text = config.read_text().replace(
-            "poll_ms = 100\n", "poll_ms = 100\nwebhook_backoff_ms = 2000\n"
-        )
-        config.write_text(text)
-        t0 = fresh_minute()
+        t0 = now_utc()
         set_clock(clock, t0)
         create_schedule(tmp_path, "* * * * *", prompt="announce the build")
         daemon = Daemon(tmp_path, config, store, clock).start()
@@ -564,7 +609,7 @@ def test_sigterm_mid_turn_hands_the_work_back_and_the_next_start_finishes_it(
         config.write_text(
             config.read_text().replace("poll_ms = 100\n", "poll_ms = 100\ngrace_seconds = 1\n")
         )
-        t0 = fresh_minute()
+        t0 = now_utc()
         set_clock(clock, t0)
         create_schedule(tmp_path, "0 * * * *", prompt="write once")
         slot = (t0 + dt.timedelta(hours=1)).replace(minute=0, second=0, microsecond=0)
@@ -729,7 +774,7 @@ def test_await_reply_sees_the_target_personas_answer(tmp_path: Path, daemons: li
 
     with fake_model(script) as srv:
         config = write_config(tmp_path, f"http://127.0.0.1:{srv.server_port}")
-        t0 = fresh_minute()
+        t0 = now_utc()
         set_clock(clock, t0)
         create_schedule(tmp_path, "* * * * *", prompt="ask beta")
         daemon = Daemon(tmp_path, config, store, clock).start()
@@ -767,27 +812,15 @@ class HangingReceiver(http.server.BaseHTTPRequestHandler):
 def test_kill_9_during_a_webhook_post_sends_it_again_under_the_same_key(
     tmp_path: Path, daemons: list[Daemon]
 ) -> None:
-    write_personas(tmp_path, {"alpha": ("channel.send:hooked",)})
-    store = make_store(tmp_path)
-    clock = tmp_path / "clock"
-
-    def script(persona: str, n: int, body: dict[str, Any]) -> Any:
-        if n == 0:
-            return tool_reply("channel_send", {"channelId": "hooked", "content": "once only"})
-        return text_reply("posted")
-
+    store, clock = hooked_persona(tmp_path)
+    script = post_once("once only")
     release = threading.Event()
     with (
         fake_model(script) as srv,
         serving(HangingReceiver, seen=[], got=threading.Event(), release=release) as hook,
     ):
-        config = write_config(
-            tmp_path,
-            f"http://127.0.0.1:{srv.server_port}",
-            f'[channels.hooked]\nconnector = "webhook"\n'
-            f'url = "http://127.0.0.1:{hook.server_port}/hook"\n',
-        )
-        t0 = fresh_minute()
+        config = hooked_config(tmp_path, srv.server_port, hook.server_port)
+        t0 = now_utc()
         set_clock(clock, t0)
         create_schedule(tmp_path, "0 * * * *", prompt="announce")
         slot = (t0 + dt.timedelta(hours=1)).replace(minute=0, second=0, microsecond=0)

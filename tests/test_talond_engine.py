@@ -34,8 +34,11 @@ from test_talond_daemon import (
     create_schedule,
     daemons,  # noqa: F401  (the fixture)
     db_rows,
-    fresh_minute,
+    hooked_config,
+    hooked_persona,
     make_store,
+    now_utc,
+    post_once,
     set_clock,
     status_json,
 )
@@ -111,9 +114,7 @@ def test_a_short_soak_kills_and_stops_and_everything_happens_exactly_once(
     tmp_path: Path,
     daemons: list[Daemon],  # noqa: F811
 ) -> None:
-    write_personas(tmp_path, {"alpha": ("channel.send:hooked",)})
-    store = make_store(tmp_path)
-    clock = tmp_path / "clock"
+    store, clock = hooked_persona(tmp_path)
     block = threading.Event()
     state = {"block": False, "held": 0, "n": 0}
     lock = threading.Lock()
@@ -131,18 +132,14 @@ def test_a_short_soak_kills_and_stops_and_everything_happens_exactly_once(
         return text_reply("ticked")
 
     with fake_model(script) as srv, receiving() as hook:
-        config = write_config(
+        config = hooked_config(
             tmp_path,
-            f"http://127.0.0.1:{srv.server_port}",
-            f'[channels.hooked]\nconnector = "webhook"\nformat = "plain"\n'
-            f'url = "http://127.0.0.1:{hook.server_port}/hook"\n',
+            srv.server_port,
+            hook.server_port,
+            plain=True,
+            talond="webhook_backoff_ms = 5000\ngrace_seconds = 1\n",
         )
-        config.write_text(
-            config.read_text().replace(
-                "poll_ms = 100\n", "poll_ms = 100\nwebhook_backoff_ms = 5000\ngrace_seconds = 1\n"
-            )
-        )
-        t0 = fresh_minute()
+        t0 = now_utc()
         set_clock(clock, t0)
         sid = create_schedule(tmp_path, "* * * * *", prompt="tick")
         slots = [
@@ -236,7 +233,7 @@ def test_a_slot_that_comes_while_the_previous_firing_runs_is_skipped_and_shown(
 
     with fake_model(script) as srv:
         config = write_config(tmp_path, f"http://127.0.0.1:{srv.server_port}")
-        t0 = fresh_minute()
+        t0 = now_utc()
         set_clock(clock, t0)
         sid = create_schedule(tmp_path, "* * * * *", prompt="slow")
         slot1 = (t0 + dt.timedelta(minutes=1)).replace(second=0, microsecond=0)
@@ -268,31 +265,17 @@ def test_status_schedules_messages_and_a_failed_delivery_sent_again(
     tmp_path: Path,
     daemons: list[Daemon],  # noqa: F811
 ) -> None:
-    write_personas(tmp_path, {"alpha": ("channel.send:hooked",)})
-    store = make_store(tmp_path)
-    clock = tmp_path / "clock"
-
-    def script(persona: str, n: int, body: dict[str, Any]) -> Any:
-        if n == 0:
-            return tool_reply("channel_send", {"channelId": "hooked", "content": "hello"})
-        return text_reply("said hello")
-
-    with fake_model(script) as srv, receiving() as hook:
-        config = write_config(
+    store, clock = hooked_persona(tmp_path)
+    with fake_model(post_once("hello", "said hello")) as srv, receiving() as hook:
+        config = hooked_config(
             tmp_path,
-            f"http://127.0.0.1:{srv.server_port}",
-            f'[channels.hooked]\nconnector = "webhook"\n'
-            f'url = "http://127.0.0.1:{hook.server_port}/hook"\n\n'
-            "[connectors]\nretry_hours = 1\n",
-        )
-        config.write_text(
-            config.read_text().replace(
-                "poll_ms = 100\n",
-                'poll_ms = 100\nwebhook_backoff_ms = 600000\ntimezone = "Europe/Paris"\n',
-            )
+            srv.server_port,
+            hook.server_port,
+            talond='webhook_backoff_ms = 600000\ntimezone = "Europe/Paris"\n',
+            extra="\n[connectors]\nretry_hours = 1\n",
         )
         host_config = ["--host-config", str(config)]
-        t0 = fresh_minute()
+        t0 = now_utc()
         set_clock(clock, t0)
         slot = (t0 + dt.timedelta(minutes=1)).replace(second=0, microsecond=0)
         paris = slot.astimezone(ZoneInfo("Europe/Paris"))
@@ -422,7 +405,7 @@ def test_model_errors_are_retried_and_oversized_or_endless_answers_refused(
         config.write_text(
             config.read_text().replace("poll_ms = 100\n", "poll_ms = 100\nturn_seconds = 4\n")
         )
-        t0 = fresh_minute()
+        t0 = now_utc()
         set_clock(clock, t0)
         create_schedule(tmp_path, "* * * * *", prompt="go")
         d = Daemon(tmp_path, config, store, clock).start()
@@ -465,7 +448,7 @@ def test_a_persona_added_while_running_is_picked_up_and_a_bad_file_is_one_line(
         config.write_text(
             config.read_text().replace("poll_ms = 100\n", "poll_ms = 100\nretention_days = 30\n")
         )
-        t0 = fresh_minute()
+        t0 = now_utc()
         set_clock(clock, t0)
         d = Daemon(tmp_path, config, store, clock).start()
         daemons.append(d)

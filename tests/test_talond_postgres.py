@@ -24,8 +24,8 @@ from test_talond_daemon import (
     Daemon,
     create_schedule,
     db_rows,
-    fresh_minute,
     make_store,
+    now_utc,
     set_clock,
     status_json,
 )
@@ -81,7 +81,7 @@ def test_two_daemons_on_postgres_fire_each_slot_once_and_a_killed_ones_work_is_t
                 "poll_ms = 100\n", f'poll_ms = 100\nsystem_database_url = "{url}"\n'
             )
         )
-        t0 = fresh_minute()
+        t0 = now_utc()
         set_clock(clock, t0)
         ids = [create_schedule(tmp_path, "* * * * *", prompt=f"s{i}") for i in range(6)]
         first = Daemon(tmp_path, config, store, clock).start()

@@ -1,6 +1,7 @@
 """The verdict is bounded too (SPEC §16, docs/analysis.md "The verdict"): for adversarial
 pairs within the limits — 2^20 paths of branch diamonds, loops of 16-step bodies, a value that
-doubles 60 times, 63 steps near the 64 KiB manifest limit — the verdict (proof and witness runs)
+doubles 60 times, 63 steps near the 64 KiB manifest limit, a ladder of 63 `limit`s of one read
+(the count matching's most neighbourhoods) — the verdict (proof and witness runs)
 takes under 2 s and the process under 512 MiB, in a child under RLIMIT_AS.
 """
 

@@ -220,3 +220,44 @@ def test_renaming_every_node_and_changing_text_is_no_new_power(data: st.DataObje
     assume(old.ok and new.ok)
     found = verdict(old, new, was="v1", witness=False)
     assert found is not None and not found.new_power, [g.sentence for g in found.gains]
+
+
+def _ladder(prefix: str) -> dict[str, Any]:
+    """Two `tasks.list` steps, `limit: 1` then `limit: 2`, then a fail; node ids PREFIX+n…"""
+    nodes: list[dict[str, Any]] = [
+        {
+            "id": f"{prefix}n{i}",
+            "type": "capability",
+            "capability": "tasks.list",
+            "input": {"query": "", "limit": i + 1},
+            "target": f"t{i}",
+            "next": f"{prefix}n{i + 1}",
+        }
+        for i in range(2)
+    ]
+    nodes.append({"id": f"{prefix}n2", "type": "fail", "code": "ABC", "message": "m"})
+    return {
+        "schema": "talos.local-tool.v1",
+        "id": "ladder",
+        "version": 1,
+        "title": "t",
+        "description": "d",
+        "createdAt": "2026-11-02T09:00:00Z",
+        "parentVersion": None,
+        "execution": "declarative-flow",
+        "installScope": "device",
+        "network": {"mode": "forbidden"},
+        "credentialRequirements": [],
+        "inputSchema": {"type": "object", "properties": {"a": {"description": "a"}}},
+        "flow": {"entry": f"{prefix}n0", "maxTransitions": 256, "nodes": nodes},
+    }
+
+
+def test_renamed_narrowing_ladder_is_no_new_power() -> None:
+    """The pair the search above found on main (issue 31): each v2 call is matched to its own
+    v1 call, so `limit: 2` is not counted twice against the one v1 call that allows it."""
+    old = check(orjson.dumps(_ladder("")), target="talos")
+    new = check(orjson.dumps({**_ladder("r"), "version": 2}), target="talos")
+    assert old.ok and new.ok
+    found = verdict(old, new, was="v1", witness=False)
+    assert found is not None and not found.new_power, [g.sentence for g in found.gains]

@@ -153,7 +153,33 @@ def wide(tag: str) -> dict[str, Any]:
     return base(nodes)
 
 
-FAMILIES = {"diamonds": diamonds, "loops": loops, "doubling": doubling, "wide": wide}
+def ladder(tag: str) -> dict[str, Any]:
+    """63 reads of one capability and query, each with its own `limit` (63 nested
+    neighbourhoods for the count matching, issue 31); the second version asks two of them for
+    the widest, one more than the first has."""
+    limits = list(range(1, 64)) if tag == "p" else [*range(2, 64), 63]
+    nodes: list[dict[str, Any]] = [
+        {
+            "id": f"n{i}",
+            "type": "capability",
+            "capability": "tasks.list",
+            "input": {"query": "open", "limit": limit},
+            "target": f"t{i}",
+            "next": f"n{i + 1}" if i < 62 else "done",
+        }
+        for i, limit in enumerate(limits)
+    ]
+    nodes.append({"id": "done", "type": "return", "value": {"ok": True}})
+    return base(nodes)
+
+
+FAMILIES = {
+    "diamonds": diamonds,
+    "loops": loops,
+    "doubling": doubling,
+    "wide": wide,
+    "ladder": ladder,
+}
 
 
 def pair(family: str) -> tuple[dict[str, Any], dict[str, Any]]:

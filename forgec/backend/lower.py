@@ -30,6 +30,7 @@ import attrs
 import orjson
 
 from forgec.ir import nodes as ir
+from forgec.ir.readable import Readable
 from forgec.ir.rules import ALLOWLIST, FORBIDDEN
 from forgec.runtime.opcodes import OPS, Op, OperandKind
 from forgec.runtime.pools import LOWERED_POOLS
@@ -40,21 +41,21 @@ class LoweringError(Exception):
     """The IR cannot be lowered (it was not checked, or a checked invariant is broken)."""
 
 
-@attrs.define
-class Ins:
+@attrs.define(repr=False)
+class Ins(Readable):
     op: Op
     arg: int | str  # a label (str) for jumps until linearized
     node: int
 
 
-@attrs.define
-class Block:
+@attrs.define(repr=False)
+class Block(Readable):
     label: str
     ops: list[Ins] = attrs.field(factory=list)
 
 
-@attrs.define
-class _Pools:
+@attrs.define(repr=False)
+class _Pools(Readable):
     """The pools lowering interns into, by name (`forgec.runtime.pools.LOWERED_POOLS`)."""
 
     lists: dict[str, list[Any]] = attrs.field(factory=lambda: {n: [] for n in LOWERED_POOLS})
@@ -159,8 +160,8 @@ class _Lowerer:
         return out
 
 
-@attrs.define
-class _Emit:
+@attrs.define(repr=False)
+class _Emit(Readable):
     """Where one node's block is being written: its ops, its node index, its loop if any."""
 
     lw: _Lowerer

@@ -14,13 +14,14 @@ from collections.abc import Mapping
 import attrs
 
 from forgec.ir.capabilities import Capability, StepMarks
+from forgec.ir.readable import Readable
 from forgec.ir.shapes import InputProblem
 
 __all__ = ["Catalog", "InputProblem", "StepMarks", "suggest"]
 
 
-@attrs.frozen
-class Catalog:
+@attrs.frozen(repr=False, eq=False)
+class Catalog(Readable):
     name: str
     capabilities: Mapping[str, Capability]
 

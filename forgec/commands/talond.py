@@ -141,11 +141,14 @@ def _config(args: argparse.Namespace) -> tuple[HostConfig, Path]:
     from forgec.host import ConfigError, HostConfig, load_config
     from forgec.host.db import default_db_path
 
+    # a subcommand without `--host-config` / `--db` reads the defaults
+    host_config = getattr(args, "host_config", None)
+    given_db = getattr(args, "db", None)
     try:
-        config = load_config(args.host_config) if args.host_config else HostConfig()
+        config = load_config(host_config) if host_config else HostConfig()
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
-    db = Path(args.db) if args.db else (config.db or default_db_path())
+    db = Path(given_db) if given_db else (config.db or default_db_path())
     return config, db.expanduser().resolve()
 
 
@@ -216,9 +219,6 @@ def run(args: argparse.Namespace) -> int:
 def _tables(args: argparse.Namespace) -> Any:
     from forgec.daemon.tables import Tables
 
-    for name in ("host_config", "db"):
-        if not hasattr(args, name):
-            setattr(args, name, None)
     config, db = _config(args)
     return Tables(db, clock=_clock(args), zone=config.talond.timezone), db
 
@@ -378,9 +378,6 @@ def schedule(args: argparse.Namespace) -> int:
     from forgec.render.safe import safe_text
     from forgec.runtime.host import CallContext, HostError
 
-    for name in ("host_config", "db"):
-        if not hasattr(args, name):
-            setattr(args, name, None)
     config, db = _config(args)
     request: dict[str, object] = {"action": "create", "cronExpr": args.cron}
     for key, value in (
@@ -430,9 +427,6 @@ def check(args: argparse.Namespace) -> int:
     from forgec.render.safe import safe_text
     from forgec.store.core import default_store_path
 
-    for name in ("host_config", "db"):
-        if not hasattr(args, name):
-            setattr(args, name, None)
     config, _db = _config(args)
     store = Path(args.store) if args.store else default_store_path()
     cards = host_cards(config, store)

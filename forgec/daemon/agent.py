@@ -51,8 +51,8 @@ from typing import Any, Protocol
 import attrs
 
 from forgec.daemon.tables import Work
-from forgec.daemon.turn_labels import failed_call_labels, failed_run_labels, turn_labels
-from forgec.host.agentcall import AgentContext, call_as_agent
+from forgec.daemon.turn_labels import failed_call_labels, turn_labels
+from forgec.host.agentcall import AgentContext, call_as_agent, forged_output_labels
 from forgec.host.config import HostConfig, ModelConfig
 from forgec.host.delegation import Persona, load_personas
 from forgec.mcp.listing import ToolEntry, forged_entry, forged_visible, host_entries
@@ -561,13 +561,12 @@ class Agents:
             ),
         )
         out = result.to_json()
+        turn.join(forged_output_labels(result, stored.marks))
         if not result.ok:
-            turn.join(failed_run_labels(stored.marks))
             error = out.get("error") or {}
             raise Refused(
                 f"{stored.name} failed: {error.get('code', '')}: {error.get('message', '')}"
             )
-        turn.join(turn_labels(result.output_labels))
         return out.get("output")
 
     # --- planned work (SPEC §21) ----------------------------------------------------------

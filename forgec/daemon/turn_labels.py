@@ -12,9 +12,9 @@ and every call goes through `call_as_agent`, the bridge a forged tool's step cro
   per field and the stored labels of the rows it read; a forged tool's output labels).
 - **failure is control** (SPEC §15): a failed call's error is a result too, and whether it
   failed may depend on what it reached; it joins the source labels of the call
-  (`failed_call_labels`), or, for a forged tool, every source its steps have
-  (`failed_run_labels`: the run's own labels are lost with the failure) — unless the bridge
-  refused the call before it had any effect.
+  (`failed_call_labels`) — unless the bridge refused the call before it had any effect; a
+  forged tool's run hands back `forgec.host.agentcall.forged_output_labels` (the one reading
+  the MCP server uses too: of a failed run, what it held and every source its steps have).
 """
 
 from __future__ import annotations
@@ -32,22 +32,7 @@ def failed_call_labels(capability: str, input: Any, code: str) -> frozenset[str]
     """What the error of a failed host-tool call carries into the model's context."""
     if code in _BEFORE_EFFECT:
         return frozenset()
-    host = None
-    if capability == fl.HTTP and type(input) is dict:
-        host = fl.host_of_url(input.get("url"))
-    return fl.source_labels(capability, host)
-
-
-def failed_run_labels(marks: Any) -> frozenset[str]:
-    """What a failed forged tool's error may carry: every source its reachable steps have."""
-    out: set[str] = set()
-    for capability in getattr(marks, "capabilities", ()) or ():
-        if capability == fl.HTTP:
-            hosts = getattr(marks, "network", ()) or ("*",)
-            out.update(f"external:{h}" for h in hosts)
-        else:
-            out.update(fl.source_labels(capability, None))
-    return frozenset(out)
+    return fl.source_labels(capability, fl.call_host(capability, input))
 
 
 def turn_labels(labels: Any) -> tuple[str, ...]:

@@ -22,6 +22,7 @@ from typing import Any
 import attrs
 
 from forgec.ir.pointer import escape, parent
+from forgec.ir.readable import Readable
 from forgec.ir.span import Span
 
 _WS = " \t\n\r"
@@ -32,8 +33,8 @@ _TOKEN = re.compile(
 )
 
 
-@attrs.define
-class PositionIndex:
+@attrs.define(repr=False, eq=False)
+class PositionIndex(Readable):
     # pointer → (key_start, key_end, value_start, value_end), character offsets, end
     # exclusive; key_start is -1 for array items and the root
     entries: dict[str, tuple[int, int, int, int]]

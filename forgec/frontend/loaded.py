@@ -7,11 +7,12 @@ from typing import Any
 import attrs
 
 from forgec.ir.diagnostics import Diagnostic
+from forgec.ir.readable import Readable
 from forgec.ir.span import SourceMap
 
 
-@attrs.define
-class Loaded:
+@attrs.define(repr=False, eq=False)
+class Loaded(Readable):
     # The manifest as a JSON value (for `.forge`, the compiled manifest), or None when the
     # source could not be read as one (the diagnostics say why).
     value: Any | None

@@ -136,9 +136,36 @@ def forged_input_labels(context: AgentContext) -> frozenset[str]:
     return context.labels()
 
 
-def forged_output_labels(run_result: Any) -> frozenset[str]:
-    """The labels a forged tool's run gave its output; of a failed run, every label it held
-    when it stopped (its error message may quote any of it)."""
+def forged_source_labels(marks: Any) -> frozenset[str]:
+    """Every source label a forged tool's reachable steps have (its check's marks): by each
+    host it may reach for a capability named by its URL (`url_field`: `net.http`; `*` when
+    any host), else the capability's source label."""
+    out: set[str] = set()
+    for capability in getattr(marks, "capabilities", ()) or ():
+        hosts: tuple[str | None, ...] = (None,)
+        if fl.url_field(capability) is not None:
+            hosts = tuple(getattr(marks, "network", ()) or ()) or (None,)
+        for host in hosts:
+            out.update(fl.source_labels(capability, host))
+    return frozenset(out)
+
+
+def forged_output_labels(run_result: Any, marks: Any) -> frozenset[str]:
+    """The labels a forged tool's run hands back to the context that called it (a daemon's
+    turn, an MCP session: both call this, so the two cannot read a run differently).
+
+    A run that ended: its output's labels. A failed run (SPEC §15/§21 "failure is control":
+    whether it failed, and its error message, may depend on anything it reached): the union
+    of every label it held when it stopped (`error_labels`: its input's and the stored labels
+    of the rows it read, which no static reading knows) and every source its reachable steps
+    have (`forged_source_labels(marks)`: a step that failed or whose result was dropped
+    leaves no held label, yet the failure may depend on it). Either alone can be fewer than
+    the run could have read; the union never is — the sound reading, chosen over the two
+    that were (the daemon's static sources, the MCP server's held labels). `input` stays
+    inside the tool that had it (the caller's own labels came in as `input_labels`)."""
     if getattr(run_result, "ok", True):
-        return frozenset(getattr(run_result, "output_labels", ()) or ())
-    return frozenset(getattr(run_result, "error_labels", ()) or ())
+        labels = frozenset(getattr(run_result, "output_labels", ()) or ())
+    else:
+        labels = frozenset(getattr(run_result, "error_labels", ()) or ())
+        labels |= forged_source_labels(marks)
+    return labels - {fl.INPUT}

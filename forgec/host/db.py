@@ -24,6 +24,31 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+
+def _fts_index(table: str, columns: tuple[str, ...]) -> str:
+    """An FTS5 external-content index on TABLE's COLUMNS (rows by `seq`) and the three
+    triggers that keep it in step with every insert, delete and update."""
+    cols = ", ".join(columns)
+    new = ", ".join(f"new.{c}" for c in columns)
+    old = ", ".join(f"old.{c}" for c in columns)
+    fts = f"{table}_fts"
+    return f"""
+    CREATE VIRTUAL TABLE {fts} USING fts5 (
+        {cols}, content='{table}', content_rowid='seq'
+    );
+    CREATE TRIGGER {table}_ai AFTER INSERT ON {table} BEGIN
+        INSERT INTO {fts} (rowid, {cols}) VALUES (new.seq, {new});
+    END;
+    CREATE TRIGGER {table}_ad AFTER DELETE ON {table} BEGIN
+        INSERT INTO {fts} ({fts}, rowid, {cols}) VALUES ('delete', old.seq, {old});
+    END;
+    CREATE TRIGGER {table}_au AFTER UPDATE ON {table} BEGIN
+        INSERT INTO {fts} ({fts}, rowid, {cols}) VALUES ('delete', old.seq, {old});
+        INSERT INTO {fts} (rowid, {cols}) VALUES (new.seq, {new});
+    END;
+    """
+
+
 MIGRATIONS: tuple[str, ...] = (
     # 1: TALOS tasks, notes, memories; tool state
     """
@@ -53,21 +78,9 @@ MIGRATIONS: tuple[str, ...] = (
         tags TEXT NOT NULL DEFAULT '[]',
         created_at TEXT NOT NULL
     );
-    CREATE VIRTUAL TABLE memories_fts USING fts5 (
-        text, tags, content='memories', content_rowid='seq'
-    );
-    CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
-        INSERT INTO memories_fts (rowid, text, tags) VALUES (new.seq, new.text, new.tags);
-    END;
-    CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
-        INSERT INTO memories_fts (memories_fts, rowid, text, tags)
-        VALUES ('delete', old.seq, old.text, old.tags);
-    END;
-    CREATE TRIGGER memories_au AFTER UPDATE ON memories BEGIN
-        INSERT INTO memories_fts (memories_fts, rowid, text, tags)
-        VALUES ('delete', old.seq, old.text, old.tags);
-        INSERT INTO memories_fts (rowid, text, tags) VALUES (new.seq, new.text, new.tags);
-    END;
+    """
+    + _fts_index("memories", ("text", "tags"))
+    + """
     CREATE TABLE tool_state (
         tool_id TEXT PRIMARY KEY,
         state TEXT NOT NULL,
@@ -109,21 +122,9 @@ MIGRATIONS: tuple[str, ...] = (
         updated_at TEXT NOT NULL,
         UNIQUE (persona, thread_id, key)
     );
-    CREATE VIRTUAL TABLE memory_items_fts USING fts5 (
-        key, value, content='memory_items', content_rowid='seq'
-    );
-    CREATE TRIGGER memory_items_ai AFTER INSERT ON memory_items BEGIN
-        INSERT INTO memory_items_fts (rowid, key, value) VALUES (new.seq, new.key, new.value);
-    END;
-    CREATE TRIGGER memory_items_ad AFTER DELETE ON memory_items BEGIN
-        INSERT INTO memory_items_fts (memory_items_fts, rowid, key, value)
-        VALUES ('delete', old.seq, old.key, old.value);
-    END;
-    CREATE TRIGGER memory_items_au AFTER UPDATE ON memory_items BEGIN
-        INSERT INTO memory_items_fts (memory_items_fts, rowid, key, value)
-        VALUES ('delete', old.seq, old.key, old.value);
-        INSERT INTO memory_items_fts (rowid, key, value) VALUES (new.seq, new.key, new.value);
-    END;
+    """
+    + _fts_index("memory_items", ("key", "value"))
+    + """
     CREATE TABLE schedules (
         seq INTEGER PRIMARY KEY AUTOINCREMENT,
         id TEXT NOT NULL UNIQUE,

@@ -335,7 +335,8 @@ def memory_groomer(inp: dict[str, Any], ctx: DelegationContext) -> Any:
 
 
 def spark_coder(inp: dict[str, Any], ctx: DelegationContext) -> Any:
-    from forgec.host.models import OpenAIProvider, _parse_json, validate_output
+    from forgec.host.models import OpenAIProvider, model_answer
+    from forgec.runtime.host import CallContext
 
     name = "spark-coder"
     key = ctx.key("OPENAI_API_KEY")
@@ -362,8 +363,10 @@ def spark_coder(inp: dict[str, Any], ctx: DelegationContext) -> Any:
         "required": ["operations"],
     }
     provider = OpenAIProvider(ctx.spark_base_url, ctx.spark_model, api_key=key, name=name)
-    body = provider.request_body("generate", {"task": task, "files": dict(files)}, schema)
-    return validate_output(_parse_json(provider.chat(body)), schema)
+    step = CallContext(tool_id=name, tool_version=1, node_id=name)  # a sub-agent's one step
+    return model_answer(
+        provider, "generate", {"task": task, "files": dict(files)}, {}, schema, step
+    )
 
 
 def builtin_subagents() -> dict[str, SubagentFn]:

@@ -58,7 +58,24 @@ class ModelProvider(Protocol):
         requirements: Mapping[str, Any],
         output_schema: Mapping[str, Any] | None,
         context: CallContext,
-    ) -> Any: ...
+    ) -> Any:
+        """The provider's answer to one `llm` step, not yet checked against OUTPUT_SCHEMA
+        (`model_answer` checks every provider's the same way)."""
+        ...
+
+
+def model_answer(
+    provider: ModelProvider,
+    op: str,
+    input: Any,
+    requirements: Mapping[str, Any],
+    output_schema: Mapping[str, Any] | None,
+    context: CallContext,
+) -> Any:
+    """PROVIDER's answer to one `llm` step, checked against the step's output schema: the one
+    place every provider's answer passes (a live endpoint, recorded answers, a test's)."""
+    answer = provider.complete(op, input, requirements, output_schema, context)
+    return validate_output(answer, output_schema)
 
 
 def is_loopback_url(url: str) -> bool:
@@ -162,9 +179,7 @@ class OpenAIProvider:
         context: CallContext,
     ) -> Any:
         text = self.chat(self.request_body(op, input, output_schema))
-        if output_schema is None:
-            return text.strip()
-        return validate_output(_parse_json(text), output_schema)
+        return text.strip() if output_schema is None else _parse_json(text)
 
     def chat(self, body: Mapping[str, Any]) -> str:
         content = self._message(self._post(body))["content"]
@@ -409,7 +424,7 @@ class ReplayProvider:
                 FAILED, f"{where} no unused answer for node {context.node_id!r} (op {op})"
             )
         self._used[i] = True
-        return validate_output(self._records[i]["output"], output_schema)
+        return self._records[i]["output"]
 
 
 class ModelRouter:
@@ -444,4 +459,5 @@ class ModelRouter:
     ) -> Any:
         if op not in OPS:
             raise HostError(FAILED, f"unknown model operation {op!r}")
-        return self.pick(requirements).complete(op, input, requirements, output_schema, context)
+        provider = self.pick(requirements)
+        return model_answer(provider, op, input, requirements, output_schema, context)

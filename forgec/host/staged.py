@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from forgec.runtime import sources_and_sinks
-from forgec.runtime.host import CallContext, HostError
+from forgec.runtime.host import CallContext, ForwardingHost, HostError
 
 
 def staged_database(path: Path) -> tuple[Path, Path]:
@@ -42,14 +42,12 @@ def staged_database(path: Path) -> tuple[Path, Path]:
     return copy, folder
 
 
-class StagedHost:
+class StagedHost(ForwardingHost):
     """A reference host on a staged copy (see the module doc). `staged` lists the held-back
     effects in order; `stopped_at` names the send the run stopped at (None: it did not)."""
 
-    keeps_labels = True
-
     def __init__(self, inner: Any, mocks: Iterable[Mapping[str, Any]] = ()) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.mocks: dict[str, list[Mapping[str, Any]]] = {}
         for mock in mocks:
             self.mocks.setdefault(str(mock["step"]), []).append(mock)
@@ -71,7 +69,7 @@ class StagedHost:
     def call(self, capability: str, input: Any, context: CallContext) -> Any:
         sink = sources_and_sinks.call_sink(capability, input)
         if sink is None:
-            return self.inner.call(capability, input, context)
+            return super().call(capability, input, context)
         entry = {
             "node": context.node_id,
             "capability": capability,
@@ -97,43 +95,9 @@ class StagedHost:
                 f"{capability} at `{context.node_id}` is held back (a staged run sends "
                 "nothing); give the step a mock to go on",
             )
-        result = self.inner.call(capability, input, context)  # on the copy
+        result = super().call(capability, input, context)  # on the copy
         self.staged.append(entry)
         return result
-
-    def model(
-        self,
-        op: str,
-        input: Any,
-        requirements: Mapping[str, Any],
-        output_schema: Mapping[str, Any] | None,
-        context: CallContext,
-    ) -> Any:
-        return self.inner.model(op, input, requirements, output_schema, context)
-
-    def has_credential(self, credential_id: str) -> bool:
-        return bool(self.inner.has_credential(credential_id))
-
-    def load_state(self, tool_id: str) -> dict[str, Any] | None:
-        return self.inner.load_state(tool_id)
-
-    def load_state_labels(self, tool_id: str) -> dict[str, list[str]]:
-        return self.inner.load_state_labels(tool_id)
-
-    def save_state(
-        self, tool_id: str, state: dict[str, Any], labels: Mapping[str, Any] | None = None
-    ) -> None:
-        self.inner.save_state(tool_id, state, labels)  # the copy's
-
-    def compensate(
-        self,
-        capability: str,
-        step_capability: str,
-        step_input: Any,
-        step_result: Any,
-        context: CallContext,
-    ) -> Any:
-        return self.inner.compensate(capability, step_capability, step_input, step_result, context)
 
     def result_json(self, result: Any) -> dict[str, Any]:
         """The run result (SPEC §8) with the held-back effects; `"status": "staged"` when the

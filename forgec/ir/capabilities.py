@@ -25,6 +25,7 @@ from typing import Any
 
 import attrs
 
+from forgec.ir.readable import HashedByValue, Readable
 from forgec.ir.shapes import (
     Field,
     Nested,
@@ -55,8 +56,8 @@ CHANNEL_NAME_MAX = 64
 DRAFT_07 = "http://json-schema.org/draft-07/schema#"
 
 
-@attrs.frozen
-class StepMarks:
+@attrs.frozen(repr=False, eq=False)
+class StepMarks(HashedByValue):
     """The marks of one call: power, risk and the Talon label it needs (None: TALOS)."""
 
     power: str  # Read | Write | Send | Network | Delegate
@@ -64,14 +65,14 @@ class StepMarks:
     label: str | None
 
 
-@attrs.frozen
-class OpMarks:
+@attrs.frozen(repr=False, eq=False)
+class OpMarks(HashedByValue):
     power: str
     risk: str
 
 
-@attrs.frozen
-class Capability:
+@attrs.frozen(repr=False, eq=False)
+class Capability(Readable):
     name: str
     summary: str
     shape: Shape

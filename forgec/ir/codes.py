@@ -11,11 +11,12 @@ from __future__ import annotations
 import attrs
 
 from forgec.ir.diagnostics import Severity
+from forgec.ir.readable import HashedByValue
 from forgec.ir.rules import NODE_ID_PATTERN, TOOL_ID_PATTERN
 
 
-@attrs.frozen
-class CodeDoc:
+@attrs.frozen(repr=False, eq=False)
+class CodeDoc(HashedByValue):
     code: str
     severity: Severity
     summary: str

@@ -19,6 +19,7 @@ from typing import Any
 
 import attrs
 
+from forgec.ir.readable import HashedByValue
 from forgec.ir.span import Span
 
 
@@ -27,8 +28,8 @@ class Severity(StrEnum):
     WARNING = "warning"
 
 
-@attrs.frozen
-class Fix:
+@attrs.frozen(repr=False, eq=False)
+class Fix(HashedByValue):
     """One repair. `replace`: the value at `pointer` becomes `value` (with `key`, the member's
     name at `pointer` becomes `value`); `insert`: the object at `pointer` gains the member
     `field` with `value`."""
@@ -54,8 +55,8 @@ class Fix:
         return out
 
 
-@attrs.frozen
-class Related:
+@attrs.frozen(repr=False, eq=False)
+class Related(HashedByValue):
     """Another place a diagnostic involves (the other duplicate, a node of the cycle)."""
 
     pointer: str
@@ -87,8 +88,8 @@ def suggestion(
     return f"did you mean `{name}`?", (replace_fix(pointer, name, key=key),)
 
 
-@attrs.frozen
-class Diagnostic:
+@attrs.frozen(repr=False, eq=False)
+class Diagnostic(HashedByValue):
     code: str
     severity: Severity
     message: str

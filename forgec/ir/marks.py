@@ -9,6 +9,8 @@ from typing import Any
 
 import attrs
 
+from forgec.ir.readable import HashedByValue
+
 RISK_ORDER = ("R0", "R1", "R2", "R3", "R4")
 
 
@@ -16,8 +18,8 @@ def risk_rank(risk: str) -> int:
     return RISK_ORDER.index(risk)
 
 
-@attrs.frozen
-class ModelNeeds:
+@attrs.frozen(repr=False, eq=False)
+class ModelNeeds(HashedByValue):
     """The strictest model requirements of the reachable `llm` steps."""
 
     privacy: str | None  # the strictest: local-only > local-preferred > remote-allowed
@@ -34,8 +36,8 @@ class ModelNeeds:
         }
 
 
-@attrs.frozen
-class Marks:
+@attrs.frozen(repr=False, eq=False)
+class Marks(HashedByValue):
     powers: tuple[str, ...] = ()  # sorted set: Read, Write, Send, Network, Delegate
     risk: str = "R0"
     always_asks: bool = False  # risk R4

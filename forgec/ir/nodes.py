@@ -22,6 +22,7 @@ from typing import Any, TypeAlias, TypeVar
 
 import attrs
 
+from forgec.ir.readable import ComparedByValue
 from forgec.ir.rules import EDGE_FIELDS, NODE_FIELDS, PLAIN_KINDS, VALUE_KINDS
 
 _C = TypeVar("_C", bound=type)
@@ -49,14 +50,14 @@ def _table(typ: str) -> Callable[[_C], _C]:
 Segment: TypeAlias = str | int
 
 
-@attrs.frozen(unsafe_hash=False)
-class Literal:
+@attrs.frozen(eq=False, repr=False)
+class Literal(ComparedByValue):
     value: Any  # plain JSON (dict/list/str/int/float/bool/None), no expression inside
     pointer: str
 
 
-@attrs.frozen(unsafe_hash=False)
-class Ref:
+@attrs.frozen(eq=False, repr=False)
+class Ref(ComparedByValue):
     """``{"$ref": "input.items[0].title"}``: the value at a safe path."""
 
     text: str
@@ -68,8 +69,8 @@ class Ref:
         return str(self.segments[0])
 
 
-@attrs.frozen(unsafe_hash=False)
-class Template:
+@attrs.frozen(eq=False, repr=False)
+class Template(ComparedByValue):
     """``{"$template": "Due in {{input.days}} days"}``: parts are text or a `Ref`."""
 
     text: str
@@ -77,22 +78,22 @@ class Template:
     pointer: str
 
 
-@attrs.frozen(unsafe_hash=False)
-class CredentialRef:
+@attrs.frozen(eq=False, repr=False)
+class CredentialRef(ComparedByValue):
     """``{"$credential": "github"}``: resolved by the host at the bridge, never by the flow."""
 
     id: str
     pointer: str
 
 
-@attrs.frozen(unsafe_hash=False)
-class ObjectExpr:
+@attrs.frozen(eq=False, repr=False)
+class ObjectExpr(ComparedByValue):
     fields: tuple[tuple[str, Value], ...]
     pointer: str
 
 
-@attrs.frozen(unsafe_hash=False)
-class ListExpr:
+@attrs.frozen(eq=False, repr=False)
+class ListExpr(ComparedByValue):
     items: tuple[Value, ...]
     pointer: str
 
@@ -100,15 +101,15 @@ class ListExpr:
 Value: TypeAlias = Literal | Ref | Template | CredentialRef | ObjectExpr | ListExpr
 
 
-@attrs.frozen(unsafe_hash=False)
-class Retry:
+@attrs.frozen(eq=False, repr=False)
+class Retry(ComparedByValue):
     attempts: int | None
     backoff_ms: int | None
     pointer: str
 
 
-@attrs.frozen(unsafe_hash=False)
-class ModelRequirements:
+@attrs.frozen(eq=False, repr=False)
+class ModelRequirements(ComparedByValue):
     structured_output: bool | None = None
     context: int | None = None
     privacy: str | None = None  # local-only | local-preferred | remote-allowed
@@ -117,8 +118,8 @@ class ModelRequirements:
 
 
 @_table("set")
-@attrs.frozen(unsafe_hash=False)
-class SetNode:
+@attrs.frozen(eq=False, repr=False)
+class SetNode(ComparedByValue):
     id: str
     pointer: str
     target: str | None
@@ -127,8 +128,8 @@ class SetNode:
 
 
 @_table("capability")
-@attrs.frozen(unsafe_hash=False)
-class CapabilityNode:
+@attrs.frozen(eq=False, repr=False)
+class CapabilityNode(ComparedByValue):
     id: str
     pointer: str
     capability: str | None
@@ -140,8 +141,8 @@ class CapabilityNode:
 
 
 @_table("llm")
-@attrs.frozen(unsafe_hash=False)
-class LlmNode:
+@attrs.frozen(eq=False, repr=False)
+class LlmNode(ComparedByValue):
     id: str
     pointer: str
     op: str | None  # classify | extract | summarize | generate | rank
@@ -152,8 +153,8 @@ class LlmNode:
     next: str | None
 
 
-@attrs.frozen(unsafe_hash=False)
-class Condition:
+@attrs.frozen(eq=False, repr=False)
+class Condition(ComparedByValue):
     op: str | None  # eq neq truthy exists contains gt gte lt lte
     left: Value | None
     right: Value | None
@@ -161,8 +162,8 @@ class Condition:
 
 
 @_table("if")
-@attrs.frozen(unsafe_hash=False)
-class IfNode:
+@attrs.frozen(eq=False, repr=False)
+class IfNode(ComparedByValue):
     id: str
     pointer: str
     condition: Condition | None
@@ -171,8 +172,8 @@ class IfNode:
 
 
 @_table("foreach")
-@attrs.frozen(unsafe_hash=False)
-class ForeachNode:
+@attrs.frozen(eq=False, repr=False)
+class ForeachNode(ComparedByValue):
     id: str
     pointer: str
     source: Value | None
@@ -184,16 +185,16 @@ class ForeachNode:
 
 
 @_table("return")
-@attrs.frozen(unsafe_hash=False)
-class ReturnNode:
+@attrs.frozen(eq=False, repr=False)
+class ReturnNode(ComparedByValue):
     id: str
     pointer: str
     value: Value | None
 
 
 @_table("fail")
-@attrs.frozen(unsafe_hash=False)
-class FailNode:
+@attrs.frozen(eq=False, repr=False)
+class FailNode(ComparedByValue):
     id: str
     pointer: str
     code: str | None
@@ -243,60 +244,60 @@ def successors(node: Node) -> tuple[str, ...]:
     return tuple(target for _, target in edges(node))
 
 
-@attrs.frozen(unsafe_hash=False)
-class Network:
+@attrs.frozen(eq=False, repr=False)
+class Network(ComparedByValue):
     mode: str | None  # forbidden | allowlist
     hosts: tuple[str, ...]
     pointer: str = "/network"
 
 
-@attrs.frozen(unsafe_hash=False)
-class CredentialRequirement:
+@attrs.frozen(eq=False, repr=False)
+class CredentialRequirement(ComparedByValue):
     id: str | None
     purpose: str | None
     hosts: tuple[str, ...]
     pointer: str
 
 
-@attrs.frozen(unsafe_hash=False)
-class Flow:
+@attrs.frozen(eq=False, repr=False)
+class Flow(ComparedByValue):
     entry: str | None
     max_transitions: int | None
     nodes: tuple[Node, ...]
     pointer: str = "/flow"
 
 
-@attrs.frozen(unsafe_hash=False)
-class StateDecl:
+@attrs.frozen(eq=False, repr=False)
+class StateDecl(ComparedByValue):
     fields: dict[str, dict[str, Any]]  # name → JSON Schema subset
     max_bytes: int | None
     pointer: str = "/state"
 
 
-@attrs.frozen(unsafe_hash=False)
-class Trigger:
+@attrs.frozen(eq=False, repr=False)
+class Trigger(ComparedByValue):
     type: str | None
     cron: str | None
     pointer: str
 
 
-@attrs.frozen(unsafe_hash=False)
-class UiValue:
+@attrs.frozen(eq=False, repr=False)
+class UiValue(ComparedByValue):
     label: str | None
     path: str | None
     segments: tuple[Segment, ...] | None  # parsed `path`, None when unsafe
     pointer: str
 
 
-@attrs.frozen(unsafe_hash=False)
-class Ui:
+@attrs.frozen(eq=False, repr=False)
+class Ui(ComparedByValue):
     title: str | None
     values: tuple[UiValue, ...]
     pointer: str = "/ui"
 
 
-@attrs.frozen(unsafe_hash=False)
-class Manifest:
+@attrs.frozen(eq=False, repr=False)
+class Manifest(ComparedByValue):
     schema: str | None
     id: str | None
     version: int | None

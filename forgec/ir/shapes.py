@@ -47,6 +47,7 @@ from typing import Any
 import attrs
 
 from forgec.ir import rules
+from forgec.ir.readable import HashedByValue
 from forgec.ir.suggest import closest
 
 EXPRESSION_KEYS = frozenset(rules.EXPRESSION_KEYS)
@@ -89,8 +90,8 @@ def _run_validator(validate: Validator | str, value: Any) -> list[str]:
     return validate(value)
 
 
-@attrs.frozen
-class InputProblem:
+@attrs.frozen(repr=False, eq=False)
+class InputProblem(HashedByValue):
     """One thing wrong with a capability input; `path` is relative to the input (tokens)."""
 
     path: tuple[str | int, ...]
@@ -190,8 +191,8 @@ def _fmt_num(n: float | int) -> str:
     return str(int(n)) if float(n).is_integer() else str(n)
 
 
-@attrs.frozen
-class Field:
+@attrs.frozen(repr=False, eq=False)
+class Field(HashedByValue):
     """One input field: its JSON type and the constraints on its value."""
 
     kind: str  # string | integer | number | boolean | array | object | any
@@ -414,8 +415,8 @@ def any_value(description: str = "") -> Field:
     return Field("any", description)
 
 
-@attrs.frozen
-class RequiredWhen:
+@attrs.frozen(repr=False, eq=False)
+class RequiredWhen(HashedByValue):
     """`field` (or one of its `alternatives`) is required when `selector` is literally one of
     `values` (`cronExpr` on create; `prompt` or `promptFile` on create)."""
 
@@ -425,8 +426,8 @@ class RequiredWhen:
     alternatives: tuple[str, ...] = ()  # any one of `field` and these satisfies the rule
 
 
-@attrs.frozen
-class Nested:
+@attrs.frozen(repr=False, eq=False)
+class Nested(HashedByValue):
     """The value of `field` has its own shape, chosen by the literal value of `selector`
     (`subagent.invoke`: `name` picks the built-in sub-agent whose shape `input` must fit).
 
@@ -483,8 +484,8 @@ class Nested:
         return [InputProblem((self.selector,), message, meant, code=self.unknown_code)]
 
 
-@attrs.frozen
-class Shape:
+@attrs.frozen(repr=False, eq=False)
+class Shape(HashedByValue):
     """A capability input: its fields, required-ness rules and size limit."""
 
     fields: Mapping[str, Field]

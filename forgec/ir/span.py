@@ -12,9 +12,11 @@ from typing import Protocol
 
 import attrs
 
+from forgec.ir.readable import HashedByValue
 
-@attrs.frozen
-class Span:
+
+@attrs.frozen(repr=False, eq=False)
+class Span(HashedByValue):
     file: str | None
     line: int
     column: int

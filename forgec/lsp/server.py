@@ -288,13 +288,18 @@ def _guard(default: Any) -> Any:
 
 def _answer(default: Any) -> Any:
     """A request about one document: answered once the document's current text is analysed
-    (off the event loop), failing to DEFAULT as `_guard` does."""
+    (off the event loop), by `fn(ls, params, analysis, line_index)`; DEFAULT for a document
+    that is not open or not a tool, and on failure as `_guard` does."""
 
     def wrap(fn: Any) -> Any:
         async def run(ls: ForgeLanguageServer, params: Any) -> Any:
             try:
-                await ls.ready(params.text_document.uri)
-                return fn(ls, params)
+                uri = params.text_document.uri
+                await ls.ready(uri)
+                got = ls.current(uri)
+                if got is None:
+                    return default
+                return fn(ls, params, *got)
             except Exception:  # the server must outlive any one document
                 log.exception("forgec lsp: %s failed", fn.__name__)
                 return default
@@ -365,31 +370,25 @@ def _point(index: LineIndex, pos: lsp.Position) -> Any:
 
 @server.feature(lsp.TEXT_DOCUMENT_HOVER)
 @_answer(None)
-def hover(ls: ForgeLanguageServer, params: lsp.HoverParams) -> lsp.Hover | None:
-    got = ls.current(params.text_document.uri)
-    if got is None:
-        return None
-    a, index = got
+def hover(
+    ls: ForgeLanguageServer, params: lsp.HoverParams, a: Analysis, index: LineIndex
+) -> lsp.Hover | None:
     return features.hover(a, index, _point(index, params.position))
 
 
 @server.feature(lsp.TEXT_DOCUMENT_DEFINITION)
 @_answer([])
-def definition(ls: ForgeLanguageServer, params: lsp.DefinitionParams) -> list[lsp.Location]:
-    got = ls.current(params.text_document.uri)
-    if got is None:
-        return []
-    a, index = got
+def definition(
+    ls: ForgeLanguageServer, params: lsp.DefinitionParams, a: Analysis, index: LineIndex
+) -> list[lsp.Location]:
     return features.definition(a, index, _point(index, params.position))
 
 
 @server.feature(lsp.TEXT_DOCUMENT_REFERENCES)
 @_answer([])
-def references(ls: ForgeLanguageServer, params: lsp.ReferenceParams) -> list[lsp.Location]:
-    got = ls.current(params.text_document.uri)
-    if got is None:
-        return []
-    a, index = got
+def references(
+    ls: ForgeLanguageServer, params: lsp.ReferenceParams, a: Analysis, index: LineIndex
+) -> list[lsp.Location]:
     return features.references(
         a, index, _point(index, params.position), params.context.include_declaration
     )
@@ -400,12 +399,10 @@ def references(ls: ForgeLanguageServer, params: lsp.ReferenceParams) -> list[lsp
     lsp.CompletionOptions(trigger_characters=["$", "{", ">", '"', " ", "."]),
 )
 @_answer(None)
-def completion(ls: ForgeLanguageServer, params: lsp.CompletionParams) -> lsp.CompletionList | None:
+def completion(
+    ls: ForgeLanguageServer, params: lsp.CompletionParams, a: Analysis, index: LineIndex
+) -> lsp.CompletionList | None:
     uri = params.text_document.uri
-    got = ls.current(uri)
-    if got is None:
-        return None
-    a, index = got
     items = features.completion(a, index, _point(index, params.position), ls.indexed.get(uri))
     return lsp.CompletionList(is_incomplete=False, items=items)
 
@@ -413,12 +410,8 @@ def completion(ls: ForgeLanguageServer, params: lsp.CompletionParams) -> lsp.Com
 @server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
 @_answer([])
 def document_symbol(
-    ls: ForgeLanguageServer, params: lsp.DocumentSymbolParams
+    ls: ForgeLanguageServer, params: lsp.DocumentSymbolParams, a: Analysis, index: LineIndex
 ) -> list[lsp.DocumentSymbol]:
-    got = ls.current(params.text_document.uri)
-    if got is None:
-        return []
-    a, index = got
     return features.symbols(a, index)
 
 
@@ -429,21 +422,17 @@ def document_symbol(
     ),
 )
 @_answer([])
-def code_action(ls: ForgeLanguageServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
-    got = ls.current(params.text_document.uri)
-    if got is None:
-        return []
-    a, index = got
+def code_action(
+    ls: ForgeLanguageServer, params: lsp.CodeActionParams, a: Analysis, index: LineIndex
+) -> list[lsp.CodeAction]:
     return features.code_actions(a, index, params.range, params.context)
 
 
 @server.feature(lsp.TEXT_DOCUMENT_FORMATTING)
 @_answer([])
-def formatting(ls: ForgeLanguageServer, params: lsp.DocumentFormattingParams) -> list[lsp.TextEdit]:
-    got = ls.current(params.text_document.uri)
-    if got is None:
-        return []
-    a, index = got
+def formatting(
+    ls: ForgeLanguageServer, params: lsp.DocumentFormattingParams, a: Analysis, index: LineIndex
+) -> list[lsp.TextEdit]:
     return features.formatting(a, index)
 
 

@@ -55,10 +55,11 @@ def capability_legs(capability: str, hosts: Iterable[str] = ()) -> dict[str, set
     if row.sink == "write":
         out["writes"].add(f"write:{capability}")
     if row.sink == "egress":
-        if capability == fl.HTTP:
-            out["egress"].update(f"egress:{h}" for h in (tuple(hosts) or ("*",)))
-        else:
-            out["egress"].add(f"egress:{capability}")
+        named_by_host = fl.url_field(capability) is not None
+        for host in (tuple(hosts) or (None,)) if named_by_host else (None,):
+            sink = fl.sink_of(capability, None, host)
+            if sink is not None:
+                out["egress"].add(sink)
     return out
 
 
@@ -85,7 +86,7 @@ def persona_reach(
                 legs[leg].setdefault(tool, set()).update(items)
 
     for entry in host_entries(granted):
-        if entry.internal == fl.HTTP and not allow_hosts:
+        if fl.url_field(entry.internal) is not None and not allow_hosts:
             continue  # a model's own net_http reaches only `[network] allow`: none, nothing
         add(entry.name, capability_legs(entry.internal, allow_hosts))
     for stored in forged:

@@ -353,7 +353,7 @@ class ForgeServer:
             return result  # consent refused, or its 2026-07-28 `input_required` round
         if session is not None:
             # what the run returned enters the client's context (a failed run: its message)
-            session.join(forged_output_labels(result))
+            session.join(forged_output_labels(result, stored.marks))
         out = result.to_json()
         if result.ok:
             fields = forged_ok(out, wraps_output=entry.wraps_output, ui=entry.ui)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from forgec.passes.capabilities import check_capabilities
 from forgec.passes.context import PassContext
-from forgec.passes.flows import check_flows
+from forgec.passes.flow_gate import check_flows
 from forgec.passes.graph import check_graph
 from forgec.passes.marks import derive_marks
 from forgec.passes.model import check_model_steps

@@ -16,10 +16,11 @@ from forgec.catalog import Catalog
 from forgec.ir.diagnostics import Diagnostic, Fix, Related, make
 from forgec.ir.marks import Marks
 from forgec.ir.nodes import ForeachNode, Manifest, Node
+from forgec.ir.readable import Readable
 
 
-@attrs.define
-class LoopFacts:
+@attrs.define(repr=False, eq=False)
+class LoopFacts(Readable):
     """What `forgec inspect` and the backend want to know about one `foreach`."""
 
     id: str
@@ -34,8 +35,8 @@ class LoopFacts:
     body_longest_path: list[str] = attrs.field(factory=list)
 
 
-@attrs.define
-class Facts:
+@attrs.define(repr=False, eq=False)
+class Facts(Readable):
     """Facts passes derive for later passes, `forgec inspect` and the backend."""
 
     # id → node, for every node with a usable unique id (first occurrence wins)
@@ -108,8 +109,8 @@ class Facts:
         self.flow_joins_value = value
 
 
-@attrs.define
-class PassContext:
+@attrs.define(repr=False, eq=False)
+class PassContext(Readable):
     raw: Any  # the parsed JSON document (for .forge: the compiled manifest)
     catalog: Catalog
     # set by the structure pass (the first in the table); best effort on a broken manifest

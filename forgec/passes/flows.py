@@ -40,7 +40,6 @@ two `FORGEC_FLOW_*` warnings. The pass stands down when the graph is not well fo
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -63,9 +62,9 @@ from forgec.ir.nodes import (
     Template,
     Value,
     node_type,
-    nodes_of_type,
 )
 from forgec.ir.pointer import join
+from forgec.ir.readable import HashedByValue, Readable
 from forgec.passes.capabilities import literal_fields
 from forgec.passes.context import PassContext
 from forgec.passes.network import static_host, url_of
@@ -104,8 +103,8 @@ def _or(a: frozenset[str], b: frozenset[str]) -> frozenset[str]:
     return out
 
 
-@attrs.frozen
-class Flow:
+@attrs.frozen(repr=False, eq=False)
+class Flow(HashedByValue):
     source: str  # a label: input, private:<capability>, private:state, external:<host>, model
     sink: str  # egress:<host|capability>, write:<capability>, output
     node: str  # the sink's node id
@@ -355,8 +354,8 @@ def _same_env(a: Env, b: Env) -> bool:
     return a.keys() == b.keys() and all(_same(v, b[k]) for k, v in a.items())
 
 
-@attrs.define
-class FlowJoins:
+@attrs.define(repr=False, eq=False)
+class FlowJoins(Readable):
     """What the VM needs to mirror control dependence (lowered into the Program)."""
 
     # if-node id → the node id where its branches join; None: the end of the run (top level)
@@ -371,51 +370,10 @@ class FlowJoins:
     may_fail: dict[str, list[list[str | int]]] = attrs.field(factory=dict)
 
 
-def check_flows(ctx: PassContext) -> None:
-    facts = ctx.facts
-    flow = ctx.manifest.flow
-    if flow is None or not facts.graph_ok or not facts.ordered or facts.incomplete:
-        return
-    if flow.entry not in facts.nodes_by_id:
-        return
-    if not _may_warn(ctx):
-        # no step sends anything out and nothing comes from outside: no FORGEC_FLOW_* can
-        # follow and the card has no Sends/Steered line, so `check` does not pay for the
-        # facts; whoever reads `facts.flows` (inspect, lowering, the store) computes them.
-        # What is kept for that holds no reference back to the facts (they are handed in):
-        # a cycle through the context would keep the whole IR alive until the collector
-        # runs, where reference counting frees it when the report is dropped
-        facts.flows_pending = functools.partial(
-            _deferred_flows, ctx.raw, ctx.catalog, ctx.manifest_or_none
-        )
-        return
-    facts.flow_warned = True
-    _Analysis(ctx).run()
-
-
-def _deferred_flows(raw: Any, catalog: Any, manifest: Any, facts: Any) -> None:
-    """The analysis `check` left to the first reader of the facts (no warnings then)."""
-    ctx = PassContext(raw=raw, catalog=catalog, manifest_or_none=manifest, facts=facts)
-    _Analysis(ctx).run(warn=False)
-
-
-def _may_warn(ctx: PassContext) -> bool:
-    """Whether a reachable step is an egress sink or an outside source (`net.http`, and the
-    Talon reads of what other people wrote)."""
-    reachable = ctx.facts.reachable_pointers
-    return any(
-        node.pointer in reachable and _outside(node.capability or "")
-        for node in nodes_of_type(ctx.manifest.flow.nodes, CapabilityNode)  # type: ignore[union-attr]
-    )
-
-
-def _outside(name: str) -> bool:
-    return (
-        name in fl.EGRESS_CAPABILITIES
-        or name == fl.HTTP
-        or name in fl.QUERY_FIELDS
-        or fl.TALON in fl.source_labels(name, None)
-    )
+def analyse(ctx: PassContext, *, warn: bool = True) -> None:
+    """Run the analysis on a checked context (the pass's gate, `forgec.passes.flow_gate`,
+    decides whether a check runs it now); fills `ctx.facts.flows` and `flow_joins`."""
+    _Analysis(ctx).run(warn=warn)
 
 
 def _all_nodes(nodes: tuple[Node, ...]) -> list[Node]:
@@ -477,7 +435,7 @@ class _Analysis:
 
     def sources_of(self, node: CapabilityNode) -> frozenset[str]:
         name = node.capability or ""
-        host = static_host(url_of(node)[0]) if name == fl.HTTP else None
+        host = static_host(url_of(node)[0])
         out = set(fl.source_labels(name, host))
         # SPEC §21: a query's outside text by its lineage (a computed query: any)
         query = fl.QUERY_FIELDS.get(name)
@@ -754,7 +712,7 @@ class _Analysis:
         self, node: CapabilityNode, env: Env, pc: _AV
     ) -> tuple[Env | None, _AV | None]:
         name = node.capability or ""
-        host = static_host(url_of(node)[0]) if name == fl.HTTP else None
+        host = static_host(url_of(node)[0])
         self.begin()
         args = self.arguments(env, node.input)
         # only a selector field (memory.access `operation`, …) makes the literals matter

@@ -59,6 +59,7 @@ from forgec.ir.nodes import (
     node_type,
     walk_nodes,
 )
+from forgec.ir.readable import Readable
 from forgec.ir.rules import NODE_TYPE_NAMES
 from forgec.passes.context import Facts
 from forgec.runtime.limits import VALUE_LIMIT
@@ -89,8 +90,8 @@ UNKNOWN: Any = _Unknown()
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-@attrs.frozen
-class FoldedTemplate:
+@attrs.frozen(repr=False, eq=False)
+class FoldedTemplate(Readable):
     node: Node  # the step where the string is formed
     template: Template
     texts: tuple[str, ...]  # what it may render to, with at least one part folded
@@ -625,8 +626,8 @@ def _condition_values(node: Node) -> list[Value | None]:
     return [] if cond is None else [cond.left, cond.right]
 
 
-@attrs.frozen
-class _NodeRule:
+@attrs.frozen(repr=False, eq=False)
+class _NodeRule(Readable):
     writes: Callable[[_Environment, Any], _Writes]
     values: Callable[[Node], list[Value | None]]  # the value slots that may hold templates
 

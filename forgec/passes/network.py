@@ -44,8 +44,7 @@ from forgec.ir.rules import FORBIDDEN, NETWORK_MODES
 from forgec.passes.capabilities import capability_nodes
 from forgec.passes.context import PassContext
 from forgec.passes.model import raw_at
-
-URL_FIELD = "url"
+from forgec.runtime.sources_and_sinks import url_field
 
 
 def static_host(value: Value | None) -> str | None:
@@ -99,15 +98,20 @@ def credentials_in(value: Value | None) -> list[CredentialRef]:
 
 
 def url_of(node: CapabilityNode) -> tuple[Value | None, str]:
-    """The step's URL value (or None) and its pointer."""
-    pointer = join(node.pointer, "input", URL_FIELD)
+    """The step's URL value (or None) and its pointer: the input field whose URL's host
+    names the call's source and sink, by its row (`sources_and_sinks.url_field`); a step of
+    a capability without one has no URL (None, and its input's pointer)."""
+    field = url_field(node.capability or "")
+    if field is None:
+        return None, join(node.pointer, "input")
+    pointer = join(node.pointer, "input", field)
     value = node.input
     if isinstance(value, ObjectExpr):
         for key, member in value.fields:
-            if key == URL_FIELD:
+            if key == field:
                 return member, pointer
     elif isinstance(value, Literal) and isinstance(value.value, dict):
-        url = value.value.get(URL_FIELD)
+        url = value.value.get(field)
         if url is not None:
             return Literal(url, pointer), pointer
     return None, pointer

@@ -60,6 +60,7 @@ from forgec.ir.nodes import (
     node_values,
 )
 from forgec.ir.pointer import join
+from forgec.ir.readable import Readable
 from forgec.ir.suggest import MAX_LISTED, closest, listed, suggest
 from forgec.passes.context import PassContext
 from forgec.passes.graph import shown
@@ -611,8 +612,8 @@ def _input_slot(node: CapabilityNode | LlmNode) -> list[tuple[str, Value]]:
     return [("input", node.input)] if node.input is not None else []
 
 
-@attrs.frozen
-class NodeRefs:
+@attrs.frozen(repr=False, eq=False)
+class NodeRefs(Readable):
     """What this pass needs of a node type: whether it writes a target, declares loop
     variables, where its values are, and its dataflow transfer."""
 

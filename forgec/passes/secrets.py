@@ -35,6 +35,7 @@ import attrs
 import orjson
 
 from forgec.ir.pointer import escape
+from forgec.ir.readable import Readable
 from forgec.passes.context import PassContext
 from forgec.secretscan.rules import (
     HEADER_USE,
@@ -93,8 +94,8 @@ def check_secrets(ctx: PassContext) -> None:
 FOLDED_SCAN_BUDGET = 256
 
 
-@attrs.frozen
-class FoldedSecret:
+@attrs.frozen(repr=False, eq=False)
+class FoldedSecret(Readable):
     pointer: str  # the step's JSON Pointer: where the secret is formed
     step: str  # the step's id
     template: str  # the pointer of the template that forms it, inside the step

@@ -20,6 +20,7 @@ from typing import Any
 import attrs
 
 from forgec.ir import nodes as ir
+from forgec.ir.readable import Readable
 from forgec.runtime.jsontext import compact as json_dumps
 from forgec.runtime.limits import INPUT_LIMIT, RESULT_LIMIT, VALUE_LIMIT
 
@@ -27,8 +28,8 @@ from forgec.runtime.limits import INPUT_LIMIT, RESULT_LIMIT, VALUE_LIMIT
 _OVER = VALUE_LIMIT + 1
 
 
-@attrs.define
-class _Facts:
+@attrs.define(repr=False)
+class _Facts(Readable):
     """What the nodes say about sizes: each write, each value read, the loops' sources."""
 
     writes: list[tuple[str, ir.Value | int]] = attrs.field(factory=list)  # (variable, bound)

@@ -128,3 +128,75 @@ class Host(Protocol):
         `notes.update` → `notes.update` back to `previous`). Raises `HostError` on failure.
         """
         ...
+
+
+@runtime_checkable
+class LabelledHost(Host, Protocol):
+    """A host that keeps labels with saved state (SPEC §15 "Labels persist"): the VM calls
+    `save_state(tool_id, state, labels)` and `load_state_labels(tool_id)` when `keeps_labels`."""
+
+    keeps_labels: bool
+
+    def load_state_labels(self, tool_id: str) -> dict[str, list[str]]:
+        """Each saved field → the labels of its value (a field not named: `private:state`)."""
+        ...
+
+    def save_state(
+        self, tool_id: str, state: dict[str, Any], labels: Mapping[str, Any] | None = None
+    ) -> None:
+        """Persist the state and, when given, its labels in the same transaction."""
+        ...
+
+
+class ForwardingHost:
+    """A host that wraps another host (`inner`) and forwards every method of the protocol
+    (`Host` and `LabelledHost`) to it unless a subclass overrides it: the one place the
+    forwarding is written (a staged run's host, a test case's host). `keeps_labels` is the
+    inner host's, so labels are handed on only to a host that stores them."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    @property
+    def keeps_labels(self) -> bool:
+        return bool(getattr(self.inner, "keeps_labels", False))
+
+    def call(self, capability: str, input: Any, context: CallContext) -> Any:
+        return self.inner.call(capability, input, context)
+
+    def model(
+        self,
+        op: str,
+        input: Any,
+        requirements: Mapping[str, Any],
+        output_schema: Mapping[str, Any] | None,
+        context: CallContext,
+    ) -> Any:
+        return self.inner.model(op, input, requirements, output_schema, context)
+
+    def has_credential(self, credential_id: str) -> bool:
+        return bool(self.inner.has_credential(credential_id))
+
+    def load_state(self, tool_id: str) -> dict[str, Any] | None:
+        return self.inner.load_state(tool_id)
+
+    def load_state_labels(self, tool_id: str) -> dict[str, list[str]]:
+        return self.inner.load_state_labels(tool_id)
+
+    def save_state(
+        self, tool_id: str, state: dict[str, Any], labels: Mapping[str, Any] | None = None
+    ) -> None:
+        if labels is None:
+            self.inner.save_state(tool_id, state)
+        else:
+            self.inner.save_state(tool_id, state, labels)
+
+    def compensate(
+        self,
+        capability: str,
+        step_capability: str,
+        step_input: Any,
+        step_result: Any,
+        context: CallContext,
+    ) -> Any:
+        return self.inner.compensate(capability, step_capability, step_input, step_result, context)

@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from forgec.ir.capabilities import OUTSIDE_COLUMNS, ROWS, named_query_tables
+from forgec.ir.capabilities import OUTSIDE_COLUMNS, ROWS, Capability, named_query_tables
 from forgec.ir.shapes import url_host
 
 INPUT = "input"
@@ -39,9 +39,6 @@ OUTPUT = "output"
 
 # the capability → class tables, derived from the rows (`forgec.ir.capabilities`)
 _PRIVATE_NAMES = frozenset(row.name for row in ROWS if row.source == "private")
-EGRESS_CAPABILITIES = frozenset(
-    row.name for row in ROWS if row.sink == "egress" and row.source != "external"
-)
 WRITE_CAPABILITIES = frozenset(
     row.name for row in ROWS if row.sink == "write" and row.writing is None
 )
@@ -51,8 +48,33 @@ WRITE_WHEN: dict[str, tuple[str, frozenset[str]]] = {
     for row in ROWS
     if row.sink == "write" and row.writing is not None and row.selector is not None
 }
-# the capability whose source and sink are named by the URL's host (`external:<host>`)
-(HTTP,) = (row.name for row in ROWS if row.source == "external")
+
+
+def _host_field(row: Capability) -> str | None:
+    """The input field whose URL's host names a call's source (`external:<host>`) and sink
+    (`egress:<host>`): the one URL destination (its `validate` is "url") of a row that reads
+    from outside or sends; None for any other row."""
+    if row.source != "external" and row.sink != "egress":
+        return None
+    urls = [d for d in row.destinations if row.url_destination(d)]
+    if len(urls) > 1:
+        raise ValueError(f"{row.name}: one URL destination names its host, not {urls}")
+    return urls[0] if urls else None
+
+
+# capability → the input field whose URL host names its source and sink (`net.http`: `url`)
+URL_FIELDS: dict[str, str] = {
+    row.name: field for row in ROWS if (field := _host_field(row)) is not None
+}
+# the capabilities whose results come from outside (`external:<host>`, `external:*`)
+_EXTERNAL_NAMES = frozenset(row.name for row in ROWS if row.source == "external")
+# the sends named by their URL's host (`egress:<host>`), and those named by the capability
+_HOST_EGRESS = frozenset(
+    row.name for row in ROWS if row.sink == "egress" and row.name in URL_FIELDS
+)
+EGRESS_CAPABILITIES = frozenset(
+    row.name for row in ROWS if row.sink == "egress" and row.name not in URL_FIELDS
+)
 TALON = "external:talon"
 _TALON_SET = frozenset({TALON})
 # the capabilities whose answers are also other people's text (`external:talon`), and the
@@ -114,7 +136,7 @@ def is_untrusted(label: str) -> bool:
 
 def source_label(capability: str, host: str | None) -> str | None:
     """The label a capability's result carries by where it came from (None: no source)."""
-    if capability == HTTP:
+    if capability in _EXTERNAL_NAMES:
         return f"external:{host or '*'}"
     if capability in _PRIVATE_NAMES:
         return f"private:{capability}"
@@ -147,10 +169,7 @@ def result_origin(capability: str, result: Any) -> frozenset[str]:
 def origin_labels(capability: str, input: Any, result: Any) -> frozenset[str]:
     """The labels a call's result carries by where it came from, at run time: its source
     label (`net.http` by the URL's host) and the outside text among its fields."""
-    host = None
-    if capability == HTTP:
-        host = host_of_url(input.get("url") if type(input) is dict else None)
-    label = source_label(capability, host)
+    label = source_label(capability, call_host(capability, input))
     out = result_origin(capability, result)
     return out | {label} if label is not None else out
 
@@ -210,8 +229,8 @@ def call_tables_written(capability: str, input: Any) -> tuple[str, ...]:
 
 def sink_of(capability: str, operation: Any, host: str | None) -> str | None:
     """The sink a call is, given its operation field's value (None when it has none) and,
-    for `net.http`, its host (None when unknown)."""
-    if capability == HTTP:
+    for a send named by its URL (`url_field`: `net.http`), its host (None when unknown)."""
+    if capability in _HOST_EGRESS:
         return f"egress:{host or '*'}"
     if capability in EGRESS_CAPABILITIES:
         return f"egress:{capability}"
@@ -309,8 +328,22 @@ def call_sink(capability: str, input: Any) -> str | None:
     fields = input if type(input) is dict else {}
     rule = WRITE_WHEN.get(capability)
     operation = fields.get(rule[0]) if rule else None
-    host = host_of_url(fields.get("url")) if capability == HTTP else None
-    return sink_of(capability, operation, host)
+    return sink_of(capability, operation, call_host(capability, input))
+
+
+def url_field(capability: str) -> str | None:
+    """The input field whose URL's host names `capability`'s source and sink (its row: the
+    one URL destination of a row that reads from outside or sends), or None."""
+    return URL_FIELDS.get(capability)
+
+
+def call_host(capability: str, input: Any) -> str | None:
+    """The host an actual call's URL field reaches (None: the row has no such field, the
+    input is not an object, or the URL is not acceptable)."""
+    field = URL_FIELDS.get(capability)
+    if field is None or type(input) is not dict:
+        return None
+    return host_of_url(input.get(field))
 
 
 def host_of_url(url: Any) -> str | None:

@@ -22,14 +22,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, cast
 
 import attrs
 import orjson
 
 from forgec.ir.rules import ALLOWLIST, RUNTIME_CODE_PREFIX
 from forgec.runtime import label_trees as lb
-from forgec.runtime.host import CallContext, Host, HostError
+from forgec.runtime.host import CallContext, Host, HostError, LabelledHost
 from forgec.runtime.limits import INPUT_LIMIT, OUTPUT_LIMIT, RESULT_LIMIT
 from forgec.runtime.opcodes import Op
 from forgec.runtime.program import Program
@@ -600,7 +600,7 @@ class _Run:
     def _load_state_labels(self, state: dict[str, Any]) -> lb.LEnv:
         """The labels saved beside each stored field (with `private:state`)."""
         try:
-            stored = self.host.load_state_labels(self.program.id)  # type: ignore[attr-defined]
+            stored = cast(LabelledHost, self.host).load_state_labels(self.program.id)
         except HostError as exc:
             raise RunFailure(_host_code(exc, "RUN_CAPABILITY_FAILED"), exc.message) from None
         except Exception as exc:
@@ -657,7 +657,7 @@ class _Run:
         try:
             if self.keeps_labels:
                 labels = self._state_labels()
-                self.host.save_state(self.program.id, orjson.loads(raw), labels)  # type: ignore[call-arg]
+                cast(LabelledHost, self.host).save_state(self.program.id, orjson.loads(raw), labels)
             else:
                 self.host.save_state(self.program.id, orjson.loads(raw))
         except HostError as exc:

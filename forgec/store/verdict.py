@@ -65,6 +65,7 @@ WITNESS_SECONDS = 0.5  # time for all witness runs (the analysis stays within 2 
 PRIVACY_REACH = ("local-only", "local-preferred", "remote-allowed", None)
 WRITES = "\x00writes"  # env key: the writes made so far on this path (a term)
 NARROWABLE = frozenset({"limit"})  # integer fields where a lower literal reads less
+MAX_HALL_SETS = 64  # unions of neighbourhoods checked in a count matching (beyond: conservative)
 
 
 @attrs.frozen
@@ -888,7 +889,7 @@ def _sources(node: n.CapabilityNode, name: str, fields: dict[str, int], terms: _
     """The labels a step's result carries by where it comes from (as the flows pass gives
     them: `forgec.passes.flows`), for the words "computed from …"."""
     host = None
-    if name == fl.HTTP:
+    if _networked(name):
         from forgec.passes.network import static_host, url_of
 
         host = static_host(url_of(node)[0])
@@ -956,6 +957,13 @@ class _Compare:
         self.index: dict[tuple[Any, ...], list[_Inst]] = {}
         for inst in old.insts:
             self.index.setdefault(inst.key, []).append(inst)
+        self.old_place = {inst: k for k, inst in enumerate(old.insts)}  # a stable order
+        self.new_by_key: dict[tuple[Any, ...], list[_Inst]] = {}
+        for inst in new.insts:
+            self.new_by_key.setdefault(inst.key, []).append(inst)
+        self.staged: dict[_Inst, tuple[list[_Inst], list[_Inst], list[_Inst], list[_Inst]]] = {}
+        self.matched: dict[tuple[Any, ...], list[tuple[_Inst, frozenset[_Inst]]]] = {}
+        self.closures: dict[tuple[Any, ...], set[frozenset[_Inst]]] = {}
         self.counts_old: dict[tuple[Any, ...], int] = {}
         self.counts_new: dict[tuple[Any, ...], int] = {}
         self.truncated = False  # more calls were left unjudged once enough gains were found
@@ -982,21 +990,31 @@ class _Compare:
 
     # -- one call ------------------------------------------------------------------------
 
+    def stages(self, inst: _Inst) -> tuple[list[_Inst], list[_Inst], list[_Inst], list[_Inst]]:
+        """The old instances that could stand for INST, filtered in turn: by fields, by
+        clause, by model privacy, by flows. The last list is INST's neighbourhood in the
+        count matching (`hall_sets`); each earlier one is what a gain's words compare with."""
+        got = self.staged.get(inst)
+        if got is None:
+            candidates = [o for o in self.index.get(inst.key, ()) if self.fields_ok(inst, o)]
+            by_clause = [o for o in candidates if self.implies(inst.clause, o.clause)]
+            by_model = [o for o in by_clause if self.model_ok(inst, o)]
+            by_flow = [o for o in by_model if self.flows_ok(inst, o)]
+            got = self.staged[inst] = (candidates, by_clause, by_model, by_flow)
+        return got
+
     def judge(self, inst: _Inst) -> list[Gain]:
-        candidates = [o for o in self.index.get(inst.key, ()) if self.fields_ok(inst, o)]
+        candidates, by_clause, by_model, by_flow = self.stages(inst)
         if not candidates:
             return self.explain_fields(inst) + self.count_gain(inst, by_kind=True)
-        by_clause = [o for o in candidates if self.implies(inst.clause, o.clause)]
         if not by_clause:
             return [self.explain_clause(inst, candidates)]
-        by_model = [o for o in by_clause if self.model_ok(inst, o)]
         if not by_model:
             return [self.explain_model(inst, by_clause[0])]
-        by_flow = [o for o in by_model if self.flows_ok(inst, o)]
         if not by_flow:
             return [self.explain_flows(inst, by_model[0])]
-        gains = self.count_gain(inst, by_kind=False, olds=by_flow)
-        if self.new.hosts and inst.capability == fl.HTTP:
+        gains = self.count_gain(inst, by_kind=False)
+        if self.new.hosts and _networked(inst.capability):
             extra = sorted(set(self.new.hosts) - set(self.old.hosts))
             if extra:
                 gains.append(
@@ -1009,11 +1027,10 @@ class _Compare:
                 )
         return gains
 
-    def count_gain(
-        self, inst: _Inst, *, by_kind: bool, olds: list[_Inst] | None = None
-    ) -> list[Gain]:
-        """More calls a run than the old version could make: of the same call (BY_KIND
-        false), or of the same capability and operation (when no old call is the same)."""
+    def count_gain(self, inst: _Inst, *, by_kind: bool) -> list[Gain]:
+        """More calls a run than the old version could make: of the calls that old calls
+        stand for (BY_KIND false: the matching of `hall_sets`), or of the same capability and
+        operation (when no old call is the same)."""
         if by_kind:
             key: tuple[Any, ...] = ("kind", inst.capability, inst.operation)
             new_times = self.new_most(key, lambda i: _kind(i) == key[1:])
@@ -1021,11 +1038,12 @@ class _Compare:
             if old_times == 0:
                 return []  # never made: the field gain says it
         else:
-            # every new call of this shape, against the old calls that stand for this one
-            key = inst.key
-            standing = frozenset(olds or ())
-            new_times = self.new_most(key, lambda i: i.key == key)
-            old_times = self.old_most(("by", standing), lambda i: i in standing)
+            new_times = old_times = 0
+            for calls, olds in self.hall_sets(inst):
+                new_times = self.new_most(("by", calls), calls.__contains__)
+                old_times = self.old_most(("by", olds), olds.__contains__)
+                if new_times > old_times:
+                    break
         if new_times <= old_times:
             return []
         return [
@@ -1036,6 +1054,53 @@ class _Compare:
                 f"{self.was}: {_times(old_times)}",
             )
         ]
+
+    def hall_sets(self, inst: _Inst) -> list[tuple[frozenset[_Inst], frozenset[_Inst]]]:
+        """The count comparisons that decide whether INST's calls fit in the old version's.
+
+        The new calls of INST's key must be assigned to old calls that stand for them (each
+        new call to an old call of its neighbourhood, `stages`), each old call used at most as
+        many times as a run can make it: a bipartite matching with capacities. Its Hall
+        condition: for every set S of new calls, the most times a run makes calls of S is no
+        more than the most times a run of the old version makes calls of N(S), the union of
+        their neighbourhoods. N(S) is always a union of neighbourhoods, and the largest S for
+        a union T is {s : N(s) ⊆ T}; so checking each T in the closure of the neighbourhoods
+        under union (with its largest S) checks every S. Comparing each new call with its own
+        neighbourhood alone is wrong both ways (issue 31: `limit: 1` then `limit: 2`, renamed,
+        matched both new calls to the old `limit: 2` call and counted two calls against one).
+
+        The closure has one set per distinct neighbourhood when they nest (a `limit` ladder),
+        at most 2^k for k neighbourhoods otherwise; past `MAX_HALL_SETS` the one comparison
+        left is every new call of the key against INST's own neighbourhood (it implies each
+        Hall inequality that holds for a set containing INST: more gains, never fewer). The
+        pairs returned are those whose S contains INST."""
+        group = self.matched.get(inst.key)
+        if group is None:
+            group = [(i, frozenset(self.stages(i)[3])) for i in self.new_by_key[inst.key]]
+            group = [(i, olds) for i, olds in group if olds]
+            self.matched[inst.key] = group
+        closure = self.closures.get(inst.key)
+        if closure is None:
+            hoods = {olds for _, olds in group}
+            closure = set(hoods)
+            frontier = set(hoods)
+            while frontier and len(closure) <= MAX_HALL_SETS:
+                grown = {a | b for a in frontier for b in hoods} - closure
+                closure |= grown
+                frontier = grown
+            if len(closure) > MAX_HALL_SETS:
+                closure = set()
+            self.closures[inst.key] = closure
+        if not closure:
+            mine = frozenset(self.stages(inst)[3])
+            return [(frozenset(i for i, _ in group), mine)]
+        out = []
+        place = self.old_place
+        for union in sorted(closure, key=lambda u: (len(u), sorted(place[o] for o in u))):
+            calls = frozenset(i for i, olds in group if olds <= union)
+            if inst in calls:
+                out.append((calls, union))
+        return out
 
     def new_most(self, key: tuple[Any, ...], wanted: Callable[[_Inst], bool]) -> int:
         got = self.counts_new.get(key)
@@ -1267,7 +1332,7 @@ class _Compare:
         sent = self.new.flows.get(inst.node, set())
         private = sorted({s for s, _, _ in sent if fl.is_private(s)})
         data = _and([fl.describe_source(s) for s in private])
-        if cap == fl.HTTP:
+        if _networked(cap):
             where = _and(list(self.new.hosts)) or "the web"
             return f"sends {data} to {where}" if private else f"can send requests to {where}"
         sends = self.phrase(cap, "sends", f, data=data) if private else None
@@ -1283,10 +1348,7 @@ class _Compare:
             return "no model step"
         if cap == "state":
             return f"never saved {inst.operation}"
-        if (cap in fl.EGRESS_CAPABILITIES or cap == fl.HTTP) and not any(
-            o.capability in fl.EGRESS_CAPABILITIES or o.capability == fl.HTTP
-            for o in self.old.insts
-        ):
+        if _leaves_device(cap) and not any(_leaves_device(o.capability) for o in self.old.insts):
             return "nothing left the device"
         return f"never called {cap}"
 
@@ -1414,6 +1476,18 @@ def _row(cap: str) -> Any:
     from forgec.ir.capabilities import BY_NAME
 
     return BY_NAME.get(cap)
+
+
+def _networked(cap: str) -> bool:
+    """Whether the capability's row reaches the network (its hosts are the allowlist's)."""
+    row = _row(cap)
+    return bool(row is not None and row.needs_network)
+
+
+def _leaves_device(cap: str) -> bool:
+    """Whether the capability's row sends data off the device (an egress sink)."""
+    row = _row(cap)
+    return bool(row is not None and row.sink == "egress")
 
 
 # --- witness: an input that shows a gain -----------------------------------------------------

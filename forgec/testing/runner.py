@@ -26,7 +26,7 @@ import orjson
 
 from forgec.ir.capabilities import BY_NAME
 from forgec.runtime import sources_and_sinks
-from forgec.runtime.host import CallContext, HostError
+from forgec.runtime.host import CallContext, ForwardingHost, HostError
 from forgec.runtime.memory_host import PROVIDED, MemoryHost
 from forgec.testing.cases import ANY, RE_PREFIX, Case, Mock
 
@@ -145,10 +145,8 @@ def needs_mock_reason(capability: str) -> str | None:
     return None
 
 
-class CaseHost:
-    """The host of one case (see the module doc). `base` holds the seeded data."""
-
-    keeps_labels = True
+class CaseHost(ForwardingHost):
+    """The host of one case (see the module doc). `inner` holds the seeded data."""
 
     def __init__(
         self,
@@ -158,7 +156,7 @@ class CaseHost:
     ) -> None:
         from forgec.host.models import ReplayProvider
 
-        self.base = base
+        super().__init__(base)
         self.mocks: dict[str, list[Mock]] = {}
         for mock in mocks:
             self.mocks.setdefault(mock.step, []).append(mock)
@@ -186,7 +184,7 @@ class CaseHost:
                 reason = needs_mock_reason(capability)
                 if reason is not None:
                     self._error(f"step `{node}` calls {capability} with no [[case.mock]]: {reason}")
-                result = self.base.call(capability, input, context)
+                result = super().call(capability, input, context)
         except HostError:
             self.calls.append(Call(node, capability, input, context.attempt, labels, mocked, False))
             raise
@@ -232,21 +230,12 @@ class CaseHost:
                 "never reaches a model"
             )
             raise HostError("RUN_MODEL_FAILED", "test error: no recorded answer")
-        return self.replay.complete(op, input, requirements, output_schema, context)
+        from forgec.host.models import model_answer
+
+        return model_answer(self.replay, op, input, requirements, output_schema, context)
 
     def has_credential(self, credential_id: str) -> bool:
         return True  # a case never sends one: every step that could is mocked
-
-    def load_state(self, tool_id: str) -> dict[str, Any] | None:
-        return self.base.load_state(tool_id)
-
-    def load_state_labels(self, tool_id: str) -> dict[str, list[str]]:
-        return self.base.load_state_labels(tool_id)
-
-    def save_state(
-        self, tool_id: str, state: dict[str, Any], labels: Mapping[str, Any] | None = None
-    ) -> None:
-        self.base.save_state(tool_id, state, labels)
 
     def compensate(
         self,
@@ -267,7 +256,7 @@ class CaseHost:
                     raise HostError("RUN_CAPABILITY_FAILED", f"{capability}: {mock.message}")
                 return orjson.loads(orjson.dumps(mock.result))
             return {}
-        return self.base.compensate(capability, step_capability, step_input, step_result, context)
+        return super().compensate(capability, step_capability, step_input, step_result, context)
 
 
 def seeded_host(case: Case, tool_id: str) -> MemoryHost:
