@@ -339,13 +339,13 @@ def _open_block(text: str, error_at: int, since: int = 0) -> tuple[int, int | No
                 mismatch = (opener, at)
     if other_kind is not None:
         return other_kind, None
+    if balance <= 0:
+        return None
     line_start = text.rfind("\n", 0, error_at) + 1
     if open_at_error and open_at_error[-1] >= max(since, line_start):
         # the innermost bracket is open on the very line the parser stopped at (`{a: 1 -> b`):
         # that one, even when an earlier block is also left open (reported on its own)
         return open_at_error[-1], None
-    if balance <= 0:
-        return None
     if mismatch is not None:
         return mismatch
     still = [o for o in (open_at_error if open_at_error is not None else stack) if o >= since]
