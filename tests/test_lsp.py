@@ -177,6 +177,35 @@ async def test_a_missing_brace_mid_file_still_reports_the_rest(client: LanguageC
 
 
 @ASYNC
+@pytest.mark.parametrize(
+    ("flow", "first", "second"),
+    [
+        # a broken edge, then a `{` never closed: the editor shows both (issue 31)
+        (
+            '    a: x = llm summarize {text: "t"} ->-> b\n    b: y = 2 -> c\n'
+            "    c: return {saved: true, id: $y\n",
+            "->-> b",
+            "{saved",
+        ),
+        # a misspelt loop header, then a broken `next` two lines below its body
+        (
+            "    a: fro t in $input.xs max 3 {\n      b: y = 1\n    } -> c\n"
+            "    c: z = 1 next d\n    d: return 1\n",
+            "fro t",
+            "next d",
+        ),
+    ],
+)
+async def test_a_later_mistake_is_still_shown_after_a_broken_step(
+    client: LanguageClient, flow: str, first: str, second: str
+) -> None:
+    text = forge(flow)
+    _, diags = await open_doc(client, "two.forge", text)
+    lines = {d.range.start.line for d in diags if d.severity == lsp.DiagnosticSeverity.Error}
+    assert {at(text, first).line, at(text, second).line} <= lines, lines
+
+
+@ASYNC
 async def test_duplicates_and_cycles_point_at_every_place(client: LanguageClient) -> None:
     text = forge("    a: x = 1 -> b\n    b: y = 2 -> a\n    b: return 1\n")
     _, diags = await open_doc(client, "dup.forge", text)
