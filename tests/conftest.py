@@ -13,7 +13,9 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -79,6 +81,18 @@ def _private_data_dir(
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
     monkeypatch.setenv("XDG_STATE_HOME", str(home / "state"))
     return home
+
+
+@pytest.fixture
+def daemons() -> Iterator[list[Any]]:
+    """The `talond` processes a test starts (the daemon tests' `Daemon`s): any still running
+    when the test ends is killed, so a failed test leaves no daemon behind."""
+    started: list[Any] = []
+    yield started
+    for d in started:
+        if d.proc is not None and d.proc.poll() is None:
+            d.proc.kill()
+            d.proc.wait(30)
 
 
 # ---- outside tools: npm packages and Graphviz -------------------------------------------------

@@ -21,7 +21,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
@@ -113,16 +113,6 @@ class Daemon:
         self.proc.send_signal(signal.SIGTERM)
         code = self.proc.wait(60)
         return code
-
-
-@pytest.fixture
-def daemons() -> Iterator[list[Daemon]]:
-    started: list[Daemon] = []
-    yield started
-    for d in started:
-        if d.proc is not None and d.proc.poll() is None:
-            d.proc.kill()
-            d.proc.wait(30)
 
 
 def set_clock(path: Path, moment: dt.datetime) -> None:

@@ -33,16 +33,6 @@ from test_talond_daemon import (
 from forgec.daemon.tables import slot_text
 
 
-@pytest.fixture
-def daemons() -> Iterator[list[Daemon]]:
-    started: list[Daemon] = []
-    yield started
-    for d in started:
-        if d.proc is not None and d.proc.poll() is None:
-            d.proc.kill()
-            d.proc.wait(30)
-
-
 @pytest.fixture(scope="module")
 def pg() -> Iterator[str]:
     with postgres_server() as base:
