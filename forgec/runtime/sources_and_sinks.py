@@ -338,19 +338,14 @@ def url_field(capability: str) -> str | None:
 
 
 def call_host(capability: str, input: Any) -> str | None:
-    """The host an actual call's URL field reaches (None: the row has no such field, the
-    input is not an object, or the URL is not acceptable)."""
+    """The host an actual call's URL field reaches, as the URL rule reads it
+    (`forgec.ir.shapes.url_host`: lower-cased, punycode, the checker's and the host's one
+    reading). None: the row has no such field, the input is not an object, the URL is not
+    acceptable or the rule is not loaded (the label then says `*`)."""
     field = URL_FIELDS.get(capability)
     if field is None or type(input) is not dict:
         return None
-    return host_of_url(input.get(field))
-
-
-def host_of_url(url: Any) -> str | None:
-    """The host an absolute URL reaches, as the URL rule reads it (`forgec.ir.shapes.url_host`:
-    lower-cased, punycode, the checker's and the host's one reading); None when it is not an
-    acceptable URL or the rule is not loaded (the label then says `*`)."""
-    return url_host(url)
+    return url_host(input.get(field))
 
 
 # --- words for people (the consent card, diagnostics) --------------------------------
