@@ -32,7 +32,6 @@ from test_talond_daemon import (
     ROOT,
     Daemon,
     create_schedule,
-    daemons,  # noqa: F401  (the fixture)
     db_rows,
     hooked_config,
     hooked_persona,
@@ -112,7 +111,7 @@ def wait(check: Any, what: str, timeout: float = 120) -> None:
 
 def test_a_short_soak_kills_and_stops_and_everything_happens_exactly_once(
     tmp_path: Path,
-    daemons: list[Daemon],  # noqa: F811
+    daemons: list[Daemon],
 ) -> None:
     store, clock = hooked_persona(tmp_path)
     block = threading.Event()
@@ -221,7 +220,7 @@ def test_a_short_soak_kills_and_stops_and_everything_happens_exactly_once(
 
 def test_a_slot_that_comes_while_the_previous_firing_runs_is_skipped_and_shown(
     tmp_path: Path,
-    daemons: list[Daemon],  # noqa: F811
+    daemons: list[Daemon],
 ) -> None:
     write_personas(tmp_path, {"alpha": ()})
     store = make_store(tmp_path)
@@ -263,7 +262,7 @@ def test_a_slot_that_comes_while_the_previous_firing_runs_is_skipped_and_shown(
 
 def test_status_schedules_messages_and_a_failed_delivery_sent_again(
     tmp_path: Path,
-    daemons: list[Daemon],  # noqa: F811
+    daemons: list[Daemon],
 ) -> None:
     store, clock = hooked_persona(tmp_path)
     with fake_model(post_once("hello", "said hello")) as srv, receiving() as hook:
@@ -395,7 +394,7 @@ class Answers(http.server.BaseHTTPRequestHandler):
 
 def test_model_errors_are_retried_and_oversized_or_endless_answers_refused(
     tmp_path: Path,
-    daemons: list[Daemon],  # noqa: F811
+    daemons: list[Daemon],
 ) -> None:
     write_personas(tmp_path, {"alpha": ()})
     store = make_store(tmp_path)
@@ -434,7 +433,7 @@ def test_model_errors_are_retried_and_oversized_or_endless_answers_refused(
 
 def test_a_persona_added_while_running_is_picked_up_and_a_bad_file_is_one_line(
     tmp_path: Path,
-    daemons: list[Daemon],  # noqa: F811
+    daemons: list[Daemon],
 ) -> None:
     write_personas(tmp_path, {"alpha": ()})
     store = make_store(tmp_path)
