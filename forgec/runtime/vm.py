@@ -223,9 +223,8 @@ class _CallSite:
     compensation: str | None
     context: CallContext
     source: frozenset[str] = frozenset()  # the labels its result carries by its row alone
-    by_call: bool = (
-        False  # its origin labels depend on the call (`sources_and_sinks.ORIGIN_BY_CALL`)
-    )
+    # its origin labels depend on the call (`sources_and_sinks.ORIGIN_BY_CALL`)
+    by_call: bool = False
 
 
 @attrs.frozen
