@@ -131,22 +131,18 @@ def _as_httpx(exc: Exception) -> Exception:
     return httpx.TransportError(f"{type(exc).__name__}: {exc}")
 
 
-_CORE_ERRORS: tuple[type[Exception], ...] | None = None
-
-
+@functools.cache
 def _core_errors() -> tuple[type[Exception], ...]:
-    global _CORE_ERRORS
-    if _CORE_ERRORS is None:
-        import httpcore
+    """httpcore's errors a request may raise (httpcore imported on first use)."""
+    import httpcore
 
-        _CORE_ERRORS = (
-            httpcore.TimeoutException,
-            httpcore.NetworkError,
-            httpcore.ProtocolError,
-            httpcore.UnsupportedProtocol,
-            httpcore.ProxyError,
-        )
-    return _CORE_ERRORS
+    return (
+        httpcore.TimeoutException,
+        httpcore.NetworkError,
+        httpcore.ProtocolError,
+        httpcore.UnsupportedProtocol,
+        httpcore.ProxyError,
+    )
 
 
 def _transport(pool: Any) -> Any:
