@@ -18,7 +18,7 @@ recovery is thrown away: a file with a syntax error has no manifest, only diagno
 
 from __future__ import annotations
 
-from itertools import islice
+from itertools import accumulate, islice
 from typing import Any
 
 from forgec.ir.diagnostics import Diagnostic
@@ -161,13 +161,16 @@ def _resync(ip: Any, text: str, at: int) -> int | None:
     later line would be read at the wrong level (errors made up, real ones swallowed)."""
     state = ip.parser_state
     starts = list(islice(_next_line_starts(text, at), _LINES_AHEAD))
+    # open[k]: the blocks held open by the first k values (one pass, not one per depth tried:
+    # a deeply nested line would make the search quadratic in its depth)
+    open_ = list(accumulate((_is_opener(v) for v in state.value_stack), initial=0))
     for consistent in (True, False):
         for line_start in starts:
-            want = _open_blocks(state.value_stack) + min(0, _net_brackets(text, at, line_start))
+            want = open_[-1] + min(0, _net_brackets(text, at, line_start))
             # three tokens tell a node from an object key; two, a broken node
             for tokens in (3, 2):
                 for depth in range(len(state.state_stack), 0, -1):
-                    if consistent and _open_blocks(state.value_stack[: depth - 1]) != want:
+                    if consistent and open_[min(depth - 1, len(open_) - 1)] != want:
                         continue
                     trial = _copy(ip)
                     _pop_to(trial.parser_state, depth)
@@ -177,9 +180,9 @@ def _resync(ip: Any, text: str, at: int) -> int | None:
     return None
 
 
-def _open_blocks(values: Any) -> int:
-    """How many `{` / `[` the parser holds open (they are on its value stack until closed)."""
-    return sum(1 for v in values if getattr(v, "type", None) in ("LBRACE", "LSQB"))
+def _is_opener(value: Any) -> int:
+    """1 for a `{` / `[` the parser holds open (on its value stack until closed), else 0."""
+    return 1 if getattr(value, "type", None) in ("LBRACE", "LSQB") else 0
 
 
 def _net_brackets(text: str, start: int, end: int) -> int:
