@@ -200,19 +200,20 @@ def test_a_broken_loop_header_does_not_close_the_flow_early() -> None:
 
 
 def test_a_deeply_nested_broken_line_recovers_within_a_bound() -> None:
-    """Resync weighs each stack depth against the blocks the text holds open: counted once per
-    resync, not once per depth tried (that was quadratic: 6.5 s for a 4000-deep line with 20
-    errors after it, against 0.13 s now)."""
+    """Recovery's resync tries stack depths for the next line: each trial copies only the stack
+    it keeps, blocks held open are counted once per resync, and a depth nested deeper than a
+    document may (`MAX_JSON_DEPTH`) is never tried. Before, a 60000-deep line in a 61 KB file
+    (under the reading limit) with errors after it took 28 s; now about 0.3 s."""
     import time
 
     body = (
         "    a: x = "
-        + "[" * 4000
+        + "[" * 60000
         + "1 = 2\n"
         + "".join(f"    b{i}: y = = 2 -> c\n    c{i}: z = {{\n" for i in range(25))
         + "  }\n}\n"
     )
     start = time.process_time()
     found = _errors(HEAD + body)
-    assert time.process_time() - start < 2.0
+    assert time.process_time() - start < 3.0
     assert len(found) >= 2

@@ -22,6 +22,7 @@ from itertools import accumulate, islice
 from typing import Any
 
 from forgec.ir.diagnostics import Diagnostic
+from forgec.ir.rules import MAX_JSON_DEPTH
 
 MAX_ERRORS = 20
 _CLOSERS = (("RBRACE", "}"), ("RSQB", "]"))
@@ -170,10 +171,10 @@ def _resync(ip: Any, text: str, at: int) -> int | None:
             # three tokens tell a node from an object key; two, a broken node
             for tokens in (3, 2):
                 for depth in range(len(state.state_stack), 0, -1):
-                    if consistent and open_[min(depth - 1, len(open_) - 1)] != want:
-                        continue
-                    trial = _copy(ip)
-                    _pop_to(trial.parser_state, depth)
+                    held = open_[min(depth - 1, len(open_) - 1)]
+                    if held > MAX_JSON_DEPTH or (consistent and held != want):
+                        continue  # deeper than a document may nest: never the author's level
+                    trial = _trial_at(ip, depth)
                     if _accepts_line(trial, text, line_start, tokens):
                         _pop_to(state, depth)
                         return line_start
@@ -206,6 +207,18 @@ def _copy(ip: Any) -> Any:
         return ip.copy(deepcopy_values=False)
     except TypeError:  # lark before 1.2 always deep-copies
         return ip.copy()
+
+
+def _trial_at(ip: Any, depth: int) -> Any:
+    """A trial parser with the stack popped to DEPTH, copying only what it keeps (a copy of
+    the whole stack per depth tried was quadratic in a deeply nested line)."""
+    state = ip.parser_state
+    states, values = state.state_stack, state.value_stack
+    state.state_stack, state.value_stack = states[:depth], values[: depth - 1]
+    try:
+        return _copy(ip)
+    finally:
+        state.state_stack, state.value_stack = states, values
 
 
 def _pop_to(state: Any, depth: int) -> None:
