@@ -174,7 +174,7 @@ def _resync(ip: Any, text: str, at: int) -> int | None:
                     held = open_[min(depth - 1, len(open_) - 1)]
                     if held > MAX_JSON_DEPTH or (consistent and held != want):
                         continue  # deeper than a document may nest: never the author's level
-                    trial = _trial_at(ip, depth)
+                    trial = _copy(ip, depth)
                     if _accepts_line(trial, text, line_start, tokens):
                         _pop_to(state, depth)
                         return line_start
@@ -201,24 +201,21 @@ def _net_brackets(text: str, start: int, end: int) -> int:
     return low
 
 
-def _copy(ip: Any) -> Any:
-    """A trial parser; values are shared, not deep-copied (a trial's tree is thrown away)."""
-    try:
-        return ip.copy(deepcopy_values=False)
-    except TypeError:  # lark before 1.2 always deep-copies
-        return ip.copy()
-
-
-def _trial_at(ip: Any, depth: int) -> Any:
-    """A trial parser with the stack popped to DEPTH, copying only what it keeps (a copy of
-    the whole stack per depth tried was quadratic in a deeply nested line)."""
+def _copy(ip: Any, depth: int | None = None) -> Any:
+    """A trial parser, its stack popped to DEPTH (None: the whole stack), copying only what it
+    keeps. Values are shared, not copied (a trial's tree is thrown away): none are handed to
+    lark's copy, which deep-copies them before lark 1.2. Copying the whole stack for every
+    depth tried was quadratic in a deeply nested line."""
     state = ip.parser_state
     states, values = state.state_stack, state.value_stack
-    state.state_stack, state.value_stack = states[:depth], values[: depth - 1]
+    state.state_stack = states if depth is None else states[:depth]
+    state.value_stack = []
     try:
-        return _copy(ip)
+        trial = ip.copy()
     finally:
         state.state_stack, state.value_stack = states, values
+    trial.parser_state.value_stack = values[:] if depth is None else values[: depth - 1]
+    return trial
 
 
 def _pop_to(state: Any, depth: int) -> None:
